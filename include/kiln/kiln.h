@@ -1,0 +1,110 @@
+/* kiln/kiln.h: the compiler API.
+ *
+ * Conventions (see docs/API.md):
+ * - Every fallible call returns kiln_status and, when `err` is not NULL, fills
+ *   it with the status and a message naming what was wrong and where.
+ * - Handles come from *_create / builders and go back through *_destroy;
+ *   destroy(NULL) is a no-op. Out-parameters are untouched on failure.
+ * - Nothing here exits or aborts on bad input.
+ * - Handles are not thread-safe; distinct handles may be used from distinct
+ *   threads.
+ */
+#ifndef KILN_KILN_H
+#define KILN_KILN_H
+
+#include "kiln/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KILN_VERSION "0.1.0"
+
+/* ---- Graph ----------------------------------------------------------------
+ * A network: values (inputs, constants, intermediates), nodes, outputs, all in
+ * one arena owned by the graph. Built by an importer (the zoo, ONNX). */
+typedef struct kiln_graph kiln_graph;
+
+void kiln_graph_destroy(kiln_graph *g);
+
+/* Graph inputs and outputs: count, and the name/dtype/shape of the i-th. The
+ * returned name is owned by the graph. */
+int kiln_graph_num_inputs(const kiln_graph *g);
+int kiln_graph_num_outputs(const kiln_graph *g);
+kiln_status kiln_graph_input_info(const kiln_graph *g, int i, const char **name,
+                                  kiln_dtype *dtype, kiln_shape *shape);
+kiln_status kiln_graph_output_info(const kiln_graph *g, int i, const char **name,
+                                   kiln_dtype *dtype, kiln_shape *shape);
+
+/* Checks the graph: dangling edges, cycles, arity, and that every node's
+ * recorded output types agree with shape inference. The message names the
+ * offending node. */
+kiln_status kiln_graph_validate(const kiln_graph *g, kiln_error *err);
+
+/* Runs shape inference over the whole graph, recording every value's dtype and
+ * shape. */
+kiln_status kiln_graph_infer_shapes(kiln_graph *g, kiln_error *err);
+
+/* Totals over the graph: number of constant (weight) elements, and the
+ * multiply-accumulates of one inference (Conv, Gemm, MatMul). Shapes must be
+ * inferred. */
+int64_t kiln_graph_num_params(const kiln_graph *g);
+int64_t kiln_graph_macs(const kiln_graph *g);
+
+/* ---- Zoo: built-in networks with seeded weights ------------------------- */
+typedef struct kiln_zoo_info {
+    const char *name;        /* "resnet-50" */
+    const char *description; /* one line */
+    kiln_shape input_shape;  /* [1, 3, 224, 224] */
+} kiln_zoo_info;
+
+int kiln_zoo_count(void);
+/* The i-th network, 0 <= i < kiln_zoo_count(); NULL otherwise. */
+const kiln_zoo_info *kiln_zoo_get(int i);
+/* By name; NULL if there is no such network. */
+const kiln_zoo_info *kiln_zoo_find(const char *name);
+
+enum {
+    KILN_ZOO_NO_WEIGHTS = 1 << 0, /* constants get shapes but no data (counting, listing) */
+};
+
+/* Builds network `name` with weights drawn from a generator seeded by `seed`
+ * (same name + seed => bit-identical weights). Shapes are inferred. */
+kiln_status kiln_zoo_build(const char *name, uint64_t seed, unsigned flags, kiln_graph **out,
+                           kiln_error *err);
+
+/* ---- Reference executor: runs any valid graph with the reference kernels -- */
+typedef struct kiln_ref_executor kiln_ref_executor;
+
+/* Plans every buffer up front; `g` must outlive the executor and have
+ * constants with data. */
+kiln_status kiln_ref_executor_create(const kiln_graph *g, kiln_ref_executor **out,
+                                     kiln_error *err);
+void kiln_ref_executor_destroy(kiln_ref_executor *ex);
+/* Copies `t` into graph input `index`; dtype and shape must match exactly. */
+kiln_status kiln_ref_executor_set_input(kiln_ref_executor *ex, int index, const kiln_tensor *t,
+                                        kiln_error *err);
+kiln_status kiln_ref_executor_run(kiln_ref_executor *ex, kiln_error *err);
+/* Graph output `index` after a run; the data is owned by the executor and valid
+ * until the next run or destroy. NULL if index is out of range. */
+const kiln_tensor *kiln_ref_executor_output(const kiln_ref_executor *ex, int index);
+
+/* ---- Tensor files: ONNX TensorProto (.pb) and NumPy (.npy) ---------------
+ * kiln_tensor_read picks the format from the content (NumPy magic) and falls
+ * back to TensorProto. `name_out` (may be NULL) receives a malloc'ed copy of
+ * the TensorProto's name, or NULL. The tensor's data is allocated by kiln:
+ * release it with kiln_tensor_release. */
+kiln_status kiln_tensor_read(const char *path, kiln_tensor *out, char **name_out,
+                             kiln_error *err);
+kiln_status kiln_tensor_read_pb_buffer(const void *buf, size_t size, kiln_tensor *out,
+                                       char **name_out, kiln_error *err);
+kiln_status kiln_tensor_read_npy_buffer(const void *buf, size_t size, kiln_tensor *out,
+                                        kiln_error *err);
+kiln_status kiln_tensor_write_pb(const char *path, const kiln_tensor *t, const char *name,
+                                 kiln_error *err);
+kiln_status kiln_tensor_write_npy(const char *path, const kiln_tensor *t, kiln_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KILN_KILN_H */

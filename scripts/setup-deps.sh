@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# scripts/setup-deps.sh: installs the Debian packages kiln needs, only those
+# that are missing. Called by `make run` and `make test`; safe to run again.
+# Each package and what it is for is listed in README.md.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config   # compiler, build system
+  protobuf-c-compiler libprotobuf-c-dev libonnx-dev  # ONNX TensorProto/ModelProto decoding
+  libcmocka-dev                      # unit-test framework
+  python3 python3-numpy              # test fixtures (.npy cross-checks)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "setup-deps: installing missing packages: ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+  else
+    echo "setup-deps: need root (or sudo) to install: ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

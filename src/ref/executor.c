@@ -1,0 +1,140 @@
+/* ref/executor.c: the reference executor. Runs any valid, shape-inferred
+ * graph node by node in topological order with the reference kernels. Every
+ * buffer is allocated at create time, so run() does not allocate (beyond the
+ * argument arrays of nodes with more than 64 inputs or outputs). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/graph.h"
+#include "util/error.h"
+
+struct kiln_ref_executor {
+    const kiln_graph *g;
+    kiln_tensor *tensors; /* one per value; constants borrow the graph's data */
+    int *order;
+};
+
+void kiln_ref_executor_destroy(kiln_ref_executor *ex)
+{
+    if (!ex)
+        return;
+    if (ex->tensors)
+        for (int i = 0; i < ex->g->n_values; i++)
+            if (ex->g->values[i]->kind != KILN_VALUE_CONST)
+                kiln_tensor_release(&ex->tensors[i]);
+    free(ex->tensors);
+    free(ex->order);
+    free(ex);
+}
+
+kiln_status kiln_ref_executor_create(const kiln_graph *g, kiln_ref_executor **out,
+                                     kiln_error *err)
+{
+    kiln_status s = kiln_graph_validate(g, err);
+    if (s != KILN_OK)
+        return s;
+    kiln_ref_executor *ex = calloc(1, sizeof *ex);
+    if (!ex)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    ex->g = g;
+    ex->tensors = calloc((size_t)(g->n_values ? g->n_values : 1), sizeof(kiln_tensor));
+    ex->order = malloc(sizeof(int) * (size_t)(g->n_nodes ? g->n_nodes : 1));
+    if (!ex->tensors || !ex->order) {
+        s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        goto fail;
+    }
+    s = kiln_graph_topo_order(g, ex->order, err);
+    if (s != KILN_OK)
+        goto fail;
+    for (int i = 0; i < g->n_values; i++) {
+        const kiln_value *v = g->values[i];
+        kiln_tensor *t = &ex->tensors[i];
+        if (v->dtype == KILN_DTYPE_UNDEFINED) {
+            s = kiln_errorf(err, KILN_ERR_INVALID_GRAPH,
+                            "value '%s' has no type: run shape inference first", v->name);
+            goto fail;
+        }
+        if (v->kind == KILN_VALUE_CONST) {
+            if (!v->data) {
+                s = kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
+                                "constant '%s' has no data (graph built without weights)",
+                                v->name);
+                goto fail;
+            }
+            t->dtype = v->dtype;
+            t->shape = v->shape;
+            t->data = v->data;
+            continue;
+        }
+        s = kiln_tensor_alloc(t, v->dtype, &v->shape, err);
+        if (s != KILN_OK) {
+            kiln_error_prefix(err, s, "value '%s': ", v->name);
+            goto fail;
+        }
+    }
+    *out = ex;
+    return KILN_OK;
+fail:
+    kiln_ref_executor_destroy(ex);
+    return s;
+}
+
+kiln_status kiln_ref_executor_set_input(kiln_ref_executor *ex, int index, const kiln_tensor *t,
+                                        kiln_error *err)
+{
+    const kiln_graph *g = ex->g;
+    if (index < 0 || index >= g->n_inputs)
+        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "input index %d out of range (%d inputs)",
+                           index, g->n_inputs);
+    const kiln_value *v = g->values[g->inputs[index]];
+    kiln_tensor *dst = &ex->tensors[v->id];
+    kiln_shape_buf a, b;
+    if (t->dtype != v->dtype)
+        return kiln_errorf(err, KILN_ERR_TYPE_MISMATCH, "input '%s' is %s, got %s", v->name,
+                           kiln_dtype_name(v->dtype), kiln_dtype_name(t->dtype));
+    if (!kiln_shape_equal(&t->shape, &v->shape))
+        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "input '%s' has shape %s, got %s",
+                           v->name, kiln_shape_fmt(&v->shape, &a), kiln_shape_fmt(&t->shape, &b));
+    memcpy(dst->data, t->data, (size_t)kiln_tensor_nbytes(dst));
+    return KILN_OK;
+}
+
+kiln_status kiln_ref_executor_run(kiln_ref_executor *ex, kiln_error *err)
+{
+    const kiln_graph *g = ex->g;
+    const kiln_tensor *ins[64];
+    kiln_tensor *outs[64];
+    for (int oi = 0; oi < g->n_nodes; oi++) {
+        const kiln_node *n = g->nodes[ex->order[oi]];
+        const kiln_tensor **in_p = ins;
+        kiln_tensor **out_p = outs;
+        if (n->n_inputs > 64 || n->n_outputs > 64) {
+            in_p = malloc(sizeof(*in_p) * (size_t)n->n_inputs + 1);
+            out_p = malloc(sizeof(*out_p) * (size_t)n->n_outputs + 1);
+            if (!in_p || !out_p) {
+                free(in_p);
+                free(out_p);
+                return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+            }
+        }
+        for (int k = 0; k < n->n_inputs; k++)
+            in_p[k] = n->inputs[k] >= 0 ? &ex->tensors[n->inputs[k]] : NULL;
+        for (int k = 0; k < n->n_outputs; k++)
+            out_p[k] = &ex->tensors[n->outputs[k]];
+        kiln_status s = kiln_op_get(n->op)->ref(n, in_p, out_p, err);
+        if (in_p != ins) {
+            free(in_p);
+            free(out_p);
+        }
+        if (s != KILN_OK)
+            return kiln_error_prefix(err, s, "node '%s' (%s): ", n->name, kiln_op_name(n->op));
+    }
+    return KILN_OK;
+}
+
+const kiln_tensor *kiln_ref_executor_output(const kiln_ref_executor *ex, int index)
+{
+    if (!ex || index < 0 || index >= ex->g->n_outputs)
+        return NULL;
+    return &ex->tensors[ex->g->outputs[index]];
+}

@@ -1,0 +1,19 @@
+/* ref/ref.h: helpers shared by the reference kernels. The kernels themselves
+ * are declared from ops.def in ir/op.h. */
+#ifndef KILN_REF_REF_H
+#define KILN_REF_REF_H
+
+#include "ir/graph.h"
+#include "util/error.h"
+
+/* Row-major strides (in elements) of a shape. */
+static inline void kiln_ref_strides(const kiln_shape *s, int64_t *strides)
+{
+    int64_t st = 1;
+    for (int i = s->rank - 1; i >= 0; i--) {
+        strides[i] = st;
+        st *= s->dims[i];
+    }
+}
+
+#endif

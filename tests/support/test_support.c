@@ -1,0 +1,87 @@
+/* tests/support/test_support.c */
+#include "test_support.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "util/rng.h"
+
+kiln_shape ks(int rank, ...)
+{
+    kiln_shape s = {.rank = rank};
+    va_list ap;
+    va_start(ap, rank);
+    for (int i = 0; i < rank; i++)
+        s.dims[i] = va_arg(ap, int);
+    va_end(ap);
+    return s;
+}
+
+void kt_assert_allclose(const float *a, const float *b, int64_t n, double rtol, double atol,
+                        const char *file, int line)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (!(d <= atol + rtol * fabs((double)b[i]))) {
+            print_error("%s:%d: mismatch at index %lld: got %.9g, expected %.9g\n", file, line,
+                           (long long)i, (double)a[i], (double)b[i]);
+            _fail(file, line);
+        }
+    }
+}
+
+void kt_fill_random(float *dst, int64_t n, uint64_t seed, float lo, float hi)
+{
+    kiln_rng r;
+    kiln_rng_seed(&r, seed);
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = kiln_rng_uniformf(&r, lo, hi);
+}
+
+int kt_run_cli(const char *args, char **output)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", KILN_CLI_PATH, args);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (n + 1024 > cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, p);
+        if (got == 0)
+            break;
+        n += got;
+    }
+    buf[n] = 0;
+    int st = pclose(p);
+    if (output)
+        *output = buf;
+    else
+        free(buf);
+    if (st == -1 || !WIFEXITED(st))
+        return -1;
+    return WEXITSTATUS(st);
+}
+
+char *kt_tempdir(void)
+{
+    char tmpl[] = "/tmp/kiln-test-XXXXXX";
+    char *d = mkdtemp(tmpl);
+    return d ? strdup(d) : NULL;
+}
+
+void kt_rmdir(const char *dir)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "warning: could not remove %s\n", dir);
+}
