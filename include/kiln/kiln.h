@@ -73,6 +73,22 @@ enum {
 kiln_status kiln_zoo_build(const char *name, uint64_t seed, unsigned flags, kiln_graph **out,
                            kiln_error *err);
 
+/* ---- ONNX import --------------------------------------------------------
+ * Reads a ModelProto (external data files are resolved relative to the
+ * model's directory), converts every node with the converter for its
+ * (domain, op_type, opset), folds shape arithmetic on constants, and infers
+ * shapes. An unsupported op or attribute is KILN_ERR_UNSUPPORTED naming the op,
+ * the node and the opset; a malformed file is KILN_ERR_PARSE. */
+kiln_status kiln_onnx_load(const char *path, kiln_graph **out, kiln_error *err);
+kiln_status kiln_onnx_load_buffer(const void *buf, size_t size, const char *base_dir,
+                                  kiln_graph **out, kiln_error *err);
+
+/* ---- Models by name ----------------------------------------------------
+ * `model` is a zoo name or a path ending in .onnx. Zoo networks get weights
+ * from `seed`. */
+kiln_status kiln_model_load(const char *model, uint64_t seed, kiln_graph **out,
+                            kiln_error *err);
+
 /* ---- Reference executor: runs any valid graph with the reference kernels -- */
 typedef struct kiln_ref_executor kiln_ref_executor;
 
