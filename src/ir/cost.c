@@ -48,7 +48,8 @@ int64_t kiln_graph_macs(const kiln_graph *g)
 
 /* Trainable parameters as torchvision counts them: floating-point constants,
  * except batch-norm running mean and variance (inputs 3 and 4), which are
- * buffers, not parameters. */
+ * buffers, not parameters. Rank-0 constants are operator scalars (the 1/sqrt(d)
+ * of attention, GELU's 0.5), not parameters either. */
 int64_t kiln_graph_num_params(const kiln_graph *g)
 {
     int64_t total = 0;
@@ -59,7 +60,7 @@ int64_t kiln_graph_num_params(const kiln_graph *g)
                                             v->dtype != KILN_DTYPE_FLOAT64))
             continue;
         int64_t n = kiln_shape_numel(&v->shape);
-        if (n > 0)
+        if (n > 0 && v->shape.rank > 0)
             total += n;
     }
     for (int i = 0; g && i < g->n_nodes; i++) {

@@ -1,10 +1,68 @@
-/* tools/kiln/main.c: STUB CLI entry; to be replaced. */
+/* tools/kiln/main.c: the kiln command-line tool: dispatch to the commands,
+ * the top-level usage and --version. */
 #include <stdio.h>
+#include <string.h>
 
-#include "kiln/kiln.h"
+#include "cli.h"
 
-int main(void)
+static void usage(FILE *f)
 {
-    printf("kiln %s\n", KILN_VERSION);
-    return 0;
+    fprintf(f,
+            "usage: kiln COMMAND [ARGS...]\n"
+            "       kiln COMMAND --help\n"
+            "\n"
+            "kiln %s: a deep-learning compiler.\n"
+            "\n"
+            "Commands:\n"
+            "  zoo     list the built-in networks (input shape, parameters, GMACs)\n"
+            "  run     run a model once on an input and print a summary of its output\n"
+            "  check   run a model on given inputs and compare with expected outputs\n"
+            "  help    show this message\n"
+            "\n"
+            "MODEL is a zoo network name (see `kiln zoo`) or a path to an .onnx file.\n"
+            "Tensor files are ONNX TensorProto (.pb) or NumPy (.npy).\n"
+            "(compile, bench, profile and tune are planned but not available yet.)\n"
+            "\n"
+            "Options:\n"
+            "  -h, --help     show this message\n"
+            "  --version      print the version\n"
+            "\n"
+            "Exit status: 0 success, 1 check found a mismatch, 2 any error.\n",
+            KILN_VERSION);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || cli_is_help(argv[1]) || strcmp(argv[1], "help") == 0) {
+        if (argc >= 3 && strcmp(argv[1], "help") == 0) {
+            /* "kiln help CMD" == "kiln CMD --help" */
+            char *sub[] = {argv[2], "--help", NULL};
+            if (strcmp(argv[2], "zoo") == 0)
+                return kiln_cmd_zoo(2, sub);
+            if (strcmp(argv[2], "run") == 0)
+                return kiln_cmd_run(2, sub);
+            if (strcmp(argv[2], "check") == 0)
+                return kiln_cmd_check(2, sub);
+            return cli_usage_error(NULL, "unknown command '%s'", argv[2]);
+        }
+        usage(stdout);
+        return KILN_EXIT_OK;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("kiln %s\n", KILN_VERSION);
+        return KILN_EXIT_OK;
+    }
+    if (strcmp(cmd, "zoo") == 0)
+        return kiln_cmd_zoo(argc - 1, argv + 1);
+    if (strcmp(cmd, "run") == 0)
+        return kiln_cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "check") == 0)
+        return kiln_cmd_check(argc - 1, argv + 1);
+    if (strcmp(cmd, "compile") == 0 || strcmp(cmd, "bench") == 0 ||
+        strcmp(cmd, "profile") == 0 || strcmp(cmd, "tune") == 0)
+        return cli_usage_error(NULL, "'%s' is not available yet in kiln %s", cmd, KILN_VERSION);
+    if (cmd[0] == '-')
+        return cli_usage_error(NULL, "unknown option '%s'", cmd);
+    return cli_usage_error(NULL, "unknown command '%s'", cmd);
 }

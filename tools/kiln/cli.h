@@ -1,0 +1,63 @@
+/* tools/kiln/cli.h: the kiln command-line tool's commands and shared helpers.
+ *
+ * Exit codes (docs/CLI.md): 0 success, 1 a comparison failed (kiln check),
+ * 2 any error (usage, unreadable or malformed file, unknown model, a failing
+ * library call). */
+#ifndef KILN_TOOLS_CLI_H
+#define KILN_TOOLS_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kiln/kiln.h"
+
+enum { KILN_EXIT_OK = 0, KILN_EXIT_MISMATCH = 1, KILN_EXIT_ERROR = 2 };
+
+/* Each command gets argv[0] = its own name. */
+int kiln_cmd_zoo(int argc, char **argv);
+int kiln_cmd_run(int argc, char **argv);
+int kiln_cmd_check(int argc, char **argv);
+
+/* Prints "kiln: error: <message>" to stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints the error and "Try 'kiln CMD --help'." and returns KILN_EXIT_ERROR. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints err's message (or "<status>" if empty) as an error; returns KILN_EXIT_ERROR. */
+int cli_lib_error(const kiln_error *err);
+
+/* ---- argument parsing ----------------------------------------------------
+ * Options are "--name VALUE" or "--name=VALUE". cli_opt_value returns 1 when
+ * argv[*i] is option `name`, storing its value (and advancing *i past a
+ * separate value); it returns -1 (after printing the error) when the value is
+ * missing, and 0 when argv[*i] is another argument. */
+int cli_opt_value(const char *cmd, int argc, char **argv, int *i, const char *name,
+                  const char **value);
+int cli_is_help(const char *arg);
+/* Strict number parsers: the whole string must be a number in range. */
+int cli_parse_u64(const char *s, uint64_t *out);
+int cli_parse_double(const char *s, double *out);
+int cli_ends_with(const char *s, const char *suffix);
+
+/* ---- tensors ------------------------------------------------------------ */
+/* Element i of any dtype as a double (float16 decoded). */
+double cli_tensor_get(const kiln_tensor *t, int64_t i);
+/* Indices of the k largest elements, largest first (NaN ranks lowest, ties by
+ * lower index); returns how many were stored (min(k, numel)). */
+int cli_top_k(const kiln_tensor *t, int k, int64_t *idx);
+/* 64-bit FNV-1a of the tensor's data bytes, and the sum of its elements. */
+uint64_t cli_fnv1a64(const void *data, size_t n);
+double cli_tensor_sum(const kiln_tensor *t);
+/* Writes the tensor as .npy or .pb depending on the path's extension. */
+kiln_status cli_write_tensor(const char *path, const kiln_tensor *t, const char *name,
+                             kiln_error *err);
+/* "[0, 2, 1]": the multi-index of flat index `flat` in `shape`. */
+char *cli_multi_index(const kiln_shape *shape, int64_t flat, char *buf, size_t size);
+/* "float32 [1, 3, 224, 224]" */
+char *cli_type_str(kiln_dtype dt, const kiln_shape *s, char *buf, size_t size);
+
+/* ---- misc ---------------------------------------------------------------- */
+double cli_now_ms(void);
+/* "11,689,512" */
+char *cli_thousands(int64_t v, char *buf, size_t size);
+
+#endif
