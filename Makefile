@@ -4,6 +4,7 @@
 BUILD     ?= build
 SAN_BUILD ?= build-san
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
+MAKEFLAGS += --no-print-directory
 MODEL     ?= resnet-50
 
 .PHONY: all deps build run test test-fast sanitize clean

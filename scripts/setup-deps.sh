@@ -8,6 +8,7 @@ packages=(
   build-essential cmake pkg-config   # compiler, build system
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev  # ONNX TensorProto/ModelProto decoding
   libcmocka-dev                      # unit-test framework
+  libonnx-testdata                   # the ONNX backend conformance suite (tests/onnx-backend)
   python3 python3-numpy              # test fixtures (.npy cross-checks)
 )
 

@@ -317,6 +317,17 @@ kiln_status kiln_node_attr_check(const kiln_node *n, const char *name, kiln_attr
     return KILN_OK;
 }
 
+kiln_status kiln_node_attrs_check(const kiln_node *n, const kiln_attr_spec *specs, int count,
+                                  kiln_error *err)
+{
+    for (int i = 0; i < count; i++) {
+        kiln_status s = kiln_node_attr_check(n, specs[i].name, specs[i].type, err);
+        if (s != KILN_OK)
+            return s;
+    }
+    return KILN_OK;
+}
+
 /* ---- public accessors --------------------------------------------------- */
 
 int kiln_graph_num_inputs(const kiln_graph *g)

@@ -147,6 +147,14 @@ int kiln_attr_floats(const kiln_node *n, const char *name, const float **v);
 kiln_status kiln_node_attr_check(const kiln_node *n, const char *name, kiln_attr_type type,
                                  kiln_error *err);
 
+/* Checks the types of several attributes at once (kiln_node_attr_check on each). */
+typedef struct kiln_attr_spec {
+    const char *name;
+    kiln_attr_type type;
+} kiln_attr_spec;
+kiln_status kiln_node_attrs_check(const kiln_node *n, const kiln_attr_spec *specs, int count,
+                                  kiln_error *err);
+
 /* Convenience for shape-inference functions: "Conv: input 0 (X): ..." style
  * formatting of a shape into a static-size buffer. */
 typedef struct kiln_shape_buf {

@@ -1,5 +1,4 @@
-/* ir/infer_nn.c: shape inference for Conv, pooling, normalization, Gemm/MatMul,
- * Softmax and ReduceMean.
+/* ir/infer_nn.c: shape inference for Conv, pooling and Gemm/MatMul.
  *
  * Each function checks everything its reference kernel relies on (dtypes,
  * static shapes, ranks, channel counts, attribute types, lengths and ranges)
@@ -19,72 +18,6 @@
 #include "util/error.h"
 
 #define ATTR_LIMIT ((int64_t)1 << 30) /* bound on strides, dilations, pads, kernels */
-
-/* in[k] when the node has that many inputs (absent optional inputs are NULL). */
-static const kiln_value *input_at(const kiln_node *n, const kiln_value *const *in, int k)
-{
-    return k < n->n_inputs ? in[k] : NULL;
-}
-
-/* A present input must be float32 with a static shape. */
-static kiln_status check_float(const kiln_value *v, int k, const char *label, kiln_error *err)
-{
-    kiln_shape_buf b;
-    if (v->dtype != KILN_DTYPE_FLOAT32)
-        return kiln_errorf(err, KILN_ERR_TYPE_MISMATCH, "input %d (%s) is %s, expected float32", k,
-                           label, kiln_dtype_name(v->dtype));
-    if (kiln_shape_numel(&v->shape) < 0)
-        return kiln_errorf(err, KILN_ERR_UNSUPPORTED,
-                           "input %d (%s) has shape %s: symbolic or too large", k, label,
-                           kiln_shape_fmt(&v->shape, &b));
-    return KILN_OK;
-}
-
-static void set_output(kiln_value *o, const kiln_shape *s)
-{
-    o->dtype = KILN_DTYPE_FLOAT32;
-    o->shape = *s;
-}
-
-/* Checks the types of several attributes at once. */
-typedef struct attr_spec {
-    const char *name;
-    kiln_attr_type type;
-} attr_spec;
-
-static kiln_status check_attrs(const kiln_node *n, const attr_spec *specs, int count,
-                               kiln_error *err)
-{
-    for (int i = 0; i < count; i++) {
-        kiln_status s = kiln_node_attr_check(n, specs[i].name, specs[i].type, err);
-        if (s != KILN_OK)
-            return s;
-    }
-    return KILN_OK;
-}
-
-/* An INT attribute that must be 0 or 1. */
-static kiln_status check_flag(const kiln_node *n, const char *name, kiln_error *err)
-{
-    int64_t v = kiln_attr_int(n, name, 0);
-    if (v != 0 && v != 1)
-        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "attribute '%s' is %lld, expected 0 or 1",
-                           name, (long long)v);
-    return KILN_OK;
-}
-
-/* Normalizes an axis attribute against `rank` into [0, rank). */
-static kiln_status norm_axis(int64_t axis, int rank, const char *what, const kiln_shape *x,
-                             int *outp, kiln_error *err)
-{
-    kiln_shape_buf b;
-    if (axis < -rank || axis >= rank)
-        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
-                           "%s %lld is out of range for X of shape %s (rank %d)", what,
-                           (long long)axis, kiln_shape_fmt(x, &b), rank);
-    *outp = (int)(axis < 0 ? axis + rank : axis);
-    return KILN_OK;
-}
 
 /* Reads an optional INTS attribute of `count` entries in [lo, hi] into dst,
  * or fills `def` when absent. */
@@ -120,7 +53,7 @@ kiln_status kiln_window_resolve(const kiln_node *n, const char *op, const kiln_s
                                 const int64_t *kernel, bool pool, kiln_window *w,
                                 kiln_error *err)
 {
-    static const attr_spec specs[] = {{"auto_pad", KILN_ATTR_STRING},
+    static const kiln_attr_spec specs[] = {{"auto_pad", KILN_ATTR_STRING},
                                       {"strides", KILN_ATTR_INTS},
                                       {"dilations", KILN_ATTR_INTS},
                                       {"pads", KILN_ATTR_INTS},
@@ -133,7 +66,7 @@ kiln_status kiln_window_resolve(const kiln_node *n, const char *op, const kiln_s
         return kiln_errorf(err, g.nsp < 1 ? KILN_ERR_SHAPE_MISMATCH : KILN_ERR_UNSUPPORTED,
                            "%s: X has shape %s: expected rank 3 to 5 (N, C, 1 to 3 spatial dims)",
                            op, kiln_shape_fmt(x, &b));
-    kiln_status s = check_attrs(n, specs, pool ? 5 : 4, err);
+    kiln_status s = kiln_node_attrs_check(n, specs, pool ? 5 : 4, err);
     if (s != KILN_OK)
         return s;
     const char *ap = kiln_attr_string(n, "auto_pad", "NOTSET");
@@ -154,7 +87,7 @@ kiln_status kiln_window_resolve(const kiln_node *n, const char *op, const kiln_s
         (s = read_ints(n, "dilations", g.nsp, 1, ATTR_LIMIT, 1, g.dilation, x, err)) != KILN_OK ||
         (s = read_ints(n, "pads", 2 * g.nsp, 0, ATTR_LIMIT, 0, pads, x, err)) != KILN_OK)
         return s;
-    if (pool && (s = check_flag(n, "ceil_mode", err)) != KILN_OK)
+    if (pool && (s = kiln_infer_check_flag(n, "ceil_mode", err)) != KILN_OK)
         return s;
     bool ceil_mode = pool && kiln_attr_int(n, "ceil_mode", 0) == 1;
     for (int i = 0; i < 2 * g.nsp; i++)
@@ -216,52 +149,18 @@ kiln_status kiln_window_resolve(const kiln_node *n, const char *op, const kiln_s
     return KILN_OK;
 }
 
-kiln_status kiln_reduce_axes(const kiln_node *n, int rank, bool reduced[KILN_MAX_RANK],
-                             bool *keepdims, kiln_error *err)
-{
-    static const attr_spec specs[] = {{"axes", KILN_ATTR_INTS},
-                                      {"keepdims", KILN_ATTR_INT},
-                                      {"noop_with_empty_axes", KILN_ATTR_INT}};
-    kiln_status s = check_attrs(n, specs, 3, err);
-    if (s != KILN_OK || (s = check_flag(n, "keepdims", err)) != KILN_OK ||
-        (s = check_flag(n, "noop_with_empty_axes", err)) != KILN_OK)
-        return s;
-    const int64_t *axes = NULL;
-    int len = kiln_attr_ints(n, "axes", &axes);
-    bool mask[KILN_MAX_RANK] = {false};
-    if (len <= 0) {
-        bool noop = kiln_attr_int(n, "noop_with_empty_axes", 0) == 1;
-        for (int d = 0; d < rank; d++)
-            mask[d] = !noop;
-    }
-    for (int i = 0; i < len; i++) {
-        if (axes[i] < -rank || axes[i] >= rank)
-            return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
-                               "axes[%d] = %lld is out of range for an input of rank %d", i,
-                               (long long)axes[i], rank);
-        int d = (int)(axes[i] < 0 ? axes[i] + rank : axes[i]);
-        if (mask[d])
-            return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
-                               "axes[%d] = %lld repeats axis %d", i, (long long)axes[i], d);
-        mask[d] = true;
-    }
-    memcpy(reduced, mask, sizeof mask);
-    *keepdims = kiln_attr_int(n, "keepdims", 1) == 1;
-    return KILN_OK;
-}
-
 /* ---- Conv ----------------------------------------------------------------- */
 
 kiln_status kiln_infer_conv(const kiln_node *n, const kiln_value *const *in,
                             kiln_value *const *out, kiln_error *err)
 {
-    static const attr_spec specs[] = {{"group", KILN_ATTR_INT}, {"kernel_shape", KILN_ATTR_INTS}};
-    const kiln_value *x = in[0], *w = in[1], *bias = input_at(n, in, 2);
+    static const kiln_attr_spec specs[] = {{"group", KILN_ATTR_INT}, {"kernel_shape", KILN_ATTR_INTS}};
+    const kiln_value *x = in[0], *w = in[1], *bias = kiln_infer_input_at(n, in, 2);
     kiln_shape_buf b1, b2;
     kiln_status s;
-    if ((s = check_float(x, 0, "X", err)) != KILN_OK || (s = check_float(w, 1, "W", err)) != KILN_OK ||
-        (bias && (s = check_float(bias, 2, "B", err)) != KILN_OK) ||
-        (s = check_attrs(n, specs, 2, err)) != KILN_OK)
+    if ((s = kiln_infer_check_float(x, 0, "X", err)) != KILN_OK || (s = kiln_infer_check_float(w, 1, "W", err)) != KILN_OK ||
+        (bias && (s = kiln_infer_check_float(bias, 2, "B", err)) != KILN_OK) ||
+        (s = kiln_node_attrs_check(n, specs, 2, err)) != KILN_OK)
         return s;
     const kiln_shape *xs = &x->shape, *ws = &w->shape;
     int r = xs->rank;
@@ -310,60 +209,27 @@ kiln_status kiln_infer_conv(const kiln_node *n, const kiln_value *const *in,
     o.dims[1] = m;
     for (int i = 0; i < g.nsp; i++)
         o.dims[2 + i] = g.out[i];
-    set_output(out[0], &o);
+    kiln_infer_set_output(out[0], &o);
     return KILN_OK;
 }
 
 /* ---- BatchNormalization -------------------------------------------------- */
-
-kiln_status kiln_infer_batchnorm(const kiln_node *n, const kiln_value *const *in,
-                                 kiln_value *const *out, kiln_error *err)
-{
-    static const attr_spec specs[] = {{"epsilon", KILN_ATTR_FLOAT},
-                                      {"momentum", KILN_ATTR_FLOAT},
-                                      {"training_mode", KILN_ATTR_INT}};
-    static const char *const labels[] = {"X", "scale", "B", "input_mean", "input_var"};
-    kiln_shape_buf b1, b2;
-    kiln_status s = check_attrs(n, specs, 3, err);
-    if (s != KILN_OK)
-        return s;
-    if (kiln_attr_int(n, "training_mode", 0) != 0)
-        return kiln_errorf(err, KILN_ERR_UNSUPPORTED,
-                           "training_mode=1 is not supported (inference only)");
-    for (int k = 0; k < 5; k++)
-        if ((s = check_float(in[k], k, labels[k], err)) != KILN_OK)
-            return s;
-    const kiln_shape *xs = &in[0]->shape;
-    if (xs->rank < 2)
-        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "X has shape %s: expected rank >= 2 (N, C, ...)",
-                           kiln_shape_fmt(xs, &b1));
-    for (int k = 1; k < 5; k++) {
-        const kiln_shape *ps = &in[k]->shape;
-        if (ps->rank != 1 || ps->dims[0] != xs->dims[1])
-            return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
-                               "input %d (%s) has shape %s, expected [%lld] (the channels of X %s)",
-                               k, labels[k], kiln_shape_fmt(ps, &b1), (long long)xs->dims[1],
-                               kiln_shape_fmt(xs, &b2));
-    }
-    set_output(out[0], xs);
-    return KILN_OK;
-}
 
 /* ---- pooling --------------------------------------------------------------- */
 
 kiln_status kiln_infer_pool(const kiln_node *n, const kiln_value *const *in,
                             kiln_value *const *out, kiln_error *err)
 {
-    static const attr_spec specs[] = {{"kernel_shape", KILN_ATTR_INTS},
+    static const kiln_attr_spec specs[] = {{"kernel_shape", KILN_ATTR_INTS},
                                       {"count_include_pad", KILN_ATTR_INT},
                                       {"storage_order", KILN_ATTR_INT}};
     bool is_max = n->op == KILN_OP_MAXPOOL;
     const char *op = is_max ? "MaxPool" : "AveragePool";
     kiln_shape_buf b1;
     kiln_status s;
-    if ((s = check_float(in[0], 0, "X", err)) != KILN_OK || (s = check_attrs(n, specs, 3, err)) != KILN_OK ||
-        (s = check_flag(n, "count_include_pad", err)) != KILN_OK ||
-        (s = check_flag(n, "storage_order", err)) != KILN_OK)
+    if ((s = kiln_infer_check_float(in[0], 0, "X", err)) != KILN_OK || (s = kiln_node_attrs_check(n, specs, 3, err)) != KILN_OK ||
+        (s = kiln_infer_check_flag(n, "count_include_pad", err)) != KILN_OK ||
+        (s = kiln_infer_check_flag(n, "storage_order", err)) != KILN_OK)
         return s;
     const kiln_shape *xs = &in[0]->shape;
     const int64_t *ksv = NULL;
@@ -380,7 +246,7 @@ kiln_status kiln_infer_pool(const kiln_node *n, const kiln_value *const *in,
     kiln_shape o = *xs;
     for (int i = 0; i < g.nsp; i++)
         o.dims[2 + i] = g.out[i];
-    set_output(out[0], &o);
+    kiln_infer_set_output(out[0], &o);
     return KILN_OK;
 }
 
@@ -389,7 +255,7 @@ kiln_status kiln_infer_global_pool(const kiln_node *n, const kiln_value *const *
 {
     (void)n;
     kiln_shape_buf b1;
-    kiln_status s = check_float(in[0], 0, "X", err);
+    kiln_status s = kiln_infer_check_float(in[0], 0, "X", err);
     if (s != KILN_OK)
         return s;
     const kiln_shape *xs = &in[0]->shape;
@@ -404,7 +270,7 @@ kiln_status kiln_infer_global_pool(const kiln_node *n, const kiln_value *const *
                                kiln_shape_fmt(xs, &b1));
         o.dims[i] = 1;
     }
-    set_output(out[0], &o);
+    kiln_infer_set_output(out[0], &o);
     return KILN_OK;
 }
 
@@ -413,17 +279,17 @@ kiln_status kiln_infer_global_pool(const kiln_node *n, const kiln_value *const *
 kiln_status kiln_infer_gemm(const kiln_node *n, const kiln_value *const *in,
                             kiln_value *const *out, kiln_error *err)
 {
-    static const attr_spec specs[] = {{"alpha", KILN_ATTR_FLOAT},
+    static const kiln_attr_spec specs[] = {{"alpha", KILN_ATTR_FLOAT},
                                       {"beta", KILN_ATTR_FLOAT},
                                       {"transA", KILN_ATTR_INT},
                                       {"transB", KILN_ATTR_INT}};
-    const kiln_value *a = in[0], *bv = in[1], *cv = input_at(n, in, 2);
+    const kiln_value *a = in[0], *bv = in[1], *cv = kiln_infer_input_at(n, in, 2);
     kiln_shape_buf b1, b2;
     kiln_status s;
-    if ((s = check_float(a, 0, "A", err)) != KILN_OK || (s = check_float(bv, 1, "B", err)) != KILN_OK ||
-        (cv && (s = check_float(cv, 2, "C", err)) != KILN_OK) ||
-        (s = check_attrs(n, specs, 4, err)) != KILN_OK || (s = check_flag(n, "transA", err)) != KILN_OK ||
-        (s = check_flag(n, "transB", err)) != KILN_OK)
+    if ((s = kiln_infer_check_float(a, 0, "A", err)) != KILN_OK || (s = kiln_infer_check_float(bv, 1, "B", err)) != KILN_OK ||
+        (cv && (s = kiln_infer_check_float(cv, 2, "C", err)) != KILN_OK) ||
+        (s = kiln_node_attrs_check(n, specs, 4, err)) != KILN_OK || (s = kiln_infer_check_flag(n, "transA", err)) != KILN_OK ||
+        (s = kiln_infer_check_flag(n, "transB", err)) != KILN_OK)
         return s;
     if (a->shape.rank != 2 || bv->shape.rank != 2)
         return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "A %s and B %s must both have rank 2",
@@ -449,7 +315,7 @@ kiln_status kiln_infer_gemm(const kiln_node *n, const kiln_value *const *in,
                                "C has shape %s, not broadcastable to the output %s",
                                kiln_shape_fmt(cs, &b1), kiln_shape_fmt(&o, &b2));
     }
-    set_output(out[0], &o);
+    kiln_infer_set_output(out[0], &o);
     return KILN_OK;
 }
 
@@ -459,8 +325,8 @@ kiln_status kiln_infer_matmul(const kiln_node *n, const kiln_value *const *in,
     (void)n;
     kiln_shape_buf b1, b2;
     kiln_status s;
-    if ((s = check_float(in[0], 0, "A", err)) != KILN_OK ||
-        (s = check_float(in[1], 1, "B", err)) != KILN_OK)
+    if ((s = kiln_infer_check_float(in[0], 0, "A", err)) != KILN_OK ||
+        (s = kiln_infer_check_float(in[1], 1, "B", err)) != KILN_OK)
         return s;
     const kiln_shape *as = &in[0]->shape, *bs = &in[1]->shape;
     if (as->rank < 1 || bs->rank < 1)
@@ -492,111 +358,11 @@ kiln_status kiln_infer_matmul(const kiln_node *n, const kiln_value *const *in,
         o.dims[o.rank++] = m;
     if (bs->rank > 1)
         o.dims[o.rank++] = nn;
-    set_output(out[0], &o);
+    kiln_infer_set_output(out[0], &o);
     return KILN_OK;
 }
 
 /* ---- Softmax / LayerNormalization -------------------------------------------- */
 
-kiln_status kiln_infer_softmax(const kiln_node *n, const kiln_value *const *in,
-                               kiln_value *const *out, kiln_error *err)
-{
-    kiln_shape_buf b1;
-    kiln_status s;
-    if ((s = check_float(in[0], 0, "X", err)) != KILN_OK ||
-        (s = kiln_node_attr_check(n, "axis", KILN_ATTR_INT, err)) != KILN_OK)
-        return s;
-    const kiln_shape *xs = &in[0]->shape;
-    if (xs->rank < 1)
-        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "X has shape %s: expected rank >= 1",
-                           kiln_shape_fmt(xs, &b1));
-    int axis = 0;
-    if ((s = norm_axis(kiln_attr_int(n, "axis", -1), xs->rank, "axis", xs, &axis, err)) != KILN_OK)
-        return s;
-    set_output(out[0], xs);
-    return KILN_OK;
-}
-
-/* Shape without its leading 1s (so (1, 1, D) and (D) compare equal). */
-static kiln_shape strip_ones(const kiln_shape *s, int from)
-{
-    kiln_shape r = {.rank = 0};
-    int i = from;
-    while (i < s->rank && s->dims[i] == 1)
-        i++;
-    for (; i < s->rank; i++)
-        r.dims[r.rank++] = s->dims[i];
-    return r;
-}
-
-kiln_status kiln_infer_layernorm(const kiln_node *n, const kiln_value *const *in,
-                                 kiln_value *const *out, kiln_error *err)
-{
-    static const attr_spec specs[] = {{"axis", KILN_ATTR_INT},
-                                      {"epsilon", KILN_ATTR_FLOAT},
-                                      {"stash_type", KILN_ATTR_INT}};
-    static const char *const labels[] = {"X", "Scale", "B"};
-    kiln_shape_buf b1, b2;
-    kiln_status s = check_attrs(n, specs, 3, err);
-    if (s != KILN_OK)
-        return s;
-    for (int k = 0; k < 3; k++) {
-        const kiln_value *v = input_at(n, in, k);
-        if (v && (s = check_float(v, k, labels[k], err)) != KILN_OK)
-            return s;
-    }
-    const kiln_shape *xs = &in[0]->shape;
-    if (xs->rank < 1)
-        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "X has shape %s: expected rank >= 1",
-                           kiln_shape_fmt(xs, &b1));
-    int axis = 0;
-    if ((s = norm_axis(kiln_attr_int(n, "axis", -1), xs->rank, "axis", xs, &axis, err)) != KILN_OK)
-        return s;
-    kiln_shape want = strip_ones(xs, axis);
-    for (int k = 1; k < 3; k++) {
-        const kiln_value *v = input_at(n, in, k);
-        if (!v)
-            continue;
-        kiln_shape got = strip_ones(&v->shape, 0);
-        if (!kiln_shape_equal(&got, &want)) {
-            kiln_shape norm = {.rank = xs->rank - axis};
-            memcpy(norm.dims, xs->dims + axis, sizeof(int64_t) * (size_t)norm.rank);
-            return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
-                               "input %d (%s) has shape %s, expected the normalized dims %s of X "
-                               "(axis %d)",
-                               k, labels[k], kiln_shape_fmt(&v->shape, &b1),
-                               kiln_shape_fmt(&norm, &b2), axis);
-        }
-    }
-    set_output(out[0], xs);
-    return KILN_OK;
-}
-
 /* ---- ReduceMean ------------------------------------------------------------------ */
 
-kiln_status kiln_infer_reduce(const kiln_node *n, const kiln_value *const *in,
-                              kiln_value *const *out, kiln_error *err)
-{
-    kiln_status s = check_float(in[0], 0, "X", err);
-    if (s != KILN_OK)
-        return s;
-    const kiln_shape *xs = &in[0]->shape;
-    bool reduced[KILN_MAX_RANK], keep;
-    if ((s = kiln_reduce_axes(n, xs->rank, reduced, &keep, err)) != KILN_OK)
-        return s;
-    kiln_shape o = {.rank = 0};
-    for (int d = 0; d < xs->rank; d++) {
-        if (reduced[d] && xs->dims[d] == 0) {
-            kiln_shape_buf b1;
-            return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
-                               "X has shape %s: cannot take the mean over empty axis %d",
-                               kiln_shape_fmt(xs, &b1), d);
-        }
-        if (!reduced[d])
-            o.dims[o.rank++] = xs->dims[d];
-        else if (keep)
-            o.dims[o.rank++] = 1;
-    }
-    set_output(out[0], &o);
-    return KILN_OK;
-}

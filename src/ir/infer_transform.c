@@ -19,23 +19,6 @@ static kiln_status need_input(const kiln_node *n, const kiln_value *const *in, i
     return KILN_OK;
 }
 
-/* Checks each named attribute (NULL-terminated list of name, type pairs). */
-typedef struct attr_spec {
-    const char *name;
-    kiln_attr_type type;
-} attr_spec;
-
-static kiln_status check_attrs(const kiln_node *n, const attr_spec *specs, int count,
-                               kiln_error *err)
-{
-    for (int i = 0; i < count; i++) {
-        kiln_status s = kiln_node_attr_check(n, specs[i].name, specs[i].type, err);
-        if (s != KILN_OK)
-            return s;
-    }
-    return KILN_OK;
-}
-
 kiln_status kiln_axis_resolve(int64_t axis, int rank, bool allow_end, const char *attr,
                               int *out, kiln_error *err)
 {
@@ -51,10 +34,10 @@ kiln_status kiln_axis_resolve(int64_t axis, int rank, bool allow_end, const char
 kiln_status kiln_infer_flatten(const kiln_node *n, const kiln_value *const *in,
                                kiln_value *const *out, kiln_error *err)
 {
-    static const attr_spec specs[] = {{"axis", KILN_ATTR_INT}};
+    static const kiln_attr_spec specs[] = {{"axis", KILN_ATTR_INT}};
     kiln_status s = need_input(n, in, 0, err);
     if (s == KILN_OK)
-        s = check_attrs(n, specs, 1, err);
+        s = kiln_node_attrs_check(n, specs, 1, err);
     if (s != KILN_OK)
         return s;
     const kiln_shape *x = &in[0]->shape;
@@ -82,10 +65,10 @@ kiln_status kiln_infer_flatten(const kiln_node *n, const kiln_value *const *in,
 kiln_status kiln_infer_reshape(const kiln_node *n, const kiln_value *const *in,
                                kiln_value *const *out, kiln_error *err)
 {
-    static const attr_spec specs[] = {{"shape", KILN_ATTR_INTS}, {"allowzero", KILN_ATTR_INT}};
+    static const kiln_attr_spec specs[] = {{"shape", KILN_ATTR_INTS}, {"allowzero", KILN_ATTR_INT}};
     kiln_status s = need_input(n, in, 0, err);
     if (s == KILN_OK)
-        s = check_attrs(n, specs, 2, err);
+        s = kiln_node_attrs_check(n, specs, 2, err);
     if (s != KILN_OK)
         return s;
     const kiln_shape *x = &in[0]->shape;
@@ -163,10 +146,10 @@ kiln_status kiln_infer_reshape(const kiln_node *n, const kiln_value *const *in,
 kiln_status kiln_infer_transpose(const kiln_node *n, const kiln_value *const *in,
                                  kiln_value *const *out, kiln_error *err)
 {
-    static const attr_spec specs[] = {{"perm", KILN_ATTR_INTS}};
+    static const kiln_attr_spec specs[] = {{"perm", KILN_ATTR_INTS}};
     kiln_status s = need_input(n, in, 0, err);
     if (s == KILN_OK)
-        s = check_attrs(n, specs, 1, err);
+        s = kiln_node_attrs_check(n, specs, 1, err);
     if (s != KILN_OK)
         return s;
     const kiln_shape *x = &in[0]->shape;
@@ -200,8 +183,8 @@ kiln_status kiln_infer_transpose(const kiln_node *n, const kiln_value *const *in
 kiln_status kiln_infer_concat(const kiln_node *n, const kiln_value *const *in,
                               kiln_value *const *out, kiln_error *err)
 {
-    static const attr_spec specs[] = {{"axis", KILN_ATTR_INT}};
-    kiln_status s = check_attrs(n, specs, 1, err);
+    static const kiln_attr_spec specs[] = {{"axis", KILN_ATTR_INT}};
+    kiln_status s = kiln_node_attrs_check(n, specs, 1, err);
     if (s != KILN_OK)
         return s;
     if (n->n_inputs < 1)
@@ -251,10 +234,10 @@ kiln_status kiln_infer_concat(const kiln_node *n, const kiln_value *const *in,
 kiln_status kiln_infer_split(const kiln_node *n, const kiln_value *const *in,
                              kiln_value *const *out, kiln_error *err)
 {
-    static const attr_spec specs[] = {{"axis", KILN_ATTR_INT}, {"split", KILN_ATTR_INTS}};
+    static const kiln_attr_spec specs[] = {{"axis", KILN_ATTR_INT}, {"split", KILN_ATTR_INTS}};
     kiln_status s = need_input(n, in, 0, err);
     if (s == KILN_OK)
-        s = check_attrs(n, specs, 2, err);
+        s = kiln_node_attrs_check(n, specs, 2, err);
     if (s != KILN_OK)
         return s;
     const kiln_shape *x = &in[0]->shape;
@@ -320,11 +303,11 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
 kiln_status kiln_slice_resolve(const kiln_node *n, const kiln_shape *x, int64_t *start,
                                int64_t *step, kiln_shape *out_shape, kiln_error *err)
 {
-    static const attr_spec specs[] = {{"starts", KILN_ATTR_INTS},
+    static const kiln_attr_spec specs[] = {{"starts", KILN_ATTR_INTS},
                                       {"ends", KILN_ATTR_INTS},
                                       {"axes", KILN_ATTR_INTS},
                                       {"steps", KILN_ATTR_INTS}};
-    kiln_status s = check_attrs(n, specs, 4, err);
+    kiln_status s = kiln_node_attrs_check(n, specs, 4, err);
     if (s != KILN_OK)
         return s;
     const int64_t *starts = NULL, *ends = NULL, *axes = NULL, *steps = NULL;
@@ -422,12 +405,12 @@ kiln_status kiln_infer_slice(const kiln_node *n, const kiln_value *const *in,
 kiln_status kiln_infer_gather(const kiln_node *n, const kiln_value *const *in,
                               kiln_value *const *out, kiln_error *err)
 {
-    static const attr_spec specs[] = {{"axis", KILN_ATTR_INT}};
+    static const kiln_attr_spec specs[] = {{"axis", KILN_ATTR_INT}};
     kiln_status s = need_input(n, in, 0, err);
     if (s == KILN_OK)
         s = need_input(n, in, 1, err);
     if (s == KILN_OK)
-        s = check_attrs(n, specs, 1, err);
+        s = kiln_node_attrs_check(n, specs, 1, err);
     if (s != KILN_OK)
         return s;
     const kiln_shape *x = &in[0]->shape, *ix = &in[1]->shape;
@@ -461,11 +444,11 @@ kiln_status kiln_infer_gather(const kiln_node *n, const kiln_value *const *in,
 kiln_status kiln_infer_pad(const kiln_node *n, const kiln_value *const *in,
                            kiln_value *const *out, kiln_error *err)
 {
-    static const attr_spec specs[] = {
+    static const kiln_attr_spec specs[] = {
         {"pads", KILN_ATTR_INTS}, {"mode", KILN_ATTR_STRING}, {"value", KILN_ATTR_FLOAT}};
     kiln_status s = need_input(n, in, 0, err);
     if (s == KILN_OK)
-        s = check_attrs(n, specs, 3, err);
+        s = kiln_node_attrs_check(n, specs, 3, err);
     if (s != KILN_OK)
         return s;
     const kiln_shape *x = &in[0]->shape;

@@ -1,7 +1,6 @@
-/* ref/norm.c: reference BatchNormalization, Softmax, LayerNormalization and
- * ReduceMean.
+/* ref/norm.c: reference BatchNormalization, Softmax and LayerNormalization.
  *
- * All four view X as (outer, len, inner) blocks around the dims they work on:
+ * All three view X as (outer, len, inner) blocks around the dims they work on:
  * - BatchNormalization (inference): per channel c of (N, C, rest),
  *   y = (x - mean[c]) * (scale[c] / sqrt(var[c] + eps)) + B[c].
  * - Softmax: along one axis, outer = dims before, inner = dims after; per
@@ -9,20 +8,11 @@
  * - LayerNormalization: per row of the trailing dims axis..rank-1, the mean
  *   and (population) variance in double, then
  *   y = (x - mean) / sqrt(var + eps) * Scale + B.
- * - ReduceMean: for each output cell (the kept dims in order), the sum over
- *   the reduced dims' sub-box in double, divided by its size; no scratch. */
+ */
 #include <math.h>
 
 #include "ir/infer_util.h"
 #include "ref/ref.h"
-
-static int64_t prod(const kiln_shape *s, int from, int to)
-{
-    int64_t p = 1;
-    for (int i = from; i < to; i++)
-        p *= s->dims[i];
-    return p;
-}
 
 kiln_status kiln_ref_batchnorm(const kiln_node *n, const kiln_tensor *const *in,
                                kiln_tensor *const *out, kiln_error *err)
@@ -31,7 +21,7 @@ kiln_status kiln_ref_batchnorm(const kiln_node *n, const kiln_tensor *const *in,
     if (xs->rank < 2)
         return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "BatchNormalization: X has rank %d",
                            xs->rank);
-    int64_t batch = xs->dims[0], channels = xs->dims[1], inner = prod(xs, 2, xs->rank);
+    int64_t batch = xs->dims[0], channels = xs->dims[1], inner = kiln_ref_prod(xs, 2, xs->rank);
     for (int k = 1; k < 5; k++)
         if (kiln_shape_numel(&in[k]->shape) != channels)
             return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
@@ -64,7 +54,7 @@ kiln_status kiln_ref_softmax(const kiln_node *n, const kiln_tensor *const *in,
         return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "Softmax: axis %lld out of range",
                            (long long)axis);
     int ax = (int)(axis < 0 ? axis + r : axis);
-    int64_t outer = prod(xs, 0, ax), len = xs->dims[ax], inner = prod(xs, ax + 1, r);
+    int64_t outer = kiln_ref_prod(xs, 0, ax), len = xs->dims[ax], inner = kiln_ref_prod(xs, ax + 1, r);
     const float *x = in[0]->data;
     float *y = out[0]->data;
     for (int64_t o = 0; o < outer; o++) {
@@ -99,7 +89,7 @@ kiln_status kiln_ref_layernorm(const kiln_node *n, const kiln_tensor *const *in,
         return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "LayerNormalization: axis %lld out of range",
                            (long long)axis);
     int ax = (int)(axis < 0 ? axis + r : axis);
-    int64_t rows = prod(xs, 0, ax), size = prod(xs, ax, r);
+    int64_t rows = kiln_ref_prod(xs, 0, ax), size = kiln_ref_prod(xs, ax, r);
     if (kiln_shape_numel(&st->shape) != size || (bt && kiln_shape_numel(&bt->shape) != size))
         return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
                            "LayerNormalization: Scale/B do not have %lld entries", (long long)size);
@@ -125,59 +115,3 @@ kiln_status kiln_ref_layernorm(const kiln_node *n, const kiln_tensor *const *in,
     return KILN_OK;
 }
 
-kiln_status kiln_ref_reducemean(const kiln_node *n, const kiln_tensor *const *in,
-                                kiln_tensor *const *out, kiln_error *err)
-{
-    const kiln_shape *xs = &in[0]->shape;
-    bool reduced[KILN_MAX_RANK], keep;
-    kiln_status s = kiln_reduce_axes(n, xs->rank, reduced, &keep, err);
-    if (s != KILN_OK)
-        return s;
-    int64_t strides[KILN_MAX_RANK];
-    kiln_ref_strides(xs, strides);
-    /* kept and reduced dims with their extents and input strides */
-    int64_t kdim[KILN_MAX_RANK], kstr[KILN_MAX_RANK], rdim[KILN_MAX_RANK], rstr[KILN_MAX_RANK];
-    int nk = 0, nr = 0;
-    int64_t n_out = 1, n_red = 1;
-    for (int d = 0; d < xs->rank; d++) {
-        if (reduced[d]) {
-            rdim[nr] = xs->dims[d];
-            rstr[nr++] = strides[d];
-            n_red *= xs->dims[d];
-        } else {
-            kdim[nk] = xs->dims[d];
-            kstr[nk++] = strides[d];
-            n_out *= xs->dims[d];
-        }
-    }
-    if (kiln_shape_numel(&out[0]->shape) != n_out || n_red < 1)
-        return kiln_errorf(err, KILN_ERR_INTERNAL, "ReduceMean: bad output or empty reduction");
-    const float *x = in[0]->data;
-    float *y = out[0]->data;
-    int64_t kidx[KILN_MAX_RANK] = {0};
-    for (int64_t o = 0; o < n_out; o++) {
-        int64_t base = 0;
-        for (int i = 0; i < nk; i++)
-            base += kidx[i] * kstr[i];
-        int64_t ridx[KILN_MAX_RANK] = {0};
-        double sum = 0.0;
-        for (int64_t t = 0; t < n_red; t++) {
-            int64_t off = base;
-            for (int i = 0; i < nr; i++)
-                off += ridx[i] * rstr[i];
-            sum += x[off];
-            for (int i = nr - 1; i >= 0; i--) {
-                if (++ridx[i] < rdim[i])
-                    break;
-                ridx[i] = 0;
-            }
-        }
-        y[o] = (float)(sum / (double)n_red);
-        for (int i = nk - 1; i >= 0; i--) {
-            if (++kidx[i] < kdim[i])
-                break;
-            kidx[i] = 0;
-        }
-    }
-    return KILN_OK;
-}

@@ -16,4 +16,13 @@ static inline void kiln_ref_strides(const kiln_shape *s, int64_t *strides)
     }
 }
 
+/* Product of dims [from, to) of a shape. */
+static inline int64_t kiln_ref_prod(const kiln_shape *s, int from, int to)
+{
+    int64_t p = 1;
+    for (int i = from; i < to; i++)
+        p *= s->dims[i];
+    return p;
+}
+
 #endif
