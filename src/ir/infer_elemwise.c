@@ -86,3 +86,84 @@ kiln_status kiln_infer_identity(const kiln_node *n, const kiln_value *const *in,
     out[0]->shape = in[0]->shape;
     return KILN_OK;
 }
+
+/* STUB */
+kiln_status kiln_infer_unary_numeric(const kiln_node *n, const kiln_value *const *in,
+                                     kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_infer_unary_to_bool(const kiln_node *n, const kiln_value *const *in,
+                                     kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_infer_unary_bool(const kiln_node *n, const kiln_value *const *in,
+                                  kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_infer_broadcast_variadic(const kiln_node *n, const kiln_value *const *in,
+                                          kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_infer_compare(const kiln_node *n, const kiln_value *const *in,
+                               kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_infer_logic(const kiln_node *n, const kiln_value *const *in,
+                             kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_infer_where(const kiln_node *n, const kiln_value *const *in,
+                             kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_infer_cast(const kiln_node *n, const kiln_value *const *in,
+                            kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+

@@ -366,3 +366,64 @@ kiln_status kiln_infer_matmul(const kiln_node *n, const kiln_value *const *in,
 
 /* ---- ReduceMean ------------------------------------------------------------------ */
 
+
+/* STUB */
+kiln_status kiln_infer_conv_transpose(const kiln_node *n, const kiln_value *const *in,
+                                      kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_infer_resize(const kiln_node *n, const kiln_value *const *in,
+                              kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_infer_grid_sample(const kiln_node *n, const kiln_value *const *in,
+                                   kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_infer_rnn(const kiln_node *n, const kiln_value *const *in,
+                           kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_infer_gru(const kiln_node *n, const kiln_value *const *in,
+                           kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_infer_lstm(const kiln_node *n, const kiln_value *const *in,
+                            kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+

@@ -110,3 +110,64 @@ kiln_status kiln_infer_layernorm(const kiln_node *n, const kiln_value *const *in
     kiln_infer_set_output(out[0], xs);
     return KILN_OK;
 }
+
+/* STUB */
+kiln_status kiln_infer_instancenorm(const kiln_node *n, const kiln_value *const *in,
+                                    kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_infer_lrn(const kiln_node *n, const kiln_value *const *in,
+                           kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_infer_mvn(const kiln_node *n, const kiln_value *const *in,
+                           kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_infer_lpnorm(const kiln_node *n, const kiln_value *const *in,
+                              kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_infer_nllloss(const kiln_node *n, const kiln_value *const *in,
+                               kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_infer_sceloss(const kiln_node *n, const kiln_value *const *in,
+                               kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+

@@ -65,3 +65,44 @@ kiln_status kiln_infer_reduce(const kiln_node *n, const kiln_value *const *in,
     kiln_infer_set_output(out[0], &o);
     return KILN_OK;
 }
+
+/* STUB */
+kiln_status kiln_infer_argreduce(const kiln_node *n, const kiln_value *const *in,
+                                 kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_infer_cumsum(const kiln_node *n, const kiln_value *const *in,
+                              kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_infer_topk(const kiln_node *n, const kiln_value *const *in,
+                            kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_infer_einsum(const kiln_node *n, const kiln_value *const *in,
+                              kiln_value *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+

@@ -64,37 +64,63 @@ static kiln_status check_structure(const kiln_graph *g, kiln_error *err)
 
 kiln_status kiln_graph_topo_order(const kiln_graph *g, int *order, kiln_error *err)
 {
-    int n = g->n_nodes;
+    /* Kahn's algorithm over a consumer index (CSR: for each value, the nodes
+     * reading it, one entry per reading edge), linear in nodes + edges. */
+    int n = g->n_nodes, nv = g->n_values;
     if (n == 0)
         return KILN_OK;
-    int *pending = calloc((size_t)n, sizeof(int)); /* unfinished producers per node */
-    int *queue = order;
-    if (!pending)
+    int *pending = calloc((size_t)n, sizeof(int)); /* unfinished producer edges per node */
+    int *start = calloc((size_t)nv + 1, sizeof(int));
+    int64_t edges = 0;
+    for (int i = 0; i < n; i++)
+        edges += g->nodes[i]->n_inputs;
+    int *cons = malloc(sizeof(int) * (size_t)(edges ? edges : 1));
+    if (!pending || !start || !cons) {
+        free(pending);
+        free(start);
+        free(cons);
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        const kiln_node *nd = g->nodes[i];
+        for (int k = 0; k < nd->n_inputs; k++) {
+            const kiln_value *v = kiln_graph_value(g, nd->inputs[k]);
+            if (v && v->producer >= 0) {
+                pending[i]++;
+                start[v->id + 1]++;
+            }
+        }
+    }
+    for (int v = 0; v < nv; v++)
+        start[v + 1] += start[v];
+    int *fill = calloc((size_t)nv + 1, sizeof(int));
+    if (!fill) {
+        free(pending);
+        free(start);
+        free(cons);
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    }
     for (int i = 0; i < n; i++) {
         const kiln_node *nd = g->nodes[i];
         for (int k = 0; k < nd->n_inputs; k++) {
             const kiln_value *v = kiln_graph_value(g, nd->inputs[k]);
             if (v && v->producer >= 0)
-                pending[i]++;
+                cons[start[v->id] + fill[v->id]++] = i;
         }
     }
     int head = 0, tail = 0;
     for (int i = 0; i < n; i++)
         if (pending[i] == 0)
-            queue[tail++] = i;
+            order[tail++] = i;
     while (head < tail) {
-        const kiln_node *nd = g->nodes[queue[head++]];
-        /* Each consumer edge of each output: a linear scan keeps this free of
-         * extra data structures; graphs are small enough (thousands of nodes). */
+        const kiln_node *nd = g->nodes[order[head++]];
         for (int k = 0; k < nd->n_outputs; k++) {
             int vid = nd->outputs[k];
-            for (int j = 0; j < n; j++) {
-                const kiln_node *c = g->nodes[j];
-                for (int m = 0; m < c->n_inputs; m++)
-                    if (c->inputs[m] == vid && --pending[j] == 0)
-                        queue[tail++] = j;
-            }
+            if (vid < 0 || vid >= nv)
+                continue;
+            for (int e = start[vid]; e < start[vid + 1]; e++)
+                if (--pending[cons[e]] == 0)
+                    order[tail++] = cons[e];
         }
     }
     kiln_status s = KILN_OK;
@@ -106,6 +132,9 @@ kiln_status kiln_graph_topo_order(const kiln_graph *g, int *order, kiln_error *e
                         g->nodes[bad]->name, kiln_op_name(g->nodes[bad]->op));
     }
     free(pending);
+    free(start);
+    free(cons);
+    free(fill);
     return s;
 }
 

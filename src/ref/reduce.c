@@ -62,3 +62,144 @@ kiln_status kiln_ref_reducemean(const kiln_node *n, const kiln_tensor *const *in
     }
     return KILN_OK;
 }
+
+/* STUB */
+kiln_status kiln_ref_reducesum(const kiln_node *n, const kiln_tensor *const *in,
+                               kiln_tensor *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_ref_reducemax(const kiln_node *n, const kiln_tensor *const *in,
+                               kiln_tensor *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_ref_reducemin(const kiln_node *n, const kiln_tensor *const *in,
+                               kiln_tensor *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_ref_reduceprod(const kiln_node *n, const kiln_tensor *const *in,
+                                kiln_tensor *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_ref_reducel1(const kiln_node *n, const kiln_tensor *const *in,
+                              kiln_tensor *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_ref_reducel2(const kiln_node *n, const kiln_tensor *const *in,
+                              kiln_tensor *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_ref_reducelogsum(const kiln_node *n, const kiln_tensor *const *in,
+                                  kiln_tensor *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_ref_reducelogsumexp(const kiln_node *n, const kiln_tensor *const *in,
+                                     kiln_tensor *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_ref_reducesumsquare(const kiln_node *n, const kiln_tensor *const *in,
+                                     kiln_tensor *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_ref_argmax(const kiln_node *n, const kiln_tensor *const *in,
+                            kiln_tensor *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_ref_argmin(const kiln_node *n, const kiln_tensor *const *in,
+                            kiln_tensor *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_ref_cumsum(const kiln_node *n, const kiln_tensor *const *in,
+                            kiln_tensor *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_ref_topk(const kiln_node *n, const kiln_tensor *const *in,
+                          kiln_tensor *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+
+/* STUB */
+kiln_status kiln_ref_einsum(const kiln_node *n, const kiln_tensor *const *in,
+                            kiln_tensor *const *out, kiln_error *err)
+{
+    (void)n;
+    (void)in;
+    (void)out;
+    return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "not implemented yet");
+}
+

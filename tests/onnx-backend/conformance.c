@@ -9,9 +9,9 @@
  * Each model runs in a forked child with a time limit, so a crash or a hang is
  * recorded as such and never takes the runner down. The child writes one line
  * "STATUS reason" to a pipe. Inputs that an op needs as constants (a Reshape's
- * shape, a Slice's starts, ...) are kiln attributes: when the import says so,
- * the runner retries with every integer-typed input bound to its value from
- * test_data_set_0, and says it did in the reason column.
+ * shape, a Slice's starts, ...) are kiln attributes: when the import names
+ * such an input, the runner binds it to its value from test_data_set_0 and
+ * imports again, and says it did in the reason column.
  *
  * Results: one line per model, a summary, and with --expected FILE a
  * comparison against the committed list: a model expected to pass that no
@@ -232,27 +232,38 @@ static void child_run(const char *dir, int fd)
         goto done;
     }
 
+    /* Retry loop: each "input k (what, 'name') must be a constant" error binds
+     * that graph input to its test_data_set_0 value, then imports again. */
     kiln_onnx_options opts = {0};
-    kiln_status s = kiln_onnx_load_ex(path, &opts, &g, &err);
-    if (s == KILN_ERR_UNSUPPORTED && strstr(err.msg, "must be a constant")) {
-        kiln_onnx_binding binds[MAX_IO];
-        int nb = 0;
-        for (int i = 0; i < n_inputs && i < sets[0].n_in; i++) {
-            kiln_dtype dt = sets[0].in[i].dtype;
-            if (dt == KILN_DTYPE_INT64 || dt == KILN_DTYPE_INT32) {
-                binds[nb].name = in_names[i];
-                binds[nb].shape = NULL;
-                binds[nb].value = &sets[0].in[i];
-                nb++;
-            }
-        }
-        if (nb > 0) {
-            opts.bindings = binds;
-            opts.n_bindings = nb;
-            kiln_error_clear(&err);
-            s = kiln_onnx_load_ex(path, &opts, &g, &err);
-            bound = true;
-        }
+    kiln_onnx_binding binds[MAX_IO];
+    int nb = 0;
+    kiln_status s;
+    for (;;) {
+        opts.bindings = binds;
+        opts.n_bindings = nb;
+        kiln_error_clear(&err);
+        s = kiln_onnx_load_ex(path, &opts, &g, &err);
+        const char *m = s == KILN_ERR_UNSUPPORTED ? strstr(err.msg, "') must be a constant") : NULL;
+        if (!m || nb == MAX_IO)
+            break;
+        const char *q = m;
+        while (q > err.msg && q[-1] != '\'')
+            q--;
+        char want[256];
+        snprintf(want, sizeof want, "%.*s", (int)(m - q), q);
+        int k = 0;
+        while (k < n_inputs && strcmp(in_names[k], want) != 0)
+            k++;
+        bool dup = false;
+        for (int b = 0; b < nb; b++)
+            dup = dup || strcmp(binds[b].name, want) == 0;
+        if (k >= n_inputs || k >= sets[0].n_in || dup)
+            break; /* not a graph input with test data: report the error */
+        binds[nb].name = in_names[k];
+        binds[nb].shape = NULL;
+        binds[nb].value = &sets[0].in[k];
+        nb++;
+        bound = true;
     }
     if (s != KILN_OK) {
         kind = R_UNSUPPORTED;
@@ -309,7 +320,7 @@ static void child_run(const char *dir, int fd)
         }
     }
     if (kind == R_PASS && bound)
-        snprintf(reason, sizeof reason, "integer inputs bound as constants");
+        snprintf(reason, sizeof reason, "inputs the ops take as attributes were bound to their test values");
 done:
     kiln_ref_executor_destroy(ex);
     kiln_graph_destroy(g);

@@ -111,6 +111,8 @@ kiln_status onnx_find_converter(const onnx_ctx *c, const onnx_converter **out, k
 extern const onnx_converter onnx_nn_converters[];
 extern const onnx_converter onnx_elemwise_converters[];
 extern const onnx_converter onnx_shape_converters[];
+extern const onnx_converter onnx_norm_converters[];
+extern const onnx_converter onnx_reduce_converters[];
 
 /* ---- helpers for converters (import.c) ---------------------------------- */
 

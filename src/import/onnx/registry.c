@@ -16,6 +16,8 @@ static const onnx_converter *const tables[] = {
     onnx_nn_converters,
     onnx_elemwise_converters,
     onnx_shape_converters,
+    onnx_norm_converters,
+    onnx_reduce_converters,
 };
 
 static const struct {
