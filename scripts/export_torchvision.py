@@ -10,7 +10,7 @@ suite's:
     OUTDIR/NAME/test_data_set_0/input_0.pb    (TensorProto)
     OUTDIR/NAME/test_data_set_0/output_0.pb   (TensorProto, from PyTorch)
 
-Networks already exported are skipped. The files are large: never commit them
+Networks already exported (by this version of the script) are skipped. The files are large: never commit them
 (fixtures/ is git-ignored).
 
 Usage: /usr/bin/python3 scripts/export_torchvision.py [OUTDIR] [--only NAME]
@@ -28,6 +28,8 @@ import torchvision
 from onnx import numpy_helper
 
 SEED = 20240229
+# Bump when the exported files change, so cached exports are redone.
+EXPORT_VERSION = "2"
 
 
 def build(name):
@@ -83,7 +85,10 @@ def export_one(name, outdir, opset, force):
     data_dir = os.path.join(dst, "test_data_set_0")
     model_path = os.path.join(dst, "model.onnx")
     out_path = os.path.join(data_dir, "output_0.pb")
-    if not force and os.path.exists(model_path) and os.path.exists(out_path):
+    version_path = os.path.join(dst, "export.version")
+    cached_version = open(version_path).read().strip() if os.path.exists(version_path) else ""
+    if (not force and cached_version == EXPORT_VERSION and os.path.exists(model_path)
+            and os.path.exists(out_path)):
         print(f"{name}: cached in {dst}")
         return
     os.makedirs(data_dir, exist_ok=True)
@@ -102,7 +107,11 @@ def export_one(name, outdir, opset, force):
     tmp_model = model_path + ".tmp"
     torch.onnx.export(net, x, tmp_model, opset_version=opset, input_names=["input"],
                       output_names=["output"], do_constant_folding=True,
-                      training=torch.onnx.TrainingMode.EVAL)
+                      # PRESERVE (with the network in eval mode) keeps the
+                      # BatchNormalization nodes, with their perturbed running
+                      # statistics, instead of folding them into the convs:
+                      # kiln's own conversion and folding get exercised.
+                      training=torch.onnx.TrainingMode.PRESERVE)
     onnx.checker.check_model(tmp_model)
     with open(os.path.join(data_dir, "input_0.pb"), "wb") as f:
         f.write(numpy_helper.from_array(x.numpy().astype(np.float32), "input").SerializeToString())
@@ -110,6 +119,8 @@ def export_one(name, outdir, opset, force):
         f.write(numpy_helper.from_array(y_np, "output").SerializeToString())
     os.replace(tmp_model, model_path)
     os.replace(out_path + ".tmp", out_path)
+    with open(version_path, "w") as f:
+        f.write(EXPORT_VERSION + "\n")
     ops = sorted({n.op_type for n in onnx.load(model_path, load_external_data=False).graph.node})
     print(f"{name}: exported to {dst} in {time.time() - t0:.0f}s "
           f"(opset {opset}, output {list(y_np.shape)}; ops: {' '.join(ops)})")

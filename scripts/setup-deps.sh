@@ -9,7 +9,9 @@ packages=(
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev  # ONNX TensorProto/ModelProto decoding
   libcmocka-dev                      # unit-test framework
   libonnx-testdata                   # the ONNX backend conformance suite (tests/onnx-backend)
-  python3 python3-numpy              # test fixtures (.npy cross-checks)
+  python3 python3-numpy python3-onnx # test fixtures (.npy/.pb/.onnx generators)
+  python3-torch python3-torchvision  # exporting real networks to ONNX with reference outputs
+  clang libclang-rt-14-dev           # the libFuzzer target for the ONNX importer (tests/fuzz)
 )
 
 missing=()

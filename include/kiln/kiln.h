@@ -89,6 +89,29 @@ kiln_status kiln_onnx_load_buffer(const void *buf, size_t size, const char *base
 kiln_status kiln_model_load(const char *model, uint64_t seed, kiln_graph **out,
                             kiln_error *err);
 
+/* ---- Compiler: graph -> one .so -------------------------------------------
+ * Optimizes the graph (passes), generates C for every fused kernel, compiles
+ * it with $CC (content-hash cache of objects under cache_dir) and links
+ * kernels, graph, storage plan and weights into one shared object that the
+ * runtime (kiln/runtime.h) loads. */
+typedef struct kiln_compile_options {
+    const char *target;         /* NULL: the host ("avx512", "avx2", "generic") */
+    const char *records;        /* tuning records file, or NULL */
+    const char *cache_dir;      /* NULL: $XDG_CACHE_HOME/kiln or ~/.cache/kiln */
+    const char *dump_code_dir;  /* write the generated C here too, or NULL */
+    const char *print_ir_after; /* pass name whose output IR is printed to stderr, or NULL */
+    int verbose;                /* print the time of each stage to stderr */
+    int jobs;                   /* parallel $CC invocations; 0: number of cores */
+} kiln_compile_options;
+
+kiln_status kiln_compile(const kiln_graph *g, const kiln_compile_options *opts,
+                         const char *out_path, kiln_error *err);
+/* `model` as in kiln_model_load; the .so lands in the cache, keyed by the
+ * graph's content and the options; *so_path receives its malloc'ed path. */
+kiln_status kiln_compile_cached(const char *model, uint64_t seed,
+                                const kiln_compile_options *opts, char **so_path,
+                                kiln_error *err);
+
 /* ---- Reference executor: runs any valid graph with the reference kernels -- */
 typedef struct kiln_ref_executor kiln_ref_executor;
 

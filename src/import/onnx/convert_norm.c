@@ -1,5 +1,12 @@
-/* import/onnx/convert_norm.c: converters for normalization and softmax-like
- * ops (BatchNormalization, LayerNormalization, Softmax). */
+/* import/onnx/convert_norm.c: converters for the normalization, softmax and
+ * loss ops (BatchNormalization, LayerNormalization, InstanceNormalization,
+ * LRN, MeanVarianceNormalization, LpNormalization, Softmax, LogSoftmax,
+ * Hardmax, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss). Most map one
+ * to one onto the kiln op of the same name; the softmax family before opset
+ * 13 coerces its input to 2-D at `axis` and becomes Flatten -> op -> Reshape;
+ * ops with optional outputs (LayerNormalization's Mean and InvStdDev,
+ * SoftmaxCrossEntropyLoss's log_prob) get as many kiln outputs as the node
+ * names. */
 #include <string.h>
 
 #include "import/onnx/onnx.h"
@@ -16,23 +23,61 @@ static kiln_status conv_batchnorm(onnx_ctx *c, kiln_error *err)
     /* is_test, momentum and consumed_inputs do not affect inference */
     return onnx_convert_simple(c, KILN_OP_BATCHNORM, "epsilon", err);
 }
+/* One kiln node `op` taking the ONNX node's inputs in order, with up to
+ * `max_out` outputs: as many as the ONNX node lists, each requested one
+ * bound. */
+static kiln_status convert_multi(onnx_ctx *c, kiln_op op, const char *attrs, int max_out,
+                                 kiln_error *err)
+{
+    kiln_status s = onnx_no_outputs_from(c, max_out, err);
+    if (s != KILN_OK)
+        return s;
+    int n = onnx_n_in(c), ins[8];
+    if (n > 8)
+        return onnx_node_error(c, KILN_ERR_UNSUPPORTED, err, "%d inputs", n);
+    for (int k = 0; k < n; k++)
+        ins[k] = onnx_in(c, k);
+    int n_out = onnx_n_out(c);
+    if (n_out < 1)
+        n_out = 1;
+    if (n_out > max_out)
+        n_out = max_out;
+    int node = onnx_emit(c, op, NULL, ins, n, n_out, err);
+    if (node < 0)
+        return KILN_ERR_OUT_OF_MEMORY;
+    if ((s = onnx_copy_attrs(c, node, attrs, err)) != KILN_OK)
+        return s;
+    for (int k = 0; k < n_out; k++)
+        if ((k == 0 || onnx_out_used(c, k)) &&
+            (s = onnx_bind(c, k, kiln_graph_node_output(c->g, node, k), err)) != KILN_OK)
+            return s;
+    return KILN_OK;
+}
 static kiln_status conv_layernorm(onnx_ctx *c, kiln_error *err)
 {
     if (onnx_attr_int(c, "stash_type", 1) != 1)
         return onnx_node_error(c, KILN_ERR_UNSUPPORTED, err,
                                "stash_type %lld is not supported (kiln computes in float32)",
                                (long long)onnx_attr_int(c, "stash_type", 1));
-    return onnx_convert_simple(c, KILN_OP_LAYERNORM, "axis epsilon", err);
+    return convert_multi(c, KILN_OP_LAYERNORM, "axis epsilon", 3, err);
 }
-/* Softmax, opset 13 on: normalises along one axis (default -1). */
+/* Softmax, LogSoftmax, Hardmax from opset 13 on: along one axis (default -1). */
 static kiln_status conv_softmax13(onnx_ctx *c, kiln_error *err)
 {
     return onnx_convert_simple(c, KILN_OP_SOFTMAX, "axis", err);
 }
-/* Softmax before opset 13 coerces the input to 2-D at `axis` (default 1) and
- * normalises each row: Flatten(axis) -> Softmax(-1) -> Reshape(original), or a
- * plain Softmax when axis is the last one. */
-static kiln_status conv_softmax1(onnx_ctx *c, kiln_error *err)
+static kiln_status conv_logsoftmax13(onnx_ctx *c, kiln_error *err)
+{
+    return onnx_convert_simple(c, KILN_OP_LOGSOFTMAX, "axis", err);
+}
+static kiln_status conv_hardmax13(onnx_ctx *c, kiln_error *err)
+{
+    return onnx_convert_simple(c, KILN_OP_HARDMAX, "axis", err);
+}
+/* The softmax family before opset 13 coerces the input to 2-D at `axis`
+ * (default 1) and works on each row: Flatten(axis) -> op(-1) ->
+ * Reshape(original), or a plain op(-1) when axis is the last one. */
+static kiln_status coerce_2d(onnx_ctx *c, kiln_op op, kiln_error *err)
 {
     kiln_status s = onnx_no_outputs_from(c, 1, err);
     if (s != KILN_OK)
@@ -49,7 +94,7 @@ static kiln_status conv_softmax1(onnx_ctx *c, kiln_error *err)
         axis += rank;
     int in = x->id;
     if (axis == rank - 1) {
-        int node = onnx_emit(c, KILN_OP_SOFTMAX, NULL, &in, 1, 1, err);
+        int node = onnx_emit(c, op, NULL, &in, 1, 1, err);
         if (node < 0 || kiln_node_set_int(c->g, node, "axis", -1) != KILN_OK)
             return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
         return onnx_bind(c, 0, kiln_graph_node_output(c->g, node, 0), err);
@@ -58,7 +103,10 @@ static kiln_status conv_softmax1(onnx_ctx *c, kiln_error *err)
     if (flat < 0 || kiln_node_set_int(c->g, flat, "axis", axis) != KILN_OK)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     int fv = kiln_graph_node_output(c->g, flat, 0);
-    int sm = onnx_emit(c, KILN_OP_SOFTMAX, "softmax", &fv, 1, 1, err);
+    const char *suffix = op == KILN_OP_SOFTMAX      ? "softmax"
+                         : op == KILN_OP_LOGSOFTMAX ? "logsoftmax"
+                                                    : "hardmax";
+    int sm = onnx_emit(c, op, suffix, &fv, 1, 1, err);
     if (sm < 0 || kiln_node_set_int(c->g, sm, "axis", -1) != KILN_OK)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     int sv = kiln_graph_node_output(c->g, sm, 0);
@@ -75,6 +123,43 @@ static kiln_status conv_softmax1(onnx_ctx *c, kiln_error *err)
         return kiln_errorf(err, s, "out of memory");
     return onnx_bind(c, 0, kiln_graph_node_output(c->g, rs, 0), err);
 }
+static kiln_status conv_softmax1(onnx_ctx *c, kiln_error *err)
+{
+    return coerce_2d(c, KILN_OP_SOFTMAX, err);
+}
+static kiln_status conv_logsoftmax1(onnx_ctx *c, kiln_error *err)
+{
+    return coerce_2d(c, KILN_OP_LOGSOFTMAX, err);
+}
+static kiln_status conv_hardmax1(onnx_ctx *c, kiln_error *err)
+{
+    return coerce_2d(c, KILN_OP_HARDMAX, err);
+}
+static kiln_status conv_instancenorm(onnx_ctx *c, kiln_error *err)
+{
+    /* consumed_inputs (opset 1) is a legacy optimization hint */
+    return onnx_convert_simple(c, KILN_OP_INSTANCENORM, "epsilon", err);
+}
+static kiln_status conv_lrn(onnx_ctx *c, kiln_error *err)
+{
+    return onnx_convert_simple(c, KILN_OP_LRN, "alpha beta bias size", err);
+}
+static kiln_status conv_mvn(onnx_ctx *c, kiln_error *err)
+{
+    return onnx_convert_simple(c, KILN_OP_MVN, "axes", err);
+}
+static kiln_status conv_lpnorm(onnx_ctx *c, kiln_error *err)
+{
+    return onnx_convert_simple(c, KILN_OP_LPNORM, "axis p", err);
+}
+static kiln_status conv_nllloss(onnx_ctx *c, kiln_error *err)
+{
+    return onnx_convert_simple(c, KILN_OP_NLLLOSS, "ignore_index reduction", err);
+}
+static kiln_status conv_sceloss(onnx_ctx *c, kiln_error *err)
+{
+    return convert_multi(c, KILN_OP_SCELOSS, "ignore_index reduction", 2, err);
+}
 const onnx_converter onnx_norm_converters[] = {
     {"BatchNormalization", 1, conv_batchnorm,
      "consumed_inputs:ints epsilon:float is_test:int momentum:float spatial:int"},
@@ -84,5 +169,16 @@ const onnx_converter onnx_norm_converters[] = {
     {"LayerNormalization", 17, conv_layernorm, "axis:int epsilon:float stash_type:int"},
     {"Softmax", 1, conv_softmax1, "axis:int"},
     {"Softmax", 13, conv_softmax13, "axis:int"},
+    {"LogSoftmax", 1, conv_logsoftmax1, "axis:int"},
+    {"LogSoftmax", 13, conv_logsoftmax13, "axis:int"},
+    {"Hardmax", 1, conv_hardmax1, "axis:int"},
+    {"Hardmax", 13, conv_hardmax13, "axis:int"},
+    {"InstanceNormalization", 1, conv_instancenorm, "consumed_inputs:ints epsilon:float"},
+    {"InstanceNormalization", 6, conv_instancenorm, "epsilon:float"},
+    {"LRN", 1, conv_lrn, "alpha:float beta:float bias:float size:int"},
+    {"MeanVarianceNormalization", 9, conv_mvn, "axes:ints"},
+    {"LpNormalization", 1, conv_lpnorm, "axis:int p:int"},
+    {"NegativeLogLikelihoodLoss", 12, conv_nllloss, "ignore_index:int reduction:string"},
+    {"SoftmaxCrossEntropyLoss", 12, conv_sceloss, "ignore_index:int reduction:string"},
     {NULL, 0, NULL, NULL},
 };

@@ -1,4 +1,5 @@
-/* ir/dtype.c: element types, shapes and tensor descriptors. */
+/* util/types.c: element types, shapes and tensor descriptors (include/kiln/types.h),
+ * shared by the compiler and the runtime-only library. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,0 +1,72 @@
+/* kiln/runtime.h: the runtime-only API. Loads a compiled model (.so made by
+ * `kiln compile`), sets inputs, runs, benchmarks. Usable without the compiler:
+ * link libkiln_runtime only.
+ *
+ * Conventions as in kiln.h: kiln_status returns, an optional kiln_error with a
+ * message, destroy(NULL) is a no-op, out-parameters untouched on failure.
+ * A module is not thread-safe (it owns its thread pool and arena); use one
+ * module per thread that runs models concurrently.
+ */
+#ifndef KILN_RUNTIME_H
+#define KILN_RUNTIME_H
+
+#include "kiln/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_module kiln_module;
+
+typedef struct kiln_module_options {
+    int num_threads;   /* 0: $KILN_NUM_THREADS, else the number of physical cores */
+    int bind_threads;  /* -1: $KILN_BIND_THREADS (default off); 0 off; 1 pin thread i to core i */
+} kiln_module_options;
+
+/* Loads `path` (dlopen), checks the ABI version, allocates the arena and the
+ * workspace and starts the thread pool. `opts` may be NULL (defaults). */
+kiln_status kiln_module_load(const char *path, const kiln_module_options *opts, kiln_module **out,
+                             kiln_error *err);
+void kiln_module_destroy(kiln_module *m);
+
+int kiln_module_num_inputs(const kiln_module *m);
+int kiln_module_num_outputs(const kiln_module *m);
+kiln_status kiln_module_input_info(const kiln_module *m, int i, const char **name,
+                                   kiln_dtype *dtype, kiln_shape *shape);
+kiln_status kiln_module_output_info(const kiln_module *m, int i, const char **name,
+                                    kiln_dtype *dtype, kiln_shape *shape);
+/* Copies `t` into input i; dtype and shape must match exactly. */
+kiln_status kiln_module_set_input(kiln_module *m, int i, const kiln_tensor *t, kiln_error *err);
+/* Runs every step once. Allocates nothing. */
+kiln_status kiln_module_run(kiln_module *m, kiln_error *err);
+/* Output i after a run: data owned by the module, valid until the next run. */
+const kiln_tensor *kiln_module_output(const kiln_module *m, int i);
+int kiln_module_num_threads(const kiln_module *m);
+
+/* ---- benchmarking: TVM time_evaluator semantics ---------------------------
+ * One warm-up run; then `repeat` measurements, each timing `number`
+ * back-to-back runs and reporting the mean per run. When min_repeat_ms > 0,
+ * number grows until one measurement lasts at least min_repeat_ms. Optional
+ * cooldown between measurements and cache flush before each. */
+typedef struct kiln_bench_options {
+    int number;           /* >= 1 (default 1) */
+    int repeat;           /* >= 1 (default 3) */
+    double min_repeat_ms; /* default 0 */
+    double cooldown_ms;   /* default 0 */
+    int flush_cache;      /* nonzero: evict caches before each measurement */
+} kiln_bench_options;
+
+#define KILN_BENCH_MAX_REPEAT 10000
+typedef struct kiln_bench_result {
+    double mean, median, min, max, std; /* seconds per run */
+    int number, repeat, threads;
+    double results[KILN_BENCH_MAX_REPEAT]; /* repeat entries, seconds per run */
+} kiln_bench_result;
+
+kiln_status kiln_module_bench(kiln_module *m, const kiln_bench_options *opts,
+                              kiln_bench_result *out, kiln_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KILN_RUNTIME_H */
