@@ -17,6 +17,7 @@
 
 #include "ir/infer_transform.h"
 #include "ref/ref.h"
+#include "util/half.h"
 
 /* Copies `count` elements of `es` bytes from src (element stride src_stride,
  * may be negative) to contiguous dst. */
@@ -324,33 +325,6 @@ kiln_status kiln_ref_gather(const kiln_node *n, const kiln_tensor *const *in,
 
 /* ---- Pad -------------------------------------------------------------------- */
 
-/* float -> IEEE half, round to nearest even */
-static uint16_t f32_to_f16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u, fexp = (x >> 23) & 0xffu, mant = x & 0x7fffffu;
-    int32_t e = (int32_t)fexp - 127 + 15;
-    if (fexp == 0xff)
-        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-    if (e >= 31)
-        return (uint16_t)(sign | 0x7c00u);
-    if (e <= 0) {
-        if (e < -10)
-            return (uint16_t)sign;
-        mant |= 0x800000u;
-        int shift = 14 - e;
-        uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1)))
-            h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = ((uint32_t)e << 10) | (mant >> 13), rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
-        h++; /* a carry into the exponent is the correct rounding */
-    return (uint16_t)(sign | h);
-}
-
 /* Clamped conversion of a float to an integer range (NaN -> 0). */
 static double clampd(float v, double lo, double hi)
 {
@@ -371,7 +345,7 @@ static void pad_value(kiln_dtype dt, float v, unsigned char *buf)
     switch (dt) {
     case KILN_DTYPE_FLOAT32: PUT(float, v); break;
     case KILN_DTYPE_FLOAT64: PUT(double, v); break;
-    case KILN_DTYPE_FLOAT16: PUT(uint16_t, f32_to_f16(v)); break;
+    case KILN_DTYPE_FLOAT16: PUT(uint16_t, kiln_f32_to_f16(v)); break;
     case KILN_DTYPE_INT8: PUT(int8_t, clampd(v, INT8_MIN, INT8_MAX)); break;
     case KILN_DTYPE_UINT8: PUT(uint8_t, clampd(v, 0, UINT8_MAX)); break;
     case KILN_DTYPE_INT16: PUT(int16_t, clampd(v, INT16_MIN, INT16_MAX)); break;

@@ -185,8 +185,10 @@ static void test_unary_direct_errors(void **state)
     kiln_shape s = ks(1, 3);
     int x = kiln_graph_add_input(g, "x", KILN_DTYPE_INT32, &s);
     int node = kiln_graph_add_node(g, KILN_OP_RELU, "r", &x, 1, 1);
-    int32_t xi[3] = {1, 2, 3}, yi[3];
-    kiln_tensor a = {KILN_DTYPE_INT32, ks(1, 3), xi}, b = {KILN_DTYPE_INT32, ks(1, 3), yi};
+    /* int32 in, float32 out: the kernel refuses a type change */
+    int32_t xi[3] = {1, 2, 3};
+    float yi[3];
+    kiln_tensor a = {KILN_DTYPE_INT32, ks(1, 3), xi}, b = {KILN_DTYPE_FLOAT32, ks(1, 3), yi};
     const kiln_tensor *in[1] = {&a};
     kiln_tensor *out[1] = {&b};
     kiln_error err = {0};

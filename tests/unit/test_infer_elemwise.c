@@ -89,7 +89,7 @@ static void test_unary_ok(void **state)
 static void test_unary_rejects_non_float(void **state)
 {
     (void)state;
-    kiln_dtype dts[] = {KILN_DTYPE_INT32, KILN_DTYPE_FLOAT64, KILN_DTYPE_FLOAT16};
+    kiln_dtype dts[] = {KILN_DTYPE_INT32, KILN_DTYPE_BOOL, KILN_DTYPE_UINT8};
     for (int i = 0; i < 3; i++) {
         kiln_shape sh = ks(1, 4);
         int node;
@@ -185,15 +185,16 @@ static void test_broadcast_errors(void **state)
     assert_int_equal(infer_binary(KILN_OP_SUB, KILN_DTYPE_INT64, ks(1, 4), KILN_DTYPE_INT32,
                                   ks(1, 4), &dt, &sh, &err),
                      KILN_ERR_TYPE_MISMATCH);
-    /* unsupported element types */
-    assert_int_equal(infer_binary(KILN_OP_ADD, KILN_DTYPE_UINT8, ks(1, 4), KILN_DTYPE_UINT8,
+    /* bool is not arithmetic */
+    assert_int_equal(infer_binary(KILN_OP_ADD, KILN_DTYPE_BOOL, ks(1, 4), KILN_DTYPE_BOOL,
                                   ks(1, 4), &dt, &sh, &err),
-                     KILN_ERR_UNSUPPORTED);
-    /* Pow: float base only, exponent float32/int32/int64 */
-    assert_int_equal(infer_binary(KILN_OP_POW, KILN_DTYPE_INT32, ks(1, 4), KILN_DTYPE_INT32,
+                     KILN_ERR_TYPE_MISMATCH);
+    /* Pow: any numeric base and exponent, not bool */
+    assert_int_equal(infer_binary(KILN_OP_POW, KILN_DTYPE_BOOL, ks(1, 4), KILN_DTYPE_INT32,
                                   ks(1, 4), &dt, &sh, &err),
-                     KILN_ERR_UNSUPPORTED);
-    assert_int_equal(infer_binary(KILN_OP_POW, F, ks(1, 4), KILN_DTYPE_FLOAT16, ks(1, 4), &dt,
+                     KILN_ERR_TYPE_MISMATCH);
+    assert_non_null(strstr(err.msg, "base"));
+    assert_int_equal(infer_binary(KILN_OP_POW, F, ks(1, 4), KILN_DTYPE_BOOL, ks(1, 4), &dt,
                                   &sh, &err),
                      KILN_ERR_TYPE_MISMATCH);
     assert_non_null(strstr(err.msg, "exponent"));

@@ -364,10 +364,14 @@ static void test_pool_errors(void **state)
     SET_INTS(t, "kernel_shape", 2);
     expect_err(&t, KILN_ERR_INVALID_ARGUMENT, "expected 0");
     kiln_shape xs = ks(4, 1, 4, 8, 8);
-    kiln_dtype d[1] = {KILN_DTYPE_UINT8};
-    t = mk_typed(KILN_OP_MAXPOOL, 1, &xs, d);
+    kiln_dtype d[1] = {KILN_DTYPE_UINT8}; /* MaxPool takes uint8, AveragePool does not */
+    t = mk_typed(KILN_OP_AVERAGEPOOL, 1, &xs, d);
     SET_INTS(t, "kernel_shape", 2, 2);
     expect_err(&t, KILN_ERR_TYPE_MISMATCH, "input 0 (X) is uint8");
+    kiln_dtype d16[1] = {KILN_DTYPE_INT16};
+    t = mk_typed(KILN_OP_MAXPOOL, 1, &xs, d16);
+    SET_INTS(t, "kernel_shape", 2, 2);
+    expect_err(&t, KILN_ERR_TYPE_MISMATCH, "input 0 (X) is int16");
 }
 
 static void test_global_pool(void **state)

@@ -3,12 +3,17 @@
  * kiln takes shape parameters as attributes (ops.def's rule), so the
  * parameters newer opsets pass as inputs (Reshape's shape, Slice's starts and
  * ends, Split's split, Pad's pads, Squeeze/Unsqueeze axes) must be constants
- * by the time the node is converted: fold.c has usually made them so. Shape,
- * ConstantOfShape and Expand are computed at import time; a Squeeze or
- * Unsqueeze of a run-time value becomes a Reshape to the static result. */
+ * by the time the node is converted: fold.c has usually made them so. Shape
+ * and ConstantOfShape are computed at import time; Expand (shape as an
+ * attribute) is folded when its input is constant; a Squeeze or Unsqueeze of
+ * a run-time value becomes a Reshape to the static result. The table at the
+ * end also lists the converters of convert_movement.c. */
 #include <string.h>
 
+#include "import/onnx/convert_movement.h"
+#include "import/onnx/fold_op.h"
 #include "import/onnx/onnx.h"
+#include "ir/broadcast.h"
 #include "io/tensor_io.h"
 #include "util/error.h"
 
@@ -60,17 +65,19 @@ static kiln_status reshape_to(onnx_ctx *c, const kiln_value *x, const kiln_shape
 
 /* ---- Reshape ---------------------------------------------------------------- */
 
+/* kiln's Reshape has ONNX's target-shape rules (0 copies the input extent
+ * unless allowzero, one -1 is inferred); folded when the data is constant. */
 static kiln_status reshape_common(onnx_ctx *c, const int64_t *shape, int n, kiln_error *err)
 {
     const kiln_value *x = onnx_need(c, 0, "data", err);
     if (!x)
         return err ? err->status : KILN_ERR_INVALID_GRAPH;
-    kiln_shape to;
-    kiln_status s = onnx_reshape_shape(&x->shape, shape, n, onnx_attr_int(c, "allowzero", 0) != 0,
-                                       &to, err);
-    if (s != KILN_OK)
-        return fold_error(c, s, err);
-    return reshape_to(c, x, &to, err);
+    kiln_attr a[2] = {onnx_attr_is("shape", shape, n), onnx_attr_i("allowzero", 0)};
+    int na = 1;
+    if (onnx_attr_int(c, "allowzero", 0) != 0)
+        a[na++] = onnx_attr_i("allowzero", 1);
+    int in = x->id;
+    return onnx_emit_or_fold(c, KILN_OP_RESHAPE, &in, 1, a, na, 1, err);
 }
 
 static kiln_status conv_reshape1(onnx_ctx *c, kiln_error *err)
@@ -86,7 +93,7 @@ static kiln_status conv_reshape5(onnx_ctx *c, kiln_error *err)
 {
     const int64_t *shape = NULL;
     int n = 0;
-    kiln_status s = onnx_in_ints(c, 1, "shape", &shape, &n, err);
+    kiln_status s = onnx_in_ints_eval(c, 1, "shape", &shape, &n, err);
     if (s != KILN_OK)
         return s;
     return reshape_common(c, shape, n, err);
@@ -166,7 +173,7 @@ static kiln_status conv_squeeze13(onnx_ctx *c, kiln_error *err)
     const int64_t *axes = NULL;
     int n = -1;
     if (onnx_in(c, 1) >= 0) {
-        kiln_status s = onnx_in_ints(c, 1, "axes", &axes, &n, err);
+        kiln_status s = onnx_in_ints_eval(c, 1, "axes", &axes, &n, err);
         if (s != KILN_OK)
             return s;
     }
@@ -186,7 +193,7 @@ static kiln_status conv_unsqueeze13(onnx_ctx *c, kiln_error *err)
 {
     const int64_t *axes = NULL;
     int n = 0;
-    kiln_status s = onnx_in_ints(c, 1, "axes", &axes, &n, err);
+    kiln_status s = onnx_in_ints_eval(c, 1, "axes", &axes, &n, err);
     if (s != KILN_OK)
         return s;
     return unsqueeze_common(c, axes, n, err);
@@ -221,7 +228,7 @@ static kiln_status conv_constant_of_shape(onnx_ctx *c, kiln_error *err)
 {
     const int64_t *dims = NULL;
     int n = 0;
-    kiln_status s = onnx_in_ints(c, 0, "shape", &dims, &n, err);
+    kiln_status s = onnx_in_ints_eval(c, 0, "shape", &dims, &n, err);
     if (s != KILN_OK)
         return s;
     if (n > KILN_MAX_RANK)
@@ -255,30 +262,25 @@ static kiln_status conv_expand(onnx_ctx *c, kiln_error *err)
         return err ? err->status : KILN_ERR_INVALID_GRAPH;
     const int64_t *shape = NULL;
     int n = 0;
-    kiln_status s = onnx_in_ints(c, 1, "shape", &shape, &n, err);
+    kiln_status s = onnx_in_ints_eval(c, 1, "shape", &shape, &n, err);
     if (s != KILN_OK)
         return s;
-    if (x->kind == KILN_VALUE_CONST && x->data) {
-        kiln_tensor t = onnx_value_tensor(x), r;
-        s = onnx_fold_expand(&t, shape, n, &r, err);
-        return bind_folded(c, s, &r, err);
-    }
-    /* an Expand that changes nothing is the identity */
-    if (n <= KILN_MAX_RANK) {
+    /* an Expand of a run-time value that changes nothing is the identity */
+    if (!onnx_in_const(c, 0) && n <= KILN_MAX_RANK) {
         kiln_shape target = {.rank = n};
         bool ok = true;
         for (int i = 0; i < n; i++) {
             target.dims[i] = shape[i];
             ok &= shape[i] >= 0;
         }
-        const kiln_shape *shapes[2] = {&x->shape, &target};
         kiln_shape os;
-        if (ok && onnx_broadcast_shapes(shapes, 2, &os, NULL) == KILN_OK &&
+        if (ok && kiln_broadcast_shape(&x->shape, &target, &os, NULL) == KILN_OK &&
             kiln_shape_equal(&os, &x->shape))
             return onnx_bind(c, 0, x->id, err);
     }
-    return onnx_node_error(c, KILN_ERR_UNSUPPORTED, err,
-                           "Expand of a non-constant input is not supported yet");
+    kiln_attr a = onnx_attr_is("shape", shape, n);
+    int in = x->id;
+    return onnx_emit_or_fold(c, KILN_OP_EXPAND, &in, 1, &a, 1, 1, err);
 }
 
 /* ---- Transpose, Concat, Gather ------------------------------------------------- */
@@ -398,13 +400,13 @@ static kiln_status conv_slice10(onnx_ctx *c, kiln_error *err)
 {
     const int64_t *starts = NULL, *ends = NULL, *axes = NULL, *steps = NULL;
     int ns = 0, ne = 0, na = 0, nk = 0;
-    kiln_status s = onnx_in_ints(c, 1, "starts", &starts, &ns, err);
+    kiln_status s = onnx_in_ints_eval(c, 1, "starts", &starts, &ns, err);
     if (s == KILN_OK)
-        s = onnx_in_ints(c, 2, "ends", &ends, &ne, err);
+        s = onnx_in_ints_eval(c, 2, "ends", &ends, &ne, err);
     if (s == KILN_OK && onnx_in(c, 3) >= 0)
-        s = onnx_in_ints(c, 3, "axes", &axes, &na, err);
+        s = onnx_in_ints_eval(c, 3, "axes", &axes, &na, err);
     if (s == KILN_OK && onnx_in(c, 4) >= 0)
-        s = onnx_in_ints(c, 4, "steps", &steps, &nk, err);
+        s = onnx_in_ints_eval(c, 4, "steps", &steps, &nk, err);
     if (s != KILN_OK)
         return s;
     return slice_common(c, starts, ns, ends, ne, axes, na, steps, nk, err);
@@ -450,7 +452,7 @@ static kiln_status conv_split2(onnx_ctx *c, kiln_error *err)
     const int64_t *split = NULL;
     int n = onnx_attr_ints(c, "split", &split);
     if (n < 0 && onnx_in(c, 1) >= 0) { /* opset 1 also took split as an input */
-        kiln_status s = onnx_in_ints(c, 1, "split", &split, &n, err);
+        kiln_status s = onnx_in_ints_eval(c, 1, "split", &split, &n, err);
         if (s != KILN_OK)
             return s;
     }
@@ -462,7 +464,7 @@ static kiln_status conv_split13(onnx_ctx *c, kiln_error *err)
     const int64_t *split = NULL;
     int n = -1;
     if (onnx_in(c, 1) >= 0) {
-        kiln_status s = onnx_in_ints(c, 1, "split", &split, &n, err);
+        kiln_status s = onnx_in_ints_eval(c, 1, "split", &split, &n, err);
         if (s != KILN_OK)
             return s;
     }
@@ -512,11 +514,11 @@ static kiln_status conv_pad11(onnx_ctx *c, kiln_error *err)
     const int64_t *pads = NULL, *axes = NULL;
     int n = 0, na = -1;
     double value = 0;
-    kiln_status s = onnx_in_ints(c, 1, "pads", &pads, &n, err);
+    kiln_status s = onnx_in_ints_eval(c, 1, "pads", &pads, &n, err);
     if (s == KILN_OK && onnx_in(c, 2) >= 0)
-        s = onnx_in_scalar(c, 2, "constant_value", &value, err);
+        s = onnx_in_scalar_eval(c, 2, "constant_value", &value, err);
     if (s == KILN_OK && onnx_in(c, 3) >= 0) /* opset 18 */
-        s = onnx_in_ints(c, 3, "axes", &axes, &na, err);
+        s = onnx_in_ints_eval(c, 3, "axes", &axes, &na, err);
     if (s != KILN_OK)
         return s;
     if (na < 0)
@@ -562,5 +564,24 @@ const onnx_converter onnx_shape_converters[] = {
     {"Split", 18, conv_split13, "axis:int num_outputs:int"},
     {"Pad", 2, conv_pad2, "mode:string pads:ints value:float"},
     {"Pad", 11, conv_pad11, "mode:string"},
+    /* convert_movement.c */
+    {"Tile", 6, onnx_convert_tile, ""},
+    {"GatherElements", 11, onnx_convert_gather_elements, "axis:int"},
+    {"GatherND", 11, onnx_convert_gather_nd, ""},
+    {"GatherND", 12, onnx_convert_gather_nd, "batch_dims:int"},
+    {"Scatter", 9, onnx_convert_scatter_elements, "axis:int"},
+    {"ScatterElements", 11, onnx_convert_scatter_elements, "axis:int"},
+    {"ScatterElements", 16, onnx_convert_scatter_elements, "axis:int reduction:string"},
+    {"ScatterND", 11, onnx_convert_scatter_nd, ""},
+    {"ScatterND", 16, onnx_convert_scatter_nd, "reduction:string"},
+    {"DepthToSpace", 1, onnx_convert_depth_to_space, "blocksize:int"},
+    {"DepthToSpace", 11, onnx_convert_depth_to_space, "blocksize:int mode:string"},
+    {"SpaceToDepth", 1, onnx_convert_space_to_depth, "blocksize:int"},
+    {"Trilu", 14, onnx_convert_trilu, "upper:int"},
+    {"OneHot", 9, onnx_convert_onehot, "axis:int"},
+    {"ReverseSequence", 10, onnx_convert_reverse_sequence, "batch_axis:int time_axis:int"},
+    {"Range", 11, onnx_convert_range, ""},
+    {"Size", 1, onnx_convert_size, ""},
+    {"EyeLike", 9, onnx_convert_eyelike, "dtype:int k:int"},
     {NULL, 0, NULL, NULL},
 };

@@ -5,8 +5,12 @@
  * every input of such a node is known the converter computes the result here
  * and binds a constant instead of emitting a node.
  *
- * Data movement (Gather, Concat, Slice, Expand, Where, Reshape) copies
- * elements bytewise and so works for every dtype. Arithmetic goes through
+ * Ops that kiln has with a reference kernel (Gather, Concat, Slice, Expand,
+ * Reshape, and every op converters fold through onnx_fold_op) are folded by
+ * running that kernel on the constants (see fold_op.h), so folding and run
+ * time share one implementation. The rest here are folds of ops whose
+ * converters still compute them directly (Where copies elements bytewise;
+ * Add/Sub/Mul/Div/Equal, Cast). Arithmetic goes through
  * int64 for integer types (C semantics: division truncates; division by zero
  * is an error) and through double for floating types. Every result is bounded
  * by ONNX_FOLD_MAX_BYTES so that a hostile file cannot make the importer
@@ -15,63 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "import/onnx/fold_op.h"
 #include "import/onnx/onnx.h"
 #include "util/error.h"
+#include "util/half.h"
 
 /* ---- element access ----------------------------------------------------- */
-
-static float half_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-    if (exp == 0) {
-        if (man == 0) {
-            bits = sign;
-        } else { /* subnormal: renormalise */
-            exp = 127 - 15 + 1;
-            while (!(man & 0x400)) {
-                man <<= 1;
-                exp--;
-            }
-            bits = sign | (exp << 23) | ((man & 0x3ff) << 13);
-        }
-    } else if (exp == 31) {
-        bits = sign | 0x7f800000u | (man << 13);
-    } else {
-        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
-    }
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-static uint16_t float_to_half(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
-    int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
-    uint32_t man = x & 0x7fffff;
-    if (((x >> 23) & 0xff) == 0xff) /* inf / nan */
-        return (uint16_t)(sign | 0x7c00 | (man ? 0x200 : 0));
-    if (exp >= 31)
-        return (uint16_t)(sign | 0x7c00);
-    if (exp <= 0) {
-        if (exp < -10)
-            return sign;
-        man |= 0x800000;
-        uint32_t shift = (uint32_t)(14 - exp);
-        uint32_t half = man >> shift;
-        uint32_t rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
-        if (rem > mid || (rem == mid && (half & 1)))
-            half++;
-        return (uint16_t)(sign | half);
-    }
-    uint32_t half = ((uint32_t)exp << 10) | (man >> 13);
-    uint32_t rem = man & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
-        half++; /* may carry into the exponent, which is the right rounding */
-    return (uint16_t)(sign | half);
-}
 
 bool onnx_dtype_is_int(kiln_dtype t)
 {
@@ -89,7 +42,7 @@ double onnx_load_f64(kiln_dtype t, const void *data, int64_t i)
 {
     switch (t) {
     case KILN_DTYPE_FLOAT32: return ((const float *)data)[i];
-    case KILN_DTYPE_FLOAT16: return half_to_float(((const uint16_t *)data)[i]);
+    case KILN_DTYPE_FLOAT16: return kiln_f16_to_f32(((const uint16_t *)data)[i]);
     case KILN_DTYPE_FLOAT64: return ((const double *)data)[i];
     case KILN_DTYPE_UINT64: return (double)((const uint64_t *)data)[i];
     default: return (double)onnx_load_i64(t, data, i);
@@ -137,7 +90,7 @@ static void store_i64(kiln_dtype t, void *data, int64_t i, int64_t v)
     case KILN_DTYPE_UINT64: ((uint64_t *)data)[i] = (uint64_t)v; break;
     case KILN_DTYPE_BOOL: ((uint8_t *)data)[i] = v != 0; break;
     case KILN_DTYPE_FLOAT32: ((float *)data)[i] = (float)v; break;
-    case KILN_DTYPE_FLOAT16: ((uint16_t *)data)[i] = float_to_half((float)v); break;
+    case KILN_DTYPE_FLOAT16: ((uint16_t *)data)[i] = kiln_f32_to_f16((float)v); break;
     case KILN_DTYPE_FLOAT64: ((double *)data)[i] = (double)v; break;
     default: break;
     }
@@ -158,7 +111,7 @@ static void store_f64(kiln_dtype t, void *data, int64_t i, double v)
 {
     switch (t) {
     case KILN_DTYPE_FLOAT32: ((float *)data)[i] = (float)v; break;
-    case KILN_DTYPE_FLOAT16: ((uint16_t *)data)[i] = float_to_half((float)v); break;
+    case KILN_DTYPE_FLOAT16: ((uint16_t *)data)[i] = kiln_f64_to_f16(v); break;
     case KILN_DTYPE_FLOAT64: ((double *)data)[i] = v; break;
     case KILN_DTYPE_BOOL: ((uint8_t *)data)[i] = v != 0; break;
     case KILN_DTYPE_UINT64:
@@ -240,65 +193,6 @@ static int64_t bcast_offset(int64_t i, const kiln_shape *out, const int64_t *str
         i /= e;
     }
     return off;
-}
-
-kiln_status onnx_reshape_shape(const kiln_shape *in, const int64_t *shape, int n, bool allowzero,
-                               kiln_shape *out, kiln_error *err)
-{
-    kiln_shape_buf b;
-    if (n < 0 || n > KILN_MAX_RANK)
-        return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "target rank %d is above kiln's maximum %d",
-                           n, KILN_MAX_RANK);
-    kiln_shape r = {.rank = n};
-    int infer = -1;
-    int64_t known = 1;
-    for (int i = 0; i < n; i++) {
-        int64_t e = shape[i];
-        if (e == 0 && !allowzero) {
-            if (i >= in->rank)
-                return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
-                                   "target shape entry %d is 0 (copy) but the input %s has "
-                                   "rank %d",
-                                   i, kiln_shape_fmt(in, &b), (int)in->rank);
-            e = in->dims[i];
-        }
-        if (e == -1) {
-            if (infer >= 0)
-                return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
-                                   "target shape has more than one -1");
-            infer = i;
-            r.dims[i] = 1;
-            continue;
-        }
-        if (e < 0)
-            return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "target shape entry %d is %lld", i,
-                               (long long)e);
-        r.dims[i] = e;
-        if (e != 0 && known > INT64_MAX / e)
-            return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "target shape overflows");
-        known *= e;
-    }
-    int64_t total = kiln_shape_numel(in);
-    if (total < 0)
-        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "input shape %s has no element count",
-                           kiln_shape_fmt(in, &b));
-    if (infer >= 0) {
-        if (known == 0 || total % known != 0)
-            return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
-                               "cannot infer the -1 extent: %lld elements into parts of %lld",
-                               (long long)total, (long long)known);
-        r.dims[infer] = total / known;
-        known = total;
-    }
-    if (known != total) {
-        kiln_shape_buf c;
-        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
-                           "cannot reshape %s (%lld elements) to %s (%lld elements)",
-                           kiln_shape_fmt(in, &b), (long long)total, kiln_shape_fmt(&r, &c),
-                           (long long)known);
-    }
-    *out = r;
-    return KILN_OK;
 }
 
 /* ---- folds -------------------------------------------------------------- */
@@ -398,239 +292,118 @@ kiln_status onnx_fold_where(const kiln_tensor *cond, const kiln_tensor *x, const
     return KILN_OK;
 }
 
-kiln_status onnx_fold_expand(const kiln_tensor *x, const int64_t *shape, int n, kiln_tensor *out,
-                             kiln_error *err)
+/* ---- folds through kiln ops ------------------------------------------------
+ * Ops that kiln has (with a reference kernel) are folded by running that
+ * kernel: onnx_fold_op builds a stand-alone node around the constants, infers
+ * the output shapes and runs the reference kernel, so folding and run time
+ * share one implementation. */
+
+kiln_status onnx_fold_op(kiln_op op, const kiln_attr *attrs, int n_attrs,
+                         const kiln_tensor *const *ins, int n_in, kiln_tensor *outs, int n_out,
+                         kiln_error *err)
 {
-    if (n < 0 || n > KILN_MAX_RANK)
-        return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "target rank %d is above kiln's maximum %d",
-                           n, KILN_MAX_RANK);
-    kiln_shape target = {.rank = n};
-    for (int i = 0; i < n; i++) {
-        if (shape[i] < 0)
-            return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "target shape entry %d is %lld", i,
-                               (long long)shape[i]);
-        target.dims[i] = shape[i];
+    const kiln_op_info *info = kiln_op_get(op);
+    if (!info || !info->infer || !info->ref)
+        return kiln_errorf(err, KILN_ERR_INTERNAL, "no op %d to fold with", (int)op);
+    if (n_in < info->min_inputs || n_in > info->max_inputs || n_in > ONNX_FOLD_MAX_IO ||
+        n_out < info->min_outputs || n_out > info->max_outputs || n_out > ONNX_FOLD_MAX_IO)
+        return kiln_errorf(err, KILN_ERR_INVALID_GRAPH,
+                           "%s with %d inputs and %d outputs cannot be folded", info->name, n_in,
+                           n_out);
+    kiln_value vin[ONNX_FOLD_MAX_IO], vout[ONNX_FOLD_MAX_IO];
+    const kiln_value *pin[ONNX_FOLD_MAX_IO];
+    kiln_value *pout[ONNX_FOLD_MAX_IO];
+    int in_ids[ONNX_FOLD_MAX_IO], out_ids[ONNX_FOLD_MAX_IO];
+    for (int i = 0; i < n_in; i++) {
+        pin[i] = NULL;
+        in_ids[i] = -1;
+        if (!ins[i])
+            continue;
+        vin[i] = (kiln_value){.id = i, .name = "constant", .kind = KILN_VALUE_CONST,
+                              .dtype = ins[i]->dtype, .shape = ins[i]->shape,
+                              .data = ins[i]->data, .producer = -1};
+        pin[i] = &vin[i];
+        in_ids[i] = i;
     }
-    const kiln_shape *shapes[2] = {&x->shape, &target};
-    kiln_shape os;
-    kiln_status s = onnx_broadcast_shapes(shapes, 2, &os, err);
+    for (int k = 0; k < n_out; k++) {
+        vout[k] = (kiln_value){.id = n_in + k, .name = "folded", .kind = KILN_VALUE_NODE,
+                               .producer = 0, .output_index = k};
+        pout[k] = &vout[k];
+        out_ids[k] = n_in + k;
+    }
+    kiln_node node = {.id = 0, .op = op, .name = "fold", .n_inputs = n_in, .inputs = in_ids,
+                      .n_outputs = n_out, .outputs = out_ids, .n_attrs = n_attrs,
+                      .cap_attrs = n_attrs, .attrs = (kiln_attr *)attrs};
+    kiln_status s = info->infer(&node, pin, pout, err);
     if (s != KILN_OK)
         return s;
-    kiln_tensor r;
-    s = alloc_out(&r, x->dtype, &os, err);
-    if (s != KILN_OK)
+    kiln_tensor res[ONNX_FOLD_MAX_IO];
+    kiln_tensor *pres[ONNX_FOLD_MAX_IO];
+    int done = 0; /* outputs allocated */
+    while (done < n_out && s == KILN_OK) {
+        s = alloc_out(&res[done], vout[done].dtype, &vout[done].shape, err);
+        if (s == KILN_OK) {
+            pres[done] = &res[done];
+            done++;
+        }
+    }
+    if (s == KILN_OK)
+        s = info->ref(&node, ins, pres, err);
+    if (s != KILN_OK) {
+        for (int k = 0; k < done; k++)
+            kiln_tensor_release(&res[k]);
         return s;
-    int64_t sx[KILN_MAX_RANK];
-    bcast_strides(&x->shape, &os, sx);
-    size_t es = kiln_dtype_size(x->dtype);
-    int64_t total = kiln_shape_numel(&os);
-    for (int64_t i = 0; i < total; i++)
-        memcpy((char *)r.data + (size_t)i * es,
-               (const char *)x->data + (size_t)bcast_offset(i, &os, sx) * es, es);
-    *out = r;
+    }
+    for (int k = 0; k < n_out; k++)
+        outs[k] = res[k];
     return KILN_OK;
 }
 
-static kiln_status norm_axis(int64_t axis, int rank, int *out, kiln_error *err)
+kiln_status onnx_fold_expand(const kiln_tensor *x, const int64_t *shape, int n, kiln_tensor *out,
+                             kiln_error *err)
 {
-    if (axis < -rank || axis >= rank || (rank == 0))
-        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "axis %lld is out of range for rank %d",
-                           (long long)axis, rank);
-    *out = (int)(axis < 0 ? axis + rank : axis);
-    return KILN_OK;
+    kiln_attr a = onnx_attr_is("shape", shape, n);
+    const kiln_tensor *ins[1] = {x};
+    return onnx_fold_op(KILN_OP_EXPAND, &a, 1, ins, 1, out, 1, err);
 }
 
 kiln_status onnx_fold_gather(const kiln_tensor *data, const kiln_tensor *indices, int64_t axis,
                              kiln_tensor *out, kiln_error *err)
 {
-    if (indices->dtype != KILN_DTYPE_INT64 && indices->dtype != KILN_DTYPE_INT32)
-        return kiln_errorf(err, KILN_ERR_TYPE_MISMATCH, "indices are %s, expected int32/int64",
-                           kiln_dtype_name(indices->dtype));
-    int ax = 0;
-    kiln_status s = norm_axis(axis, data->shape.rank, &ax, err);
-    if (s != KILN_OK)
-        return s;
-    int orank = data->shape.rank - 1 + indices->shape.rank;
-    if (orank > KILN_MAX_RANK)
-        return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "result rank %d is above kiln's maximum",
-                           orank);
-    kiln_shape os = {.rank = orank};
-    int r = 0;
-    for (int d = 0; d < ax; d++)
-        os.dims[r++] = data->shape.dims[d];
-    for (int d = 0; d < indices->shape.rank; d++)
-        os.dims[r++] = indices->shape.dims[d];
-    for (int d = ax + 1; d < data->shape.rank; d++)
-        os.dims[r++] = data->shape.dims[d];
-    int64_t outer = 1, inner = 1, extent = data->shape.dims[ax];
-    for (int d = 0; d < ax; d++)
-        outer *= data->shape.dims[d];
-    for (int d = ax + 1; d < data->shape.rank; d++)
-        inner *= data->shape.dims[d];
-    int64_t nidx = kiln_shape_numel(&indices->shape);
-    for (int64_t i = 0; i < nidx; i++) {
-        int64_t k = onnx_load_i64(indices->dtype, indices->data, i);
-        if (k < -extent || k >= extent)
-            return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
-                               "index %lld is out of range for axis %d of extent %lld",
-                               (long long)k, ax, (long long)extent);
-    }
-    kiln_tensor res;
-    s = alloc_out(&res, data->dtype, &os, err);
-    if (s != KILN_OK)
-        return s;
-    size_t es = kiln_dtype_size(data->dtype), row = (size_t)inner * es;
-    char *dst = res.data;
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t i = 0; i < nidx; i++) {
-            int64_t k = onnx_load_i64(indices->dtype, indices->data, i);
-            if (k < 0)
-                k += extent;
-            memcpy(dst, (const char *)data->data + (size_t)(o * extent + k) * row, row);
-            dst += row;
-        }
-    *out = res;
-    return KILN_OK;
+    kiln_attr a = onnx_attr_i("axis", axis);
+    const kiln_tensor *ins[2] = {data, indices};
+    return onnx_fold_op(KILN_OP_GATHER, &a, 1, ins, 2, out, 1, err);
 }
 
 kiln_status onnx_fold_concat(const kiln_tensor *const *ins, int n, int64_t axis, kiln_tensor *out,
                              kiln_error *err)
 {
-    if (n < 1)
-        return kiln_errorf(err, KILN_ERR_INVALID_GRAPH, "no inputs");
-    const kiln_tensor *a = ins[0];
-    int ax = 0;
-    kiln_status s = norm_axis(axis, a->shape.rank, &ax, err);
-    if (s != KILN_OK)
-        return s;
-    kiln_shape os = a->shape;
-    os.dims[ax] = 0;
-    for (int i = 0; i < n; i++) {
-        const kiln_tensor *t = ins[i];
-        kiln_shape_buf b0, b1;
-        if (t->dtype != a->dtype)
-            return kiln_errorf(err, KILN_ERR_TYPE_MISMATCH, "input %d is %s, input 0 is %s", i,
-                               kiln_dtype_name(t->dtype), kiln_dtype_name(a->dtype));
-        bool ok = t->shape.rank == a->shape.rank;
-        for (int d = 0; ok && d < a->shape.rank; d++)
-            ok = d == ax || t->shape.dims[d] == a->shape.dims[d];
-        if (!ok)
-            return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
-                               "input %d has shape %s, incompatible with input 0's %s on axis %d",
-                               i, kiln_shape_fmt(&t->shape, &b0), kiln_shape_fmt(&a->shape, &b1),
-                               ax);
-        if (os.dims[ax] > INT64_MAX / 2 - t->shape.dims[ax])
-            return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "concatenated extent overflows");
-        os.dims[ax] += t->shape.dims[ax];
-    }
-    kiln_tensor r;
-    s = alloc_out(&r, a->dtype, &os, err);
-    if (s != KILN_OK)
-        return s;
-    int64_t outer = 1, inner = 1;
-    for (int d = 0; d < ax; d++)
-        outer *= a->shape.dims[d];
-    for (int d = ax + 1; d < a->shape.rank; d++)
-        inner *= a->shape.dims[d];
-    size_t es = kiln_dtype_size(a->dtype);
-    char *dst = r.data;
-    for (int64_t o = 0; o < outer; o++)
-        for (int i = 0; i < n; i++) {
-            size_t chunk = (size_t)(ins[i]->shape.dims[ax] * inner) * es;
-            memcpy(dst, (const char *)ins[i]->data + (size_t)o * chunk, chunk);
-            dst += chunk;
-        }
-    *out = r;
-    return KILN_OK;
+    kiln_attr a = onnx_attr_i("axis", axis);
+    return onnx_fold_op(KILN_OP_CONCAT, &a, 1, ins, n, out, 1, err);
 }
 
 kiln_status onnx_fold_slice(const kiln_tensor *x, const int64_t *starts, const int64_t *ends,
                             const int64_t *axes, const int64_t *steps, int n, kiln_tensor *out,
                             kiln_error *err)
 {
-    int rank = x->shape.rank;
-    int64_t st[KILN_MAX_RANK], step[KILN_MAX_RANK];
-    kiln_shape os = x->shape;
-    bool seen[KILN_MAX_RANK] = {false};
-    for (int d = 0; d < rank; d++) {
-        st[d] = 0;
-        step[d] = 1;
-    }
-    for (int i = 0; i < n; i++) {
-        int ax = 0;
-        kiln_status s = norm_axis(axes ? axes[i] : i, rank, &ax, err);
-        if (s != KILN_OK)
-            return s;
-        if (seen[ax])
-            return kiln_errorf(err, KILN_ERR_INVALID_GRAPH, "axis %d is sliced twice", ax);
-        seen[ax] = true;
-        int64_t k = steps ? steps[i] : 1, e = x->shape.dims[ax];
-        if (k == 0)
-            return kiln_errorf(err, KILN_ERR_INVALID_GRAPH, "step 0 on axis %d", ax);
-        if (k == INT64_MIN)
-            k = -INT64_MAX;
-        int64_t b = starts[i], f = ends[i];
-        /* ONNX clamping: negative indices count from the end; starts clamp to
-         * [0, e] (or [0, e-1] for negative steps), ends to [0, e] ([-1, e-1]) */
-        if (b < 0)
-            b = b < -e ? 0 : b + e;
-        if (f < 0)
-            f = f < -e ? -1 : f + e;
-        if (k > 0) {
-            if (b > e)
-                b = e;
-            if (f > e)
-                f = e;
-            if (f < 0)
-                f = 0;
-            os.dims[ax] = f > b ? (f - b - 1) / k + 1 : 0;
-        } else {
-            if (b > e - 1)
-                b = e - 1;
-            if (f > e - 1)
-                f = e - 1;
-            os.dims[ax] = b > f ? (b - f - 1) / (-k) + 1 : 0;
-        }
-        st[ax] = b;
-        step[ax] = k;
-    }
-    kiln_tensor r;
-    kiln_status s = alloc_out(&r, x->dtype, &os, err);
-    if (s != KILN_OK)
-        return s;
-    int64_t strides[KILN_MAX_RANK];
-    int64_t acc = 1;
-    for (int d = rank - 1; d >= 0; d--) {
-        strides[d] = acc;
-        acc *= x->shape.dims[d];
-    }
-    size_t es = kiln_dtype_size(x->dtype);
-    int64_t total = kiln_shape_numel(&os);
-    for (int64_t i = 0; i < total; i++) {
-        int64_t rem = i, off = 0;
-        for (int d = rank - 1; d >= 0; d--) {
-            int64_t c = rem % os.dims[d];
-            rem /= os.dims[d];
-            off += (st[d] + c * step[d]) * strides[d];
-        }
-        memcpy((char *)r.data + (size_t)i * es, (const char *)x->data + (size_t)off * es, es);
-    }
-    *out = r;
-    return KILN_OK;
+    kiln_attr a[4] = {onnx_attr_is("starts", starts, n), onnx_attr_is("ends", ends, n)};
+    int na = 2;
+    if (axes)
+        a[na++] = onnx_attr_is("axes", axes, n);
+    if (steps)
+        a[na++] = onnx_attr_is("steps", steps, n);
+    const kiln_tensor *ins[1] = {x};
+    return onnx_fold_op(KILN_OP_SLICE, a, na, ins, 1, out, 1, err);
 }
 
 kiln_status onnx_fold_reshape(const kiln_tensor *x, const kiln_shape *shape, kiln_tensor *out,
                               kiln_error *err)
 {
-    if (kiln_shape_numel(shape) != kiln_shape_numel(&x->shape))
-        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "element counts differ");
-    kiln_tensor r;
-    kiln_status s = alloc_out(&r, x->dtype, shape, err);
-    if (s != KILN_OK)
-        return s;
-    memcpy(r.data, x->data, (size_t)kiln_tensor_nbytes(&r));
-    *out = r;
-    return KILN_OK;
+    /* allowzero: the target extents are literal */
+    kiln_attr a[2] = {onnx_attr_is("shape", shape->dims, shape->rank),
+                      onnx_attr_i("allowzero", 1)};
+    const kiln_tensor *ins[1] = {x};
+    return onnx_fold_op(KILN_OP_RESHAPE, a, 2, ins, 1, out, 1, err);
 }
 
 kiln_status onnx_fold_cast(const kiln_tensor *x, kiln_dtype to, kiln_tensor *out,

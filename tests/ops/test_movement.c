@@ -1,0 +1,637 @@
+/* tests/ops/test_movement.c: the reference kernels of the index-driven
+ * data-movement ops (Tile, Expand, GatherElements, GatherND, ScatterElements,
+ * ScatterND, DepthToSpace, SpaceToDepth, Trilu, OneHot, ReverseSequence) on
+ * one-node graphs run by the reference executor. Expected outputs are written
+ * out by hand (the ONNX operator documentation's examples, worked by hand), or
+ * derived in the test differently from the kernel: Tile and Expand by
+ * explicit modulo / broadcast index loops, Trilu by the j - i >= k condition
+ * per element, DepthToSpace and SpaceToDepth from numpy's
+ * reshape-transpose-reshape (values pasted), plus a DepthToSpace(SpaceToDepth)
+ * round trip. Several dtypes (float32, int64, int32, uint8, float16 bits,
+ * bool) since the kernels move raw elements; scatter reductions on float32 and
+ * int32. Error cases: out-of-range indices and sequence lengths are a status. */
+#include <string.h>
+
+#include "ir/graph.h"
+#include "test_support.h"
+
+/* ---- one-node graph harness -------------------------------------------------- */
+
+typedef struct harness {
+    kiln_graph *g;
+    int n_in;
+    const void *data[8];
+    int node;
+    kiln_ref_executor *ex;
+    kiln_error err;
+} harness;
+
+static void h_init(harness *h)
+{
+    memset(h, 0, sizeof *h);
+    assert_int_equal(kiln_graph_create(&h->g), KILN_OK);
+}
+
+static void h_input(harness *h, kiln_dtype dt, kiln_shape s, const void *data)
+{
+    char name[8] = "in0";
+    name[2] = (char)('0' + h->n_in);
+    assert_int_equal(kiln_graph_add_input(h->g, name, dt, &s), h->n_in);
+    h->data[h->n_in++] = data;
+}
+
+static void h_node(harness *h, kiln_op op)
+{
+    int ids[8];
+    for (int i = 0; i < h->n_in; i++)
+        ids[i] = i;
+    h->node = kiln_graph_add_node(h->g, op, "node", ids, h->n_in, 1);
+    assert_true(h->node >= 0);
+    assert_int_equal(kiln_graph_add_output(h->g, kiln_graph_node_output(h->g, h->node, 0)),
+                     KILN_OK);
+}
+
+static kiln_status h_run(harness *h)
+{
+    kiln_status s = kiln_graph_infer_shapes(h->g, &h->err);
+    if (s != KILN_OK)
+        return s;
+    s = kiln_ref_executor_create(h->g, &h->ex, &h->err);
+    if (s != KILN_OK)
+        return s;
+    for (int i = 0; i < h->n_in; i++) {
+        kiln_tensor t;
+        const char *name;
+        assert_int_equal(kiln_graph_input_info(h->g, i, &name, &t.dtype, &t.shape), KILN_OK);
+        t.data = (void *)h->data[i];
+        s = kiln_ref_executor_set_input(h->ex, i, &t, &h->err);
+        if (s != KILN_OK)
+            return s;
+    }
+    return kiln_ref_executor_run(h->ex, &h->err);
+}
+
+static const kiln_tensor *h_run_ok(harness *h)
+{
+    kiln_status s = h_run(h);
+    if (s != KILN_OK)
+        fail_msg("run failed: %s", h->err.msg);
+    const kiln_tensor *t = kiln_ref_executor_output(h->ex, 0);
+    assert_non_null(t);
+    return t;
+}
+
+static void h_free(harness *h)
+{
+    kiln_ref_executor_destroy(h->ex);
+    kiln_graph_destroy(h->g);
+}
+
+#define INTS(...) ((const int64_t[]){__VA_ARGS__}), (int)(sizeof((int64_t[]){__VA_ARGS__}) / 8)
+
+static void set_ints(harness *h, const char *name, const int64_t *v, int n)
+{
+    assert_int_equal(kiln_node_set_ints(h->g, h->node, name, v, n), KILN_OK);
+}
+
+static void set_int(harness *h, const char *name, int64_t v)
+{
+    assert_int_equal(kiln_node_set_int(h->g, h->node, name, v), KILN_OK);
+}
+
+static void set_str(harness *h, const char *name, const char *v)
+{
+    assert_int_equal(kiln_node_set_string(h->g, h->node, name, v), KILN_OK);
+}
+
+static void assert_shape(const kiln_shape *got, kiln_shape want)
+{
+    char a[96], b[96];
+    if (!kiln_shape_equal(got, &want))
+        fail_msg("shape %s, expected %s", kiln_shape_str(got, a, sizeof a),
+                 kiln_shape_str(&want, b, sizeof b));
+}
+
+static void assert_f32(const kiln_tensor *t, const float *want, int64_t n)
+{
+    assert_int_equal(t->dtype, KILN_DTYPE_FLOAT32);
+    assert_int_equal(kiln_shape_numel(&t->shape), n);
+    assert_allclose((const float *)t->data, want, n, 1e-6, 0);
+}
+
+static void assert_i64(const kiln_tensor *t, const int64_t *want, int64_t n)
+{
+    assert_int_equal(t->dtype, KILN_DTYPE_INT64);
+    assert_int_equal(kiln_shape_numel(&t->shape), n);
+    const int64_t *g = t->data;
+    for (int64_t i = 0; i < n; i++)
+        if (g[i] != want[i])
+            fail_msg("element %lld: got %lld, expected %lld", (long long)i, (long long)g[i],
+                     (long long)want[i]);
+}
+
+static void assert_i32(const kiln_tensor *t, const int32_t *want, int64_t n)
+{
+    assert_int_equal(t->dtype, KILN_DTYPE_INT32);
+    assert_int_equal(kiln_shape_numel(&t->shape), n);
+    const int32_t *g = t->data;
+    for (int64_t i = 0; i < n; i++)
+        if (g[i] != want[i])
+            fail_msg("element %lld: got %d, expected %d", (long long)i, g[i], want[i]);
+}
+
+/* ---- Tile ------------------------------------------------------------------------ */
+
+static void test_tile(void **state)
+{
+    (void)state;
+    /* hand-written: [[1,2],[3,4]] tiled (2, 3) */
+    static const float x[] = {1, 2, 3, 4};
+    static const float want[] = {1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4,
+                                 1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4};
+    harness h;
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(2, 2, 2), x);
+    h_node(&h, KILN_OP_TILE);
+    set_ints(&h, "repeats", INTS(2, 3));
+    const kiln_tensor *y = h_run_ok(&h);
+    assert_shape(&y->shape, ks(2, 4, 6));
+    assert_f32(y, want, 24);
+    h_free(&h);
+
+    /* int64 rank 3, derived with modulo indexing */
+    int64_t xi[2 * 3 * 2];
+    for (int i = 0; i < 12; i++)
+        xi[i] = 100 + i;
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_INT64, ks(3, 2, 3, 2), xi);
+    h_node(&h, KILN_OP_TILE);
+    set_ints(&h, "repeats", INTS(3, 1, 2));
+    y = h_run_ok(&h);
+    assert_shape(&y->shape, ks(3, 6, 3, 4));
+    int64_t wi[6 * 3 * 4];
+    for (int a = 0; a < 6; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 4; c++)
+                wi[(a * 3 + b) * 4 + c] = xi[((a % 2) * 3 + b) * 2 + c % 2];
+    assert_i64(y, wi, 72);
+    h_free(&h);
+
+    /* a zero repeat gives an empty result */
+    static const uint8_t xu[] = {7, 8, 9};
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_UINT8, ks(1, 3), xu);
+    h_node(&h, KILN_OP_TILE);
+    set_ints(&h, "repeats", INTS(0));
+    y = h_run_ok(&h);
+    assert_shape(&y->shape, ks(1, 0));
+    h_free(&h);
+}
+
+/* ---- Expand ------------------------------------------------------------------------ */
+
+static void test_expand(void **state)
+{
+    (void)state;
+    /* [3, 1] to (2, 1, 4): out[a][b][c] = x[b] */
+    static const float x[] = {1.5f, -2, 3};
+    harness h;
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(2, 3, 1), x);
+    h_node(&h, KILN_OP_EXPAND);
+    set_ints(&h, "shape", INTS(2, 1, 4));
+    const kiln_tensor *y = h_run_ok(&h);
+    assert_shape(&y->shape, ks(3, 2, 3, 4));
+    float want[24];
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 4; c++)
+                want[(a * 3 + b) * 4 + c] = x[b];
+    assert_f32(y, want, 24);
+    h_free(&h);
+
+    /* a shape smaller than the input keeps the input's extents (bidirectional) */
+    static const int64_t xi[] = {1, 2, 3, 4, 5, 6};
+    static const int64_t wi[] = {1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6};
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_INT64, ks(3, 1, 2, 3), xi);
+    h_node(&h, KILN_OP_EXPAND);
+    set_ints(&h, "shape", INTS(2, 1, 1));
+    y = h_run_ok(&h);
+    assert_shape(&y->shape, ks(3, 2, 2, 3));
+    assert_i64(y, wi, 12);
+    h_free(&h);
+}
+
+/* ---- GatherElements, GatherND ------------------------------------------------------- */
+
+static void test_gather_elements(void **state)
+{
+    (void)state;
+    /* ONNX examples */
+    static const float d0[] = {1, 2, 3, 4};
+    static const int64_t i0[] = {0, 0, 1, 0};
+    static const float w0[] = {1, 1, 4, 3};
+    harness h;
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(2, 2, 2), d0);
+    h_input(&h, KILN_DTYPE_INT64, ks(2, 2, 2), i0);
+    h_node(&h, KILN_OP_GATHERELEMENTS);
+    set_int(&h, "axis", 1);
+    assert_f32(h_run_ok(&h), w0, 4);
+    h_free(&h);
+
+    static const float d1[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    static const int32_t i1[] = {-1, -2, 0, -2, 0, 0};
+    static const float w1[] = {7, 5, 3, 4, 2, 3};
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(2, 3, 3), d1);
+    h_input(&h, KILN_DTYPE_INT32, ks(2, 2, 3), i1);
+    h_node(&h, KILN_OP_GATHERELEMENTS);
+    const kiln_tensor *y = h_run_ok(&h);
+    assert_shape(&y->shape, ks(2, 2, 3));
+    assert_f32(y, w1, 6);
+    h_free(&h);
+
+    /* out of range: a status, not a crash */
+    static const int64_t bad[] = {0, 3, 0, 0, 0, 0};
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(2, 3, 3), d1);
+    h_input(&h, KILN_DTYPE_INT64, ks(2, 2, 3), bad);
+    h_node(&h, KILN_OP_GATHERELEMENTS);
+    assert_int_equal(h_run(&h), KILN_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(h.err.msg, "out of range"));
+    h_free(&h);
+}
+
+static void test_gather_nd(void **state)
+{
+    (void)state;
+    static const int32_t d[] = {0, 1, 2, 3, 4, 5, 6, 7};
+    /* full index tuples: data [2,2], indices [[0,0],[1,1]] -> [0, 3] */
+    static const int64_t i0[] = {0, 0, 1, 1};
+    static const int32_t w0[] = {0, 3};
+    harness h;
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_INT32, ks(2, 2, 2), d);
+    h_input(&h, KILN_DTYPE_INT64, ks(2, 2, 2), i0);
+    h_node(&h, KILN_OP_GATHERND);
+    const kiln_tensor *y = h_run_ok(&h);
+    assert_shape(&y->shape, ks(1, 2));
+    assert_i32(y, w0, 2);
+    h_free(&h);
+
+    /* slices: data [2,2,2], indices [[[0,1]],[[1,0]]] -> [[[2,3]],[[4,5]]] */
+    static const int64_t i1[] = {0, 1, 1, 0};
+    static const int32_t w1[] = {2, 3, 4, 5};
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_INT32, ks(3, 2, 2, 2), d);
+    h_input(&h, KILN_DTYPE_INT64, ks(3, 2, 1, 2), i1);
+    h_node(&h, KILN_OP_GATHERND);
+    y = h_run_ok(&h);
+    assert_shape(&y->shape, ks(3, 2, 1, 2));
+    assert_i32(y, w1, 4);
+    h_free(&h);
+
+    /* batch_dims 1: indices [[1],[0]] -> [[2,3],[4,5]]; negative index too */
+    static const int64_t i2[] = {-1, 0};
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_INT32, ks(3, 2, 2, 2), d);
+    h_input(&h, KILN_DTYPE_INT64, ks(2, 2, 1), i2);
+    h_node(&h, KILN_OP_GATHERND);
+    set_int(&h, "batch_dims", 1);
+    y = h_run_ok(&h);
+    assert_shape(&y->shape, ks(2, 2, 2));
+    assert_i32(y, w1, 4);
+    h_free(&h);
+
+    static const int64_t bad[] = {0, 2};
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_INT32, ks(3, 2, 2, 2), d);
+    h_input(&h, KILN_DTYPE_INT64, ks(2, 1, 2), bad);
+    h_node(&h, KILN_OP_GATHERND);
+    assert_int_equal(h_run(&h), KILN_ERR_INVALID_ARGUMENT);
+    h_free(&h);
+}
+
+/* ---- ScatterElements, ScatterND ------------------------------------------------------ */
+
+static void test_scatter_elements(void **state)
+{
+    (void)state;
+    /* ONNX example, axis 0 */
+    static const float d0[9] = {0};
+    static const int64_t i0[] = {1, 0, 2, 0, 2, 1};
+    static const float u0[] = {1.0f, 1.1f, 1.2f, 2.0f, 2.1f, 2.2f};
+    static const float w0[] = {2.0f, 1.1f, 0, 1.0f, 0, 2.2f, 0, 2.1f, 1.2f};
+    harness h;
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(2, 3, 3), d0);
+    h_input(&h, KILN_DTYPE_INT64, ks(2, 2, 3), i0);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(2, 2, 3), u0);
+    h_node(&h, KILN_OP_SCATTERELEMENTS);
+    assert_f32(h_run_ok(&h), w0, 9);
+    h_free(&h);
+
+    /* axis 1 with duplicate (one negative) indices, add */
+    static const float d1[] = {1, 2, 3, 4, 5};
+    static const int64_t i1[] = {1, -4};
+    static const float u1[] = {1.1f, 2.1f};
+    static const float w1[] = {1, 5.2f, 3, 4, 5};
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(2, 1, 5), d1);
+    h_input(&h, KILN_DTYPE_INT64, ks(2, 1, 2), i1);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(2, 1, 2), u1);
+    h_node(&h, KILN_OP_SCATTERELEMENTS);
+    set_int(&h, "axis", 1);
+    set_str(&h, "reduction", "add");
+    assert_f32(h_run_ok(&h), w1, 5);
+    h_free(&h);
+
+    /* int32 mul / max / min */
+    static const int32_t d2[] = {2, 5, 7};
+    static const int32_t i2[] = {0, 0, 2};
+    static const int32_t u2[] = {3, 4, 1};
+    static const struct {
+        const char *red;
+        int32_t want[3];
+    } reds[] = {{"mul", {24, 5, 7}}, {"max", {4, 5, 7}}, {"min", {2, 5, 1}}, {"none", {4, 5, 1}}};
+    for (size_t r = 0; r < sizeof reds / sizeof reds[0]; r++) {
+        h_init(&h);
+        h_input(&h, KILN_DTYPE_INT32, ks(1, 3), d2);
+        h_input(&h, KILN_DTYPE_INT32, ks(1, 3), i2);
+        h_input(&h, KILN_DTYPE_INT32, ks(1, 3), u2);
+        h_node(&h, KILN_OP_SCATTERELEMENTS);
+        set_str(&h, "reduction", reds[r].red);
+        assert_i32(h_run_ok(&h), reds[r].want, 3);
+        h_free(&h);
+    }
+
+    static const int32_t bad[] = {0, 3, 0};
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_INT32, ks(1, 3), d2);
+    h_input(&h, KILN_DTYPE_INT32, ks(1, 3), bad);
+    h_input(&h, KILN_DTYPE_INT32, ks(1, 3), u2);
+    h_node(&h, KILN_OP_SCATTERELEMENTS);
+    assert_int_equal(h_run(&h), KILN_ERR_INVALID_ARGUMENT);
+    h_free(&h);
+}
+
+static void test_scatter_nd(void **state)
+{
+    (void)state;
+    /* ONNX example 1: elements */
+    static const float d0[] = {1, 2, 3, 4, 5, 6, 7, 8};
+    static const int64_t i0[] = {4, 3, 1, 7};
+    static const float u0[] = {9, 10, 11, 12};
+    static const float w0[] = {1, 11, 3, 10, 9, 6, 7, 12};
+    harness h;
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(1, 8), d0);
+    h_input(&h, KILN_DTYPE_INT64, ks(2, 4, 1), i0);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(1, 4), u0);
+    h_node(&h, KILN_OP_SCATTERND);
+    assert_f32(h_run_ok(&h), w0, 8);
+    h_free(&h);
+
+    /* slices of rows, with add and mul: data 3x2, rows 2 and 0 (twice) */
+    static const int64_t d1[] = {1, 2, 3, 4, 5, 6};
+    static const int64_t i1[] = {2, 0, 0};
+    static const int64_t u1[] = {10, 20, 3, 4, 5, 6};
+    static const struct {
+        const char *red;
+        int64_t want[6];
+    } reds[] = {{"add", {9, 12, 3, 4, 15, 26}}, {"mul", {15, 48, 3, 4, 50, 120}}};
+    for (size_t r = 0; r < 2; r++) {
+        h_init(&h);
+        h_input(&h, KILN_DTYPE_INT64, ks(2, 3, 2), d1);
+        h_input(&h, KILN_DTYPE_INT64, ks(2, 3, 1), i1);
+        h_input(&h, KILN_DTYPE_INT64, ks(2, 3, 2), u1);
+        h_node(&h, KILN_OP_SCATTERND);
+        set_str(&h, "reduction", reds[r].red);
+        assert_i64(h_run_ok(&h), reds[r].want, 6);
+        h_free(&h);
+    }
+
+    static const int64_t bad[] = {8, 0, 0, 0};
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(1, 8), d0);
+    h_input(&h, KILN_DTYPE_INT64, ks(2, 4, 1), bad);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(1, 4), u0);
+    h_node(&h, KILN_OP_SCATTERND);
+    assert_int_equal(h_run(&h), KILN_ERR_INVALID_ARGUMENT);
+    h_free(&h);
+}
+
+/* ---- DepthToSpace, SpaceToDepth -------------------------------------------------------- */
+
+static void test_depth_space(void **state)
+{
+    (void)state;
+    float x[48];
+    for (int i = 0; i < 48; i++)
+        x[i] = (float)i;
+    /* numpy: x.reshape(1,2,2,2,2,3).transpose(0,3,4,1,5,2).reshape(1,2,4,6) (DCR)
+     * and x.reshape(1,2,2,2,2,3).transpose(0,1,4,2,5,3).reshape(1,2,4,6) (CRD) */
+    static const float dcr[] = {0,  12, 1,  13, 2,  14, 24, 36, 25, 37, 26, 38, 3,  15, 4,  16,
+                                5,  17, 27, 39, 28, 40, 29, 41, 6,  18, 7,  19, 8,  20, 30, 42,
+                                31, 43, 32, 44, 9,  21, 10, 22, 11, 23, 33, 45, 34, 46, 35, 47};
+    static const float crd[] = {0,  6,  1,  7,  2,  8,  12, 18, 13, 19, 14, 20, 3,  9,  4,  10,
+                                5,  11, 15, 21, 16, 22, 17, 23, 24, 30, 25, 31, 26, 32, 36, 42,
+                                37, 43, 38, 44, 27, 33, 28, 34, 29, 35, 39, 45, 40, 46, 41, 47};
+    static const char *const modes[] = {NULL, "CRD"};
+    for (int m = 0; m < 2; m++) {
+        harness h;
+        h_init(&h);
+        h_input(&h, KILN_DTYPE_FLOAT32, ks(4, 1, 8, 2, 3), x);
+        h_node(&h, KILN_OP_DEPTHTOSPACE);
+        set_int(&h, "blocksize", 2);
+        if (modes[m])
+            set_str(&h, "mode", modes[m]);
+        const kiln_tensor *y = h_run_ok(&h);
+        assert_shape(&y->shape, ks(4, 1, 2, 4, 6));
+        assert_f32(y, m ? crd : dcr, 48);
+        h_free(&h);
+    }
+    /* numpy: x.reshape(1,2,2,2,3,2).transpose(0,3,5,1,2,4).reshape(1,8,2,3) */
+    static const float s2d[] = {0, 2,  4,  12, 14, 16, 24, 26, 28, 36, 38, 40, 1, 3,  5,  13,
+                                15, 17, 25, 27, 29, 37, 39, 41, 6, 8,  10, 18, 20, 22, 30, 32,
+                                34, 42, 44, 46, 7, 9,  11, 19, 21, 23, 31, 33, 35, 43, 45, 47};
+    harness h;
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(4, 1, 2, 4, 6), x);
+    h_node(&h, KILN_OP_SPACETODEPTH);
+    set_int(&h, "blocksize", 2);
+    const kiln_tensor *y = h_run_ok(&h);
+    assert_shape(&y->shape, ks(4, 1, 8, 2, 3));
+    assert_f32(y, s2d, 48);
+    h_free(&h);
+
+    /* round trip on float16 bits: DepthToSpace (DCR) undoes SpaceToDepth */
+    uint16_t hx[2 * 3 * 6 * 9], hy[2 * 3 * 6 * 9];
+    for (int i = 0; i < 324; i++)
+        hx[i] = (uint16_t)(i * 7 + 1);
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_FLOAT16, ks(4, 2, 3, 6, 9), hx);
+    h_node(&h, KILN_OP_SPACETODEPTH);
+    set_int(&h, "blocksize", 3);
+    y = h_run_ok(&h);
+    assert_shape(&y->shape, ks(4, 2, 27, 2, 3));
+    memcpy(hy, y->data, sizeof hy);
+    h_free(&h);
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_FLOAT16, ks(4, 2, 27, 2, 3), hy);
+    h_node(&h, KILN_OP_DEPTHTOSPACE);
+    set_int(&h, "blocksize", 3);
+    y = h_run_ok(&h);
+    assert_shape(&y->shape, ks(4, 2, 3, 6, 9));
+    assert_memory_equal(y->data, hx, sizeof hx);
+    h_free(&h);
+}
+
+/* ---- Trilu ------------------------------------------------------------------------------ */
+
+static void test_trilu(void **state)
+{
+    (void)state;
+    int64_t x[2 * 4 * 5];
+    for (int i = 0; i < 40; i++)
+        x[i] = i + 1;
+    static const struct {
+        int upper;
+        int64_t k;
+    } cases[] = {{1, 0}, {0, 0}, {1, 2}, {0, -1}, {1, -7}, {0, 9}, {1, 9}, {0, -9}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        harness h;
+        h_init(&h);
+        h_input(&h, KILN_DTYPE_INT64, ks(3, 2, 4, 5), x);
+        h_node(&h, KILN_OP_TRILU);
+        if (!cases[c].upper)
+            set_int(&h, "upper", 0);
+        if (cases[c].k)
+            set_int(&h, "k", cases[c].k);
+        int64_t want[40];
+        for (int m = 0; m < 2; m++)
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 5; j++) {
+                    int idx = (m * 4 + i) * 5 + j;
+                    bool keep = cases[c].upper ? j - i >= cases[c].k : j - i <= cases[c].k;
+                    want[idx] = keep ? x[idx] : 0;
+                }
+        assert_i64(h_run_ok(&h), want, 40);
+        h_free(&h);
+    }
+    /* hand-written: 3x3 float, lower with k = 0 */
+    static const float xf[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    static const float wf[] = {1, 0, 0, 4, 5, 0, 7, 8, 9};
+    harness h;
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(2, 3, 3), xf);
+    h_node(&h, KILN_OP_TRILU);
+    set_int(&h, "upper", 0);
+    assert_f32(h_run_ok(&h), wf, 9);
+    h_free(&h);
+}
+
+/* ---- OneHot ----------------------------------------------------------------------------- */
+
+static void test_onehot(void **state)
+{
+    (void)state;
+    /* indices [0, -1, 3, 7(out of range)], depth 5, values (off 0, on 1), last axis */
+    static const int64_t ix[] = {0, -1, 3, 7};
+    static const float vals[] = {0, 1};
+    static const float w0[] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0};
+    harness h;
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_INT64, ks(1, 4), ix);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(1, 2), vals);
+    h_node(&h, KILN_OP_ONEHOT);
+    set_int(&h, "depth", 5);
+    const kiln_tensor *y = h_run_ok(&h);
+    assert_shape(&y->shape, ks(2, 4, 5));
+    assert_f32(y, w0, 20);
+    h_free(&h);
+
+    /* float indices [[1, 2], [0, 2]], depth 3, axis 1 (between), int32 values (2, 5) */
+    static const float fx[] = {1, 2, 0, 2};
+    static const int32_t iv[] = {2, 5};
+    /* out[a][d][b] = (x[a][b] == d) ? 5 : 2 */
+    static const int32_t w1[] = {2, 2, 5, 2, 2, 5, /* a = 0: d = 0, 1, 2 */
+                                 5, 2, 2, 2, 2, 5};
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(2, 2, 2), fx);
+    h_input(&h, KILN_DTYPE_INT32, ks(1, 2), iv);
+    h_node(&h, KILN_OP_ONEHOT);
+    set_int(&h, "depth", 3);
+    set_int(&h, "axis", 1);
+    y = h_run_ok(&h);
+    assert_shape(&y->shape, ks(3, 2, 3, 2));
+    assert_i32(y, w1, 12);
+    h_free(&h);
+}
+
+/* ---- ReverseSequence ------------------------------------------------------------------------ */
+
+static void test_reverse_sequence(void **state)
+{
+    (void)state;
+    float x[16];
+    for (int i = 0; i < 16; i++)
+        x[i] = (float)i;
+    /* ONNX examples: time-major (batch_axis 1) and batch-major */
+    static const int64_t lt[] = {4, 3, 2, 1};
+    static const float wt[] = {12, 9, 6, 3, 8, 5, 2, 7, 4, 1, 10, 11, 0, 13, 14, 15};
+    harness h;
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(2, 4, 4), x);
+    h_input(&h, KILN_DTYPE_INT64, ks(1, 4), lt);
+    h_node(&h, KILN_OP_REVERSESEQUENCE);
+    assert_f32(h_run_ok(&h), wt, 16);
+    h_free(&h);
+
+    static const int32_t lb[] = {1, 2, 3, 4};
+    static const float wb[] = {0, 1, 2, 3, 5, 4, 6, 7, 10, 9, 8, 11, 15, 14, 13, 12};
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(2, 4, 4), x);
+    h_input(&h, KILN_DTYPE_INT32, ks(1, 4), lb);
+    h_node(&h, KILN_OP_REVERSESEQUENCE);
+    set_int(&h, "batch_axis", 0);
+    set_int(&h, "time_axis", 1);
+    assert_f32(h_run_ok(&h), wb, 16);
+    h_free(&h);
+
+    /* bool elements with an inner dimension: [T=3, B=1, 2], length 2 */
+    static const uint8_t xb[] = {1, 0, 0, 0, 1, 1};
+    static const uint8_t wbool[] = {0, 0, 1, 0, 1, 1};
+    static const int64_t l2[] = {2};
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_BOOL, ks(3, 3, 1, 2), xb);
+    h_input(&h, KILN_DTYPE_INT64, ks(1, 1), l2);
+    h_node(&h, KILN_OP_REVERSESEQUENCE);
+    const kiln_tensor *y = h_run_ok(&h);
+    assert_int_equal(y->dtype, KILN_DTYPE_BOOL);
+    assert_memory_equal(y->data, wbool, 6);
+    h_free(&h);
+
+    static const int64_t bad[] = {5, 1, 1, 1};
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(2, 4, 4), x);
+    h_input(&h, KILN_DTYPE_INT64, ks(1, 4), bad);
+    h_node(&h, KILN_OP_REVERSESEQUENCE);
+    assert_int_equal(h_run(&h), KILN_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(h.err.msg, "sequence_lens"));
+    h_free(&h);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tile),           cmocka_unit_test(test_expand),
+        cmocka_unit_test(test_gather_elements), cmocka_unit_test(test_gather_nd),
+        cmocka_unit_test(test_scatter_elements), cmocka_unit_test(test_scatter_nd),
+        cmocka_unit_test(test_depth_space),    cmocka_unit_test(test_trilu),
+        cmocka_unit_test(test_onehot),         cmocka_unit_test(test_reverse_sequence),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
