@@ -318,6 +318,8 @@ static kiln_status conv_concat(onnx_ctx *c, kiln_error *err)
     if (s != KILN_OK)
         return s;
     /* opset 1 leaves axis optional (default 1); kiln requires it */
+    if (c->node->n_output < 1)
+        return KILN_OK;
     const kiln_value *out = kiln_graph_value(c->g, onnx_map_get(&c->names, c->node->output[0]));
     if (!out || out->producer < 0)
         return KILN_OK;

@@ -509,6 +509,8 @@ static kiln_status convert_node(onnx_ctx *c, size_t index, kiln_error *err)
                                    "output of an earlier node",
                                    in);
     }
+    if (np->n_output == 0)
+        return onnx_node_error(c, KILN_ERR_PARSE, err, "the node has no outputs");
     const onnx_converter *conv;
     kiln_status s = onnx_find_converter(c, &conv, err);
     if (s != KILN_OK)
