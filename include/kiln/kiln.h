@@ -128,6 +128,24 @@ kiln_status kiln_ref_executor_run(kiln_ref_executor *ex, kiln_error *err);
  * until the next run or destroy. NULL if index is out of range. */
 const kiln_tensor *kiln_ref_executor_output(const kiln_ref_executor *ex, int index);
 
+/* Per-node stepping, for profilers: the nodes in execution order; running
+ * every node once, in order, equals kiln_ref_executor_run. Strings are owned
+ * by the graph (valid while it lives). */
+typedef struct kiln_ref_node_info {
+    const char *name; /* never NULL */
+    const char *op;   /* the op's name, e.g. "Conv" */
+    double flops;     /* 2 x multiply-accumulates (Conv, Gemm, MatMul); 0 if unknown */
+} kiln_ref_node_info;
+int kiln_ref_executor_num_nodes(const kiln_ref_executor *ex);
+kiln_status kiln_ref_executor_node_info(const kiln_ref_executor *ex, int i,
+                                        kiln_ref_node_info *info);
+/* "float32[1, 64, 56, 56], float32[64, 64, 3, 3], float32[1, 64, 56, 56]":
+ * the node's inputs then outputs (an absent optional input is skipped);
+ * truncated to fit `size`. Returns buf ("" when i is out of range). */
+char *kiln_ref_executor_node_shapes(const kiln_ref_executor *ex, int i, char *buf, size_t size);
+/* Runs node i alone on the current contents of its inputs. */
+kiln_status kiln_ref_executor_run_node(kiln_ref_executor *ex, int i, kiln_error *err);
+
 /* ---- Tensor files: ONNX TensorProto (.pb) and NumPy (.npy) ---------------
  * kiln_tensor_read picks the format from the content (NumPy magic) and falls
  * back to TensorProto. `name_out` (may be NULL) receives a malloc'ed copy of

@@ -43,14 +43,36 @@ kiln_status kiln_module_run(kiln_module *m, kiln_error *err);
 const kiln_tensor *kiln_module_output(const kiln_module *m, int i);
 int kiln_module_num_threads(const kiln_module *m);
 
+/* Descriptor strings of the compiled model ("" when absent); owned by the
+ * loaded .so, valid until kiln_module_destroy. */
+const char *kiln_module_name(const kiln_module *m);
+const char *kiln_module_target(const kiln_module *m);
+const char *kiln_module_build_id(const kiln_module *m);
+const char *kiln_module_metadata_json(const kiln_module *m);
+
+/* The steps (fused kernels) in execution order, for profilers and reports. */
+typedef struct kiln_step_info {
+    const char *name, *op, *workload, *shapes, *layouts, *config; /* never NULL */
+    uint64_t workload_hash;
+    double flops; /* of one call; 0 if unknown */
+} kiln_step_info;
+int kiln_module_num_steps(const kiln_module *m);
+kiln_status kiln_module_step_info(const kiln_module *m, int i, kiln_step_info *info);
+/* Runs step i alone (a profiler times the steps one by one; running all of
+ * them in order equals kiln_module_run). Allocates nothing. */
+kiln_status kiln_module_run_step(kiln_module *m, int i);
+
+/* Physical cores this process may run on (the default number of threads). */
+int kiln_runtime_physical_cores(void);
+
 /* ---- benchmarking: TVM time_evaluator semantics ---------------------------
  * One warm-up run; then `repeat` measurements, each timing `number`
  * back-to-back runs and reporting the mean per run. When min_repeat_ms > 0,
  * number grows until one measurement lasts at least min_repeat_ms. Optional
  * cooldown between measurements and cache flush before each. */
 typedef struct kiln_bench_options {
-    int number;           /* >= 1 (default 1) */
-    int repeat;           /* >= 1 (default 3) */
+    int number;           /* >= 1 (default 1; 0 means the default) */
+    int repeat;           /* >= 1 (default 3; 0 means the default) */
     double min_repeat_ms; /* default 0 */
     double cooldown_ms;   /* default 0 */
     int flush_cache;      /* nonzero: evict caches before each measurement */
@@ -63,8 +85,18 @@ typedef struct kiln_bench_result {
     double results[KILN_BENCH_MAX_REPEAT]; /* repeat entries, seconds per run */
 } kiln_bench_result;
 
+/* `opts` may be NULL (defaults). `out` is untouched on failure; out->threads
+ * is the module's thread count. The cache flush writes over a buffer of twice
+ * the L2 + last-level cache size, allocated for the call. */
 kiln_status kiln_module_bench(kiln_module *m, const kiln_bench_options *opts,
                               kiln_bench_result *out, kiln_error *err);
+
+/* The same time evaluator over any callable: `fn(ctx, err)` is one run (a
+ * failing run stops the benchmark with its status). out->threads = threads. */
+typedef kiln_status (*kiln_bench_fn)(void *ctx, kiln_error *err);
+kiln_status kiln_bench_function(kiln_bench_fn fn, void *ctx, int threads,
+                                const kiln_bench_options *opts, kiln_bench_result *out,
+                                kiln_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,10 @@
 /* ref/executor.c: the reference executor. Runs any valid, shape-inferred
  * graph node by node in topological order with the reference kernels. Every
  * buffer is allocated at create time, so run() does not allocate (beyond the
- * argument arrays of nodes with more than 64 inputs or outputs). */
+ * argument arrays of nodes with more than 64 inputs or outputs). run() is a
+ * loop over run_node(), which profilers call one node at a time (with
+ * node_info and node_shapes describing each node). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,37 +102,89 @@ kiln_status kiln_ref_executor_set_input(kiln_ref_executor *ex, int index, const 
     return KILN_OK;
 }
 
-kiln_status kiln_ref_executor_run(kiln_ref_executor *ex, kiln_error *err)
+kiln_status kiln_ref_executor_run_node(kiln_ref_executor *ex, int i, kiln_error *err)
 {
-    const kiln_graph *g = ex->g;
+    if (!ex || i < 0 || i >= ex->g->n_nodes)
+        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "node index %d out of range", i);
     const kiln_tensor *ins[64];
     kiln_tensor *outs[64];
-    for (int oi = 0; oi < g->n_nodes; oi++) {
-        const kiln_node *n = g->nodes[ex->order[oi]];
-        const kiln_tensor **in_p = ins;
-        kiln_tensor **out_p = outs;
-        if (n->n_inputs > 64 || n->n_outputs > 64) {
-            in_p = malloc(sizeof(*in_p) * (size_t)n->n_inputs + 1);
-            out_p = malloc(sizeof(*out_p) * (size_t)n->n_outputs + 1);
-            if (!in_p || !out_p) {
-                free(in_p);
-                free(out_p);
-                return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-            }
-        }
-        for (int k = 0; k < n->n_inputs; k++)
-            in_p[k] = n->inputs[k] >= 0 ? &ex->tensors[n->inputs[k]] : NULL;
-        for (int k = 0; k < n->n_outputs; k++)
-            out_p[k] = &ex->tensors[n->outputs[k]];
-        kiln_status s = kiln_op_get(n->op)->ref(n, in_p, out_p, err);
-        if (in_p != ins) {
+    const kiln_node *n = ex->g->nodes[ex->order[i]];
+    const kiln_tensor **in_p = ins;
+    kiln_tensor **out_p = outs;
+    if (n->n_inputs > 64 || n->n_outputs > 64) {
+        in_p = malloc(sizeof(*in_p) * (size_t)n->n_inputs + 1);
+        out_p = malloc(sizeof(*out_p) * (size_t)n->n_outputs + 1);
+        if (!in_p || !out_p) {
             free(in_p);
             free(out_p);
+            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
         }
+    }
+    for (int k = 0; k < n->n_inputs; k++)
+        in_p[k] = n->inputs[k] >= 0 ? &ex->tensors[n->inputs[k]] : NULL;
+    for (int k = 0; k < n->n_outputs; k++)
+        out_p[k] = &ex->tensors[n->outputs[k]];
+    kiln_status s = kiln_op_get(n->op)->ref(n, in_p, out_p, err);
+    if (in_p != ins) {
+        free(in_p);
+        free(out_p);
+    }
+    if (s != KILN_OK)
+        return kiln_error_prefix(err, s, "node '%s' (%s): ", n->name, kiln_op_name(n->op));
+    return KILN_OK;
+}
+
+kiln_status kiln_ref_executor_run(kiln_ref_executor *ex, kiln_error *err)
+{
+    for (int i = 0; i < ex->g->n_nodes; i++) {
+        kiln_status s = kiln_ref_executor_run_node(ex, i, err);
         if (s != KILN_OK)
-            return kiln_error_prefix(err, s, "node '%s' (%s): ", n->name, kiln_op_name(n->op));
+            return s;
     }
     return KILN_OK;
+}
+
+int kiln_ref_executor_num_nodes(const kiln_ref_executor *ex)
+{
+    return ex ? ex->g->n_nodes : 0;
+}
+
+kiln_status kiln_ref_executor_node_info(const kiln_ref_executor *ex, int i,
+                                        kiln_ref_node_info *info)
+{
+    if (!ex || !info || i < 0 || i >= ex->g->n_nodes)
+        return KILN_ERR_INVALID_ARGUMENT;
+    const kiln_node *n = ex->g->nodes[ex->order[i]];
+    info->name = n->name ? n->name : "";
+    info->op = kiln_op_name(n->op);
+    info->flops = 2.0 * (double)kiln_node_macs(ex->g, n);
+    return KILN_OK;
+}
+
+char *kiln_ref_executor_node_shapes(const kiln_ref_executor *ex, int i, char *buf, size_t size)
+{
+    if (!buf || size == 0)
+        return buf;
+    buf[0] = '\0';
+    if (!ex || i < 0 || i >= ex->g->n_nodes)
+        return buf;
+    const kiln_node *n = ex->g->nodes[ex->order[i]];
+    size_t len = 0;
+    int first = 1;
+    for (int k = 0; k < n->n_inputs + n->n_outputs && len < size; k++) {
+        int id = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+        if (id < 0)
+            continue;
+        const kiln_value *v = ex->g->values[id];
+        kiln_shape_buf sb;
+        int w = snprintf(buf + len, size - len, "%s%s%s", first ? "" : ", ",
+                         kiln_dtype_name(v->dtype), kiln_shape_fmt(&v->shape, &sb));
+        if (w < 0)
+            break;
+        len += (size_t)w;
+        first = 0;
+    }
+    return buf;
 }
 
 const kiln_tensor *kiln_ref_executor_output(const kiln_ref_executor *ex, int index)

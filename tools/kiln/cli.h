@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "kiln/kiln.h"
+#include "kiln/runtime.h"
 
 enum { KILN_EXIT_OK = 0, KILN_EXIT_MISMATCH = 1, KILN_EXIT_ERROR = 2 };
 
@@ -17,6 +18,7 @@ enum { KILN_EXIT_OK = 0, KILN_EXIT_MISMATCH = 1, KILN_EXIT_ERROR = 2 };
 int kiln_cmd_zoo(int argc, char **argv);
 int kiln_cmd_run(int argc, char **argv);
 int kiln_cmd_check(int argc, char **argv);
+int kiln_cmd_bench(int argc, char **argv);
 
 /* Prints "kiln: error: <message>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -54,6 +56,47 @@ kiln_status cli_write_tensor(const char *path, const kiln_tensor *t, const char 
 char *cli_multi_index(const kiln_shape *shape, int64_t flat, char *buf, size_t size);
 /* "float32 [1, 3, 224, 224]" */
 char *cli_type_str(kiln_dtype dt, const kiln_shape *s, char *buf, size_t size);
+
+/* ---- models: one front for the runtime and the reference executor ---------
+ * cli_model_open picks the executor (cli_model.c): MODEL ending in .so runs on
+ * the runtime; a zoo name or .onnx is compiled through the cache and run by
+ * the runtime (executor "graph", the default; NULL means it) or run by the
+ * reference executor ("ref"). threads: 0 = $KILN_NUM_THREADS or the physical
+ * cores. Prints any error; returns KILN_EXIT_OK or KILN_EXIT_ERROR. */
+typedef struct cli_model {
+    const char *model;
+    const char *executor;  /* "graph" or "ref" (what actually runs) */
+    int fallback;          /* COMPILER-FALLBACK: ref because the compiler is missing */
+    int threads;
+    double load_ms;        /* compile (or import) + load */
+    char *so_path;         /* the compiled .so from the cache, or NULL */
+    kiln_module *mod;      /* graph executor */
+    kiln_graph *g;         /* ref executor */
+    kiln_ref_executor *ex;
+} cli_model;
+
+int cli_model_open(cli_model *cm, const char *cmd, const char *model, const char *executor,
+                   uint64_t seed, int threads);
+void cli_model_close(cli_model *cm);
+int cli_model_num_inputs(const cli_model *cm);
+int cli_model_num_outputs(const cli_model *cm);
+kiln_status cli_model_input_info(const cli_model *cm, int i, const char **name, kiln_dtype *dt,
+                                 kiln_shape *shape);
+kiln_status cli_model_output_info(const cli_model *cm, int i, const char **name, kiln_dtype *dt,
+                                  kiln_shape *shape);
+kiln_status cli_model_set_input(cli_model *cm, int i, const kiln_tensor *t, kiln_error *err);
+kiln_status cli_model_run(cli_model *cm, kiln_error *err);
+const kiln_tensor *cli_model_output(const cli_model *cm, int i);
+/* "graph (path.so, 2 threads)" or "ref (reference kernels, 1 thread)" */
+char *cli_model_describe(const cli_model *cm, char *buf, size_t size);
+/* --threads N: 1..1024; prints the usage error and returns 0 when invalid. */
+int cli_parse_threads(const char *cmd, const char *v, int *out);
+/* The default input of run and bench: pseudo-random data, uniform in [-1, 1)
+ * for floating-point inputs (zeros for integer and bool ones), drawn in input
+ * order from a generator seeded with KILN_RUN_INPUT_SEED. Allocates every
+ * input into inputs[0..n) and sets it; prints any error. */
+#define KILN_RUN_INPUT_SEED 0x6b696c6eULL /* ASCII "kiln" */
+int cli_model_default_inputs(cli_model *cm, kiln_tensor *inputs);
 
 /* ---- misc ---------------------------------------------------------------- */
 double cli_now_ms(void);

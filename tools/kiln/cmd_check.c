@@ -1,5 +1,6 @@
-/* tools/kiln/cmd_check.c: `kiln check`: run a model on inputs read from files
- * and compare every output with an expected tensor, elementwise:
+/* tools/kiln/cmd_check.c: `kiln check`: run a model (compiled by default, or
+ * with the reference executor) on inputs read from files and compare every
+ * output with an expected tensor, elementwise:
  *     |got - expected| <= atol + rtol * |expected|
  * (NaN matches only NaN; equal infinities match). Files are matched to graph
  * inputs/outputs by TensorProto name when every file's name is one of the
@@ -17,9 +18,10 @@ static void check_help(void)
 {
     printf("usage: kiln check MODEL --inputs FILE... --outputs FILE...\n"
            "                  [--rtol R] [--atol A] [--seed N]\n"
+           "                  [--executor graph|ref] [--threads N]\n"
            "\n"
-           "Runs MODEL (a zoo network name or an .onnx file) with the reference\n"
-           "executor on the given inputs and compares each output with the expected\n"
+           "Runs MODEL (a compiled .so, a zoo network name or an .onnx file) on the\n"
+           "given inputs and compares each output with the expected\n"
            "tensor: an element matches when |got - expected| <= atol + rtol * |expected|\n"
            "(NaN matches only NaN). Tensor files are NumPy (.npy) or ONNX TensorProto\n"
            "(.pb). Give one file per graph input and one per graph output. They are\n"
@@ -32,6 +34,11 @@ static void check_help(void)
            "  --rtol R            relative tolerance (default 1e-3)\n"
            "  --atol A            absolute tolerance (default 1e-4)\n"
            "  --seed N            seed of the zoo network's weights (default 0)\n"
+           "  --executor E        graph (compiled kernels; a zoo name or .onnx file is\n"
+           "                      compiled through the cache; the default) or ref\n"
+           "                      (reference kernels)\n"
+           "  --threads N         threads of the graph executor (default\n"
+           "                      $KILN_NUM_THREADS, else the physical cores)\n"
            "  -h, --help          show this message\n"
            "\n"
            "Prints OK and the largest errors when everything matches; otherwise, for\n"
@@ -68,12 +75,12 @@ static void free_files(tensor_file *files, int n)
     free(files);
 }
 
-typedef kiln_status (*info_fn)(const kiln_graph *, int, const char **, kiln_dtype *,
+typedef kiln_status (*info_fn)(const cli_model *, int, const char **, kiln_dtype *,
                                kiln_shape *);
 
 /* order[k] = index of the file for graph slot k: by name when every file's name
  * names a distinct graph slot, else identity. */
-static void match_files(const kiln_graph *g, info_fn info, const tensor_file *files, int n,
+static void match_files(const cli_model *g, info_fn info, const tensor_file *files, int n,
                         int *order)
 {
     for (int k = 0; k < n; k++)
@@ -155,8 +162,9 @@ int kiln_cmd_check(int argc, char **argv)
     int rc = KILN_EXIT_ERROR, r, n_in = 0, n_out = 0;
     tensor_file *in = calloc((size_t)argc, sizeof *in), *out = calloc((size_t)argc, sizeof *out);
     int *order = NULL;
-    kiln_graph *g = NULL;
-    kiln_ref_executor *ex = NULL;
+    const char *executor = NULL;
+    int threads = 0;
+    cli_model cm = {0};
     kiln_error err = {0};
     if (!in || !out) {
         cli_error("out of memory");
@@ -202,6 +210,13 @@ int kiln_cmd_check(int argc, char **argv)
                 cli_usage_error("check", "--seed: '%s' is not a non-negative integer", v);
                 goto done;
             }
+        } else if ((r = cli_opt_value("check", argc, argv, &i, "--executor", &v)) != 0) {
+            if (r < 0)
+                goto done;
+            executor = v;
+        } else if ((r = cli_opt_value("check", argc, argv, &i, "--threads", &v)) != 0) {
+            if (r < 0 || !cli_parse_threads("check", v, &threads))
+                goto done;
         } else if (a[0] == '-' && a[1] != '\0') {
             cli_usage_error("check", "unknown option '%s'", a);
             goto done;
@@ -223,12 +238,10 @@ int kiln_cmd_check(int argc, char **argv)
     if (read_files(in, n_in) != KILN_EXIT_OK || read_files(out, n_out) != KILN_EXIT_OK)
         goto done;
 
-    if (kiln_model_load(model, seed, &g, &err) != KILN_OK ||
-        kiln_ref_executor_create(g, &ex, &err) != KILN_OK) {
-        cli_lib_error(&err);
+    if (cli_model_open(&cm, "check", model, executor, seed, threads) != KILN_EXIT_OK)
         goto done;
-    }
-    int gin = kiln_graph_num_inputs(g), gout = kiln_graph_num_outputs(g);
+    const cli_model *g = &cm;
+    int gin = cli_model_num_inputs(g), gout = cli_model_num_outputs(g);
     if (n_in != gin || n_out != gout) {
         int ins = n_in != gin, want = ins ? gin : gout, got = ins ? n_in : n_out;
         cli_error("model '%s' has %d %s%s but %d file%s given with --%ss", model, want,
@@ -241,30 +254,32 @@ int kiln_cmd_check(int argc, char **argv)
         cli_error("out of memory");
         goto done;
     }
-    match_files(g, kiln_graph_input_info, in, n_in, order);
+    match_files(g, cli_model_input_info, in, n_in, order);
     for (int k = 0; k < n_in; k++) {
         const char *name = "?";
         kiln_dtype dt;
         kiln_shape s;
-        kiln_graph_input_info(g, k, &name, &dt, &s);
-        if (kiln_ref_executor_set_input(ex, k, &in[order[k]].t, &err) != KILN_OK) {
+        cli_model_input_info(g, k, &name, &dt, &s);
+        if (cli_model_set_input(&cm, k, &in[order[k]].t, &err) != KILN_OK) {
             cli_error("%s: input %d '%s': %s", in[order[k]].path, k, name, err.msg);
             goto done;
         }
     }
-    if (kiln_ref_executor_run(ex, &err) != KILN_OK) {
+    if (cli_model_run(&cm, &err) != KILN_OK) {
         cli_lib_error(&err);
         goto done;
     }
+    char desc[1200];
     printf("model:   %s\n", model);
-    match_files(g, kiln_graph_output_info, out, n_out, order);
+    printf("executor: %s\n", cli_model_describe(&cm, desc, sizeof desc));
+    match_files(g, cli_model_output_info, out, n_out, order);
     int failed = 0;
     for (int k = 0; k < n_out; k++) {
         const char *name = "?";
         kiln_dtype dt;
         kiln_shape s;
-        kiln_graph_output_info(g, k, &name, &dt, &s);
-        const kiln_tensor *got = kiln_ref_executor_output(ex, k);
+        cli_model_output_info(g, k, &name, &dt, &s);
+        const kiln_tensor *got = cli_model_output(&cm, k);
         if (!got) {
             cli_error("output %d '%s' is missing after the run", k, name);
             goto done;
@@ -286,7 +301,6 @@ done:
     free(order);
     free_files(in, n_in);
     free_files(out, n_out);
-    kiln_ref_executor_destroy(ex);
-    kiln_graph_destroy(g);
+    cli_model_close(&cm);
     return rc;
 }

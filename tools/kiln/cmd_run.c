@@ -1,98 +1,56 @@
-/* tools/kiln/cmd_run.c: `kiln run`: load a model, feed it one input (from a
- * file, or deterministic pseudo-random data), run it once with the reference
- * executor and print the output's shape, top-5, checksum and timings. */
+/* tools/kiln/cmd_run.c: `kiln run`: open a model (a compiled .so, or a zoo
+ * name / .onnx compiled through the cache, or run by the reference executor),
+ * feed it one input (from files, or deterministic pseudo-random data), run it
+ * once and print the output's shape, top-5, checksum and timings. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-#include "util/rng.h"
-
-/* The generator seed of the default input: fixed, independent of --seed
- * (which seeds the zoo weights), so that the same model and weights always see
- * the same input. ASCII "kiln". */
-#define KILN_RUN_INPUT_SEED 0x6b696c6eULL
 
 static void run_help(void)
 {
     printf("usage: kiln run MODEL [--input FILE]... [--output FILE] [--seed N]\n"
-           "                [--executor ref]\n"
+           "                [--executor graph|ref] [--threads N]\n"
            "\n"
-           "Runs MODEL (a zoo network name or an .onnx file) once and prints its\n"
-           "inputs and outputs, the top-5 elements of the first output (index and\n"
-           "value; all elements if it has fewer than 5), a checksum of every output\n"
-           "(sum of the elements and 64-bit FNV-1a hash of the output bytes), and\n"
-           "the load+build and run times in milliseconds.\n"
+           "Runs MODEL once and prints its inputs and outputs, the top-5 elements of\n"
+           "the first output (index and value; all elements if it has fewer than 5),\n"
+           "a checksum of every output (sum of the elements and 64-bit FNV-1a hash of\n"
+           "the output bytes), and the load and run times in milliseconds.\n"
+           "\n"
+           "MODEL is a compiled model (.so, from `kiln compile`), a zoo network name\n"
+           "or an .onnx file. A zoo name or .onnx file is compiled (the result is\n"
+           "cached) and run by the graph executor, or run by the reference executor\n"
+           "with --executor ref.\n"
            "\n"
            "Options:\n"
            "  --input FILE     input tensor (.npy or ONNX TensorProto .pb); give it once\n"
-           "                   per graph input, in order. Its dtype and shape must match\n"
-           "                   the graph input exactly. Default: pseudo-random data,\n"
+           "                   per model input, in order. Its dtype and shape must match\n"
+           "                   the model input exactly. Default: pseudo-random data,\n"
            "                   uniform in [-1, 1) for floating-point inputs (zeros for\n"
            "                   integer and bool inputs), from a fixed seed: the same on\n"
            "                   every run and independent of --seed.\n"
            "  --output FILE    write the first output to FILE: NumPy if FILE ends in\n"
            "                   .npy, otherwise ONNX TensorProto (named after the output).\n"
            "  --seed N         seed of the zoo network's weights (default 0); ignored\n"
-           "                   for .onnx models.\n"
-           "  --executor ref   the executor: only 'ref' (reference kernels) exists now.\n"
+           "                   for .onnx and .so models.\n"
+           "  --executor E     graph (compiled kernels, the default) or ref (reference\n"
+           "                   kernels, one thread; not for .so models).\n"
+           "  --threads N      threads of the graph executor (default $KILN_NUM_THREADS,\n"
+           "                   else the number of physical cores); KILN_BIND_THREADS=1\n"
+           "                   pins them to cores.\n"
            "  -h, --help       show this message\n"
            "\n"
            "Exit status: 0 success, 2 any error.\n");
 }
 
-/* float -> IEEE binary16 bits, round to nearest even (finite inputs). */
-static uint16_t float_to_half(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
-    int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
-    uint32_t man = x & 0x7fffff;
-    if (exp >= 31)
-        return sign | 0x7c00;
-    if (exp <= 0) {
-        if (exp < -10)
-            return sign;
-        man |= 0x800000;
-        uint32_t shift = (uint32_t)(14 - exp);
-        uint32_t h = man >> shift, rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1)))
-            h++;
-        return sign | (uint16_t)h;
-    }
-    uint32_t h = ((uint32_t)exp << 10) | (man >> 13), rem = man & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
-        h++; /* may carry into the exponent, which is still correct */
-    return sign | (uint16_t)h;
-}
-
-/* Fills t (already allocated) with the default input data. */
-static void fill_default_input(kiln_tensor *t, kiln_rng *rng)
-{
-    int64_t n = kiln_shape_numel(&t->shape);
-    switch (t->dtype) {
-    case KILN_DTYPE_FLOAT32: kiln_rng_fill_uniform(rng, t->data, n, -1.0f, 1.0f); break;
-    case KILN_DTYPE_FLOAT64:
-        for (int64_t i = 0; i < n; i++)
-            ((double *)t->data)[i] = kiln_rng_uniform(rng) * 2.0 - 1.0;
-        break;
-    case KILN_DTYPE_FLOAT16:
-        for (int64_t i = 0; i < n; i++)
-            ((uint16_t *)t->data)[i] = float_to_half(kiln_rng_uniformf(rng, -1.0f, 1.0f));
-        break;
-    default: break; /* integer and bool inputs stay zero */
-    }
-}
-
 int kiln_cmd_run(int argc, char **argv)
 {
-    const char *model = NULL, *output_path = NULL, *executor = "ref", *v;
+    const char *model = NULL, *output_path = NULL, *executor = NULL, *v;
     const char **input_paths = calloc((size_t)argc, sizeof *input_paths);
-    int n_input_paths = 0, rc = KILN_EXIT_ERROR, r;
+    int n_input_paths = 0, rc = KILN_EXIT_ERROR, r, threads = 0;
     uint64_t seed = 0;
-    kiln_graph *g = NULL;
-    kiln_ref_executor *ex = NULL;
+    cli_model cm = {0};
     kiln_tensor *inputs = NULL;
     int n_inputs = 0;
     kiln_error err = {0};
@@ -129,6 +87,9 @@ int kiln_cmd_run(int argc, char **argv)
             if (r < 0)
                 goto done;
             executor = v;
+        } else if ((r = cli_opt_value("run", argc, argv, &i, "--threads", &v)) != 0) {
+            if (r < 0 || !cli_parse_threads("run", v, &threads))
+                goto done;
         } else if (a[0] == '-' && a[1] != '\0') {
             cli_usage_error("run", "unknown option '%s'", a);
             goto done;
@@ -143,24 +104,10 @@ int kiln_cmd_run(int argc, char **argv)
         cli_usage_error("run", "no MODEL given");
         goto done;
     }
-    if (strcmp(executor, "graph") == 0) {
-        cli_error("executor 'graph' is not available yet; use --executor ref");
+    if (cli_model_open(&cm, "run", model, executor, seed, threads) != KILN_EXIT_OK)
         goto done;
-    }
-    if (strcmp(executor, "ref") != 0) {
-        cli_usage_error("run", "unknown executor '%s' (available: ref)", executor);
-        goto done;
-    }
 
-    double t0 = cli_now_ms();
-    if (kiln_model_load(model, seed, &g, &err) != KILN_OK ||
-        kiln_ref_executor_create(g, &ex, &err) != KILN_OK) {
-        cli_lib_error(&err);
-        goto done;
-    }
-    double t_load = cli_now_ms() - t0;
-
-    n_inputs = kiln_graph_num_inputs(g);
+    n_inputs = cli_model_num_inputs(&cm);
     if (n_input_paths && n_input_paths != n_inputs) {
         cli_error("model '%s' has %d input%s but %d --input file%s given", model, n_inputs,
                   n_inputs == 1 ? "" : "s", n_input_paths, n_input_paths == 1 ? " was" : "s were");
@@ -171,20 +118,21 @@ int kiln_cmd_run(int argc, char **argv)
         cli_error("out of memory");
         goto done;
     }
+    char desc[1200];
     printf("model:   %s", model);
-    if (!cli_ends_with(model, ".onnx"))
+    if (!cli_ends_with(model, ".onnx") && !cli_ends_with(model, ".so"))
         printf(" (zoo, seed %llu)", (unsigned long long)seed);
-    printf("\n");
+    printf("\nexecutor: %s\n", cli_model_describe(&cm, desc, sizeof desc));
 
-    kiln_rng rng;
-    kiln_rng_seed(&rng, KILN_RUN_INPUT_SEED);
+    if (!n_input_paths && cli_model_default_inputs(&cm, inputs) != KILN_EXIT_OK)
+        goto done;
     for (int i = 0; i < n_inputs; i++) {
-        const char *name;
+        const char *name = "?";
         kiln_dtype dt;
         kiln_shape shape;
         char tb[300];
-        if (kiln_graph_input_info(g, i, &name, &dt, &shape) != KILN_OK) {
-            cli_error("cannot query graph input %d", i);
+        if (cli_model_input_info(&cm, i, &name, &dt, &shape) != KILN_OK) {
+            cli_error("cannot query input %d", i);
             goto done;
         }
         if (n_input_paths) {
@@ -192,19 +140,10 @@ int kiln_cmd_run(int argc, char **argv)
                 cli_lib_error(&err);
                 goto done;
             }
-        } else {
-            if (kiln_tensor_alloc(&inputs[i], dt, &shape, &err) != KILN_OK) {
-                cli_error("input %d '%s': %s", i, name, err.msg);
+            if (cli_model_set_input(&cm, i, &inputs[i], &err) != KILN_OK) {
+                cli_error("%s: input %d '%s': %s", input_paths[i], i, name, err.msg);
                 goto done;
             }
-            fill_default_input(&inputs[i], &rng);
-        }
-        if (kiln_ref_executor_set_input(ex, i, &inputs[i], &err) != KILN_OK) {
-            if (n_input_paths)
-                cli_error("%s: input %d '%s': %s", input_paths[i], i, name, err.msg);
-            else
-                cli_error("input %d '%s': %s", i, name, err.msg);
-            goto done;
         }
         printf("input:   %s %s  <- %s\n", name, cli_type_str(dt, &shape, tb, sizeof tb),
                n_input_paths ? input_paths[i]
@@ -214,21 +153,21 @@ int kiln_cmd_run(int argc, char **argv)
                    : "zeros");
     }
 
-    t0 = cli_now_ms();
-    if (kiln_ref_executor_run(ex, &err) != KILN_OK) {
+    double t0 = cli_now_ms();
+    if (cli_model_run(&cm, &err) != KILN_OK) {
         cli_lib_error(&err);
         goto done;
     }
     double t_run = cli_now_ms() - t0;
 
-    int n_outputs = kiln_graph_num_outputs(g);
+    int n_outputs = cli_model_num_outputs(&cm);
     for (int i = 0; i < n_outputs; i++) {
-        const kiln_tensor *o = kiln_ref_executor_output(ex, i);
+        const kiln_tensor *o = cli_model_output(&cm, i);
         const char *name = "?";
         kiln_dtype dt;
         kiln_shape shape;
         char tb[300];
-        kiln_graph_output_info(g, i, &name, &dt, &shape);
+        cli_model_output_info(&cm, i, &name, &dt, &shape);
         if (!o) {
             cli_error("output %d '%s' is missing after the run", i, name);
             goto done;
@@ -236,11 +175,11 @@ int kiln_cmd_run(int argc, char **argv)
         printf("output:  %s %s\n", name, cli_type_str(o->dtype, &o->shape, tb, sizeof tb));
     }
     for (int i = 0; i < n_outputs; i++) {
-        const kiln_tensor *o = kiln_ref_executor_output(ex, i);
+        const kiln_tensor *o = cli_model_output(&cm, i);
         const char *name = "?";
         kiln_dtype dt;
         kiln_shape shape;
-        kiln_graph_output_info(g, i, &name, &dt, &shape);
+        cli_model_output_info(&cm, i, &name, &dt, &shape);
         if (i == 0) {
             int64_t idx[5];
             int k = cli_top_k(o, 5, idx);
@@ -253,15 +192,14 @@ int kiln_cmd_run(int argc, char **argv)
         printf("checksum of %s: sum %.9g  fnv1a64 0x%016llx\n", name, cli_tensor_sum(o),
                (unsigned long long)cli_fnv1a64(o->data, nb > 0 ? (size_t)nb : 0));
     }
-    printf("time:    load+build %.3f ms, run %.3f ms\n", t_load, t_run);
+    printf("time:    load+build %.3f ms, run %.3f ms\n", cm.load_ms, t_run);
 
     if (output_path && n_outputs > 0) {
         const char *name = NULL;
         kiln_dtype dt;
         kiln_shape shape;
-        kiln_graph_output_info(g, 0, &name, &dt, &shape);
-        if (cli_write_tensor(output_path, kiln_ref_executor_output(ex, 0), name, &err) !=
-            KILN_OK) {
+        cli_model_output_info(&cm, 0, &name, &dt, &shape);
+        if (cli_write_tensor(output_path, cli_model_output(&cm, 0), name, &err) != KILN_OK) {
             cli_lib_error(&err);
             goto done;
         }
@@ -273,8 +211,7 @@ done:
     for (int i = 0; inputs && i < n_inputs; i++)
         kiln_tensor_release(&inputs[i]);
     free(inputs);
-    kiln_ref_executor_destroy(ex);
-    kiln_graph_destroy(g);
+    cli_model_close(&cm);
     free(input_paths);
     return rc;
 }

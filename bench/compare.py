@@ -1,0 +1,207 @@
+#!/usr/bin/python3
+"""bench/compare.py: kiln against PyTorch, side by side, on the same networks.
+
+For every network: `kiln bench NAME --json` (the zoo network, compiled through
+the cache, no tuning records) and PyTorch (Debian's python3-torch, the same
+torchvision architecture, torch.set_num_threads(THREADS), eval, no_grad),
+interleaved: ROUNDS rounds, each timing kiln then PyTorch. The figure per
+side is the median over rounds of each round's median. Prints per network:
+kiln ms, PyTorch ms, ratio kiln/PyTorch, kiln GFLOP/s and fraction of the
+measured FP32 peak of THREADS threads; then resnet-50's convolutions' share
+of peak from `kiln profile` (aggregated by op). Writes bench/RESULTS.md with
+the command, the date and the machine.
+
+Usage: /usr/bin/python3 bench/compare.py [--kiln build/kiln] [--threads 2]
+       [--rounds 3] [--only resnet-50,...] [--no-results]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+# kiln zoo name -> (torchvision constructor, input size)
+NETWORKS = [
+    ("resnet-18", "resnet18", 224),
+    ("resnet-50", "resnet50", 224),
+    ("vgg-16", "vgg16", 224),
+    ("inception-v3", "inception_v3", 299),
+    ("mobilenet-v2", "mobilenet_v2", 224),
+    ("squeezenet-1.1", "squeezenet1_1", 224),
+]
+# TVM v0.16 untuned / PyTorch on this machine (../shared/PERFORMANCE.md):
+# the bar of the compiler issue.
+TARGET = {"resnet-18": 0.60, "resnet-50": 0.72, "vgg-16": 0.55, "inception-v3": 0.85,
+          "mobilenet-v2": 0.09, "squeezenet-1.1": 0.07}
+
+
+def run(cmd, env=None):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        raise SystemExit(f"compare: {' '.join(cmd)} failed ({p.returncode}):\n{p.stderr}{p.stdout}")
+    return p.stdout
+
+
+def kiln_gmacs(kiln):
+    out = run([kiln, "zoo"])
+    macs = {}
+    for line in out.splitlines():
+        m = re.match(r"^(\S+)\s+\[.*?\]\s+([\d,]+)\s+([\d.]+)", line)
+        if m:
+            macs[m.group(1)] = float(m.group(3))
+    return macs
+
+
+def measure_peak(threads):
+    """Builds and runs bench/peak.c; returns (peak of `threads`, peak of 1)."""
+    exe = os.path.join(ROOT, "build", "bench_peak_compare")
+    src = os.path.join(HERE, "peak.c")
+    if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
+        run(["cc", "-O3", "-march=native", "-pthread", src, "-o", exe])
+    out = run([exe])
+    vals = {}
+    for line in out.splitlines():
+        m = re.search(r"(\d+)\s+threads?\D+([\d.]+)\s*GFLOP/s", line)
+        if m:
+            vals[int(m.group(1))] = float(m.group(2))
+    return vals.get(threads), vals.get(1), out.strip()
+
+
+def bench_kiln(kiln, name, threads):
+    env = dict(os.environ, KILN_NUM_THREADS=str(threads))
+    out = run([kiln, "bench", name, "--threads", str(threads), "--repeat", "10",
+               "--min-repeat-ms", "200", "--json"], env=env)
+    j = json.loads(out[out.index("{"):])
+    return j["median"]
+
+
+def bench_torch(torch, net, x, runs=20, warmup=3):
+    with torch.no_grad():
+        for _ in range(warmup):
+            net(x)
+        ts = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            net(x)
+            ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def conv_share(kiln, threads, peak):
+    env = dict(os.environ, KILN_NUM_THREADS=str(threads))
+    out = run([kiln, "profile", "resnet-50", "--threads", str(threads), "--aggregate", "op",
+               "--format", "json"], env=env)
+    j = json.loads(out[out.index("{"):])
+    us, flops = 0.0, 0.0
+    for r in j["rows"]:
+        if "conv" in r["op"] and r.get("flops"):
+            us += r["duration_us"]
+            flops += r["flops"]
+    if us == 0:
+        return None
+    gflops = flops / (us * 1e-6) / 1e9
+    return gflops, (gflops / peak if peak else None), us / 1e3, j["total"]["duration_us"] / 1e3
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "kiln"))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--no-results", action="store_true", help="don't write bench/RESULTS.md")
+    args = ap.parse_args()
+
+    import torch
+    import torchvision
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+
+    only = [s for s in args.only.split(",") if s]
+    nets = [n for n in NETWORKS if not only or n[0] in only]
+    gmacs = kiln_gmacs(args.kiln)
+    peak, peak1, peak_out = measure_peak(args.threads)
+    print(f"peak: {peak} GFLOP/s on {args.threads} threads, {peak1} on 1 (bench/peak.c)")
+
+    rows = []
+    for name, tv, size in nets:
+        print(f"{name}: compiling and warming up ...", flush=True)
+        bench_kiln(args.kiln, name, args.threads)  # compiles through the cache
+        ctor = getattr(torchvision.models, tv)
+        kw = {"aux_logits": False, "init_weights": True} if tv == "inception_v3" else {}
+        net = ctor(weights=None, **kw).eval()
+        x = torch.randn(1, 3, size, size)
+        ks, ts = [], []
+        for r in range(args.rounds):
+            ks.append(bench_kiln(args.kiln, name, args.threads))
+            ts.append(bench_torch(torch, net, x))
+        k, t = statistics.median(ks), statistics.median(ts)
+        gf = 2 * gmacs.get(name, 0) / k if gmacs.get(name) else None
+        rows.append((name, k * 1e3, t * 1e3, k / t, gf, gf / peak if gf and peak else None))
+        r = rows[-1]
+        print(f"{name:15s} kiln {r[1]:8.2f} ms  PyTorch {r[2]:8.2f} ms  ratio {r[3]:.3f} "
+              f"(target <= {TARGET.get(name, float('nan')):.2f})  {r[4]:.1f} GFLOP/s  "
+              f"{100 * r[5]:.1f}% of peak", flush=True)
+
+    conv = None
+    if any(n[0] == "resnet-50" for n in nets):
+        conv = conv_share(args.kiln, args.threads, peak)
+        if conv:
+            print(f"resnet-50 convolutions: {conv[0]:.1f} GFLOP/s = {100 * conv[1]:.1f}% of the "
+                  f"{args.threads}-thread peak ({conv[2]:.2f} ms of {conv[3]:.2f} ms)")
+
+    if args.no_results:
+        return 0
+    cpu = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    cmd = "/usr/bin/python3 bench/compare.py " + " ".join(sys.argv[1:])
+    lines = [
+        "# kiln vs PyTorch: measured results",
+        "",
+        "Written by `bench/compare.py`; every figure below was measured in one run of it.",
+        "",
+        f"- Command: `{cmd.strip()}`",
+        f"- Date: {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}",
+        f"- Machine: {cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}",
+        f"- Threads: {args.threads} (kiln: KILN_NUM_THREADS; PyTorch {torch.__version__}: "
+        "torch.set_num_threads)",
+        f"- kiln: zoo networks compiled with no tuning records, `kiln bench --repeat 10 "
+        f"--min-repeat-ms 200` median; PyTorch: torchvision {torchvision.__version__}, median of "
+        f"20 runs after 3 warm-ups; {args.rounds} interleaved rounds, median of the rounds.",
+        f"- Peak: {peak} GFLOP/s on {args.threads} threads, {peak1} on 1 (`bench/peak.c`, "
+        "register-only AVX-512 FMA loop).",
+        "",
+        "| network | kiln ms | PyTorch ms | kiln/PyTorch | target (TVM untuned) | GFLOP/s | "
+        "fraction of peak |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(f"| {r[0]} | {r[1]:.2f} | {r[2]:.2f} | {r[3]:.3f} | "
+                     f"{TARGET.get(r[0], float('nan')):.2f} | {r[4]:.1f} | {100 * r[5]:.1f}% |")
+    if conv:
+        lines += ["", f"resnet-50's convolutions: {conv[0]:.1f} GFLOP/s, {100 * conv[1]:.1f}% of "
+                  f"the measured {args.threads}-thread peak ({conv[2]:.2f} ms of a "
+                  f"{conv[3]:.2f} ms run, from `kiln profile resnet-50 --aggregate op`)."]
+    with open(os.path.join(HERE, "RESULTS.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"wrote {os.path.join(HERE, 'RESULTS.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,356 @@
+/* bench/kernels/bench_conv.c: the convolution templates on the convolution
+ * shapes of real networks (batch 1): all of resnet-50's, resnet-18's,
+ * vgg-16's, mobilenet-v2's depthwise layers and inception-v3's 1x7/7x1
+ * (and 1x3/3x1) ones. Per shape: median ms, GFLOP/s and fraction of the
+ * measured peak (bench/peak.c) on 1 and 2 threads, then per network the
+ * time-weighted total (sum of count x median time, total FLOPs / that time).
+ *
+ * Usage: bench_conv [network-prefix] [--reps N] [--threads 1|2|12]
+ *                   [--knobs T,O,ic,order,ohb,ocg]
+ * Knobs are the analytic defaults (kiln_conv_default_params with 96 KiB L1,
+ * 4 MiB L2 and the thread count) unless given. Two threads split the task
+ * range in two halves, the second half on a spinning helper thread (no pool:
+ * that is the runtime's business). */
+#define _GNU_SOURCE
+#define KILN_BENCH_PEAK_NO_MAIN
+#include "../peak.c"
+
+#include <math.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "kiln_kernels_conv.h"
+#include "kiln_kernels_dwconv.h"
+
+typedef struct shape {
+    const char *net, *name;
+    int count;    /* times it occurs in the network */
+    int cin, cout, h, w, kh, kw, s, ph, pw; /* symmetric pads */
+    int dw;       /* depthwise */
+} shape;
+
+/* clang-format off */
+static const shape SHAPES[] = {
+    /* resnet-50 (torchvision: stride on the 3x3) */
+    {"resnet50", "conv1 7x7/2",         1,    3,   64, 224, 224, 7, 7, 2, 3, 3, 0},
+    {"resnet50", "l1 1x1 64>64",        1,   64,   64,  56,  56, 1, 1, 1, 0, 0, 0},
+    {"resnet50", "l1 3x3 64",           3,   64,   64,  56,  56, 3, 3, 1, 1, 1, 0},
+    {"resnet50", "l1 1x1 64>256",       4,   64,  256,  56,  56, 1, 1, 1, 0, 0, 0},
+    {"resnet50", "l1 1x1 256>64",       2,  256,   64,  56,  56, 1, 1, 1, 0, 0, 0},
+    {"resnet50", "l2 1x1 256>128",      1,  256,  128,  56,  56, 1, 1, 1, 0, 0, 0},
+    {"resnet50", "l2 3x3/2 128",        1,  128,  128,  56,  56, 3, 3, 2, 1, 1, 0},
+    {"resnet50", "l2 1x1 128>512",      4,  128,  512,  28,  28, 1, 1, 1, 0, 0, 0},
+    {"resnet50", "l2 ds 1x1/2 256>512", 1,  256,  512,  56,  56, 1, 1, 2, 0, 0, 0},
+    {"resnet50", "l2 1x1 512>128",      3,  512,  128,  28,  28, 1, 1, 1, 0, 0, 0},
+    {"resnet50", "l2 3x3 128",          3,  128,  128,  28,  28, 3, 3, 1, 1, 1, 0},
+    {"resnet50", "l3 1x1 512>256",      1,  512,  256,  28,  28, 1, 1, 1, 0, 0, 0},
+    {"resnet50", "l3 3x3/2 256",        1,  256,  256,  28,  28, 3, 3, 2, 1, 1, 0},
+    {"resnet50", "l3 1x1 256>1024",     6,  256, 1024,  14,  14, 1, 1, 1, 0, 0, 0},
+    {"resnet50", "l3 ds 1x1/2 512>1024",1,  512, 1024,  28,  28, 1, 1, 2, 0, 0, 0},
+    {"resnet50", "l3 1x1 1024>256",     5, 1024,  256,  14,  14, 1, 1, 1, 0, 0, 0},
+    {"resnet50", "l3 3x3 256",          5,  256,  256,  14,  14, 3, 3, 1, 1, 1, 0},
+    {"resnet50", "l4 1x1 1024>512",     1, 1024,  512,  14,  14, 1, 1, 1, 0, 0, 0},
+    {"resnet50", "l4 3x3/2 512",        1,  512,  512,  14,  14, 3, 3, 2, 1, 1, 0},
+    {"resnet50", "l4 1x1 512>2048",     3,  512, 2048,   7,   7, 1, 1, 1, 0, 0, 0},
+    {"resnet50", "l4 ds 1x1/2 1024>2048",1, 1024, 2048,  14,  14, 1, 1, 2, 0, 0, 0},
+    {"resnet50", "l4 1x1 2048>512",     2, 2048,  512,   7,   7, 1, 1, 1, 0, 0, 0},
+    {"resnet50", "l4 3x3 512",          2,  512,  512,   7,   7, 3, 3, 1, 1, 1, 0},
+    /* resnet-18 */
+    {"resnet18", "conv1 7x7/2",         1,    3,   64, 224, 224, 7, 7, 2, 3, 3, 0},
+    {"resnet18", "l1 3x3 64",           4,   64,   64,  56,  56, 3, 3, 1, 1, 1, 0},
+    {"resnet18", "l2 3x3/2 64>128",     1,   64,  128,  56,  56, 3, 3, 2, 1, 1, 0},
+    {"resnet18", "l2 3x3 128",          3,  128,  128,  28,  28, 3, 3, 1, 1, 1, 0},
+    {"resnet18", "l2 ds 1x1/2 64>128",  1,   64,  128,  56,  56, 1, 1, 2, 0, 0, 0},
+    {"resnet18", "l3 3x3/2 128>256",    1,  128,  256,  28,  28, 3, 3, 2, 1, 1, 0},
+    {"resnet18", "l3 3x3 256",          3,  256,  256,  14,  14, 3, 3, 1, 1, 1, 0},
+    {"resnet18", "l3 ds 1x1/2 128>256", 1,  128,  256,  28,  28, 1, 1, 2, 0, 0, 0},
+    {"resnet18", "l4 3x3/2 256>512",    1,  256,  512,  14,  14, 3, 3, 2, 1, 1, 0},
+    {"resnet18", "l4 3x3 512",          3,  512,  512,   7,   7, 3, 3, 1, 1, 1, 0},
+    {"resnet18", "l4 ds 1x1/2 256>512", 1,  256,  512,  14,  14, 1, 1, 2, 0, 0, 0},
+    /* vgg-16 */
+    {"vgg16", "3x3 3>64 @224",          1,    3,   64, 224, 224, 3, 3, 1, 1, 1, 0},
+    {"vgg16", "3x3 64 @224",            1,   64,   64, 224, 224, 3, 3, 1, 1, 1, 0},
+    {"vgg16", "3x3 64>128 @112",        1,   64,  128, 112, 112, 3, 3, 1, 1, 1, 0},
+    {"vgg16", "3x3 128 @112",           1,  128,  128, 112, 112, 3, 3, 1, 1, 1, 0},
+    {"vgg16", "3x3 128>256 @56",        1,  128,  256,  56,  56, 3, 3, 1, 1, 1, 0},
+    {"vgg16", "3x3 256 @56",            2,  256,  256,  56,  56, 3, 3, 1, 1, 1, 0},
+    {"vgg16", "3x3 256>512 @28",        1,  256,  512,  28,  28, 3, 3, 1, 1, 1, 0},
+    {"vgg16", "3x3 512 @28",            2,  512,  512,  28,  28, 3, 3, 1, 1, 1, 0},
+    {"vgg16", "3x3 512 @14",            3,  512,  512,  14,  14, 3, 3, 1, 1, 1, 0},
+    /* mobilenet-v2 depthwise 3x3 */
+    {"mobilenetv2", "dw 32 @112",       1,   32,   32, 112, 112, 3, 3, 1, 1, 1, 1},
+    {"mobilenetv2", "dw 96 @112/2",     1,   96,   96, 112, 112, 3, 3, 2, 1, 1, 1},
+    {"mobilenetv2", "dw 144 @56",       1,  144,  144,  56,  56, 3, 3, 1, 1, 1, 1},
+    {"mobilenetv2", "dw 144 @56/2",     1,  144,  144,  56,  56, 3, 3, 2, 1, 1, 1},
+    {"mobilenetv2", "dw 192 @28",       2,  192,  192,  28,  28, 3, 3, 1, 1, 1, 1},
+    {"mobilenetv2", "dw 192 @28/2",     1,  192,  192,  28,  28, 3, 3, 2, 1, 1, 1},
+    {"mobilenetv2", "dw 384 @14",       4,  384,  384,  14,  14, 3, 3, 1, 1, 1, 1},
+    {"mobilenetv2", "dw 576 @14",       2,  576,  576,  14,  14, 3, 3, 1, 1, 1, 1},
+    {"mobilenetv2", "dw 576 @14/2",     1,  576,  576,  14,  14, 3, 3, 2, 1, 1, 1},
+    {"mobilenetv2", "dw 960 @7",        3,  960,  960,   7,   7, 3, 3, 1, 1, 1, 1},
+    /* inception-v3 asymmetric */
+    {"inceptionv3", "1x7 128>128 @17",  2,  128,  128,  17,  17, 1, 7, 1, 0, 3, 0},
+    {"inceptionv3", "7x1 128>192 @17",  2,  128,  192,  17,  17, 7, 1, 1, 3, 0, 0},
+    {"inceptionv3", "1x7 160>160 @17",  4,  160,  160,  17,  17, 1, 7, 1, 0, 3, 0},
+    {"inceptionv3", "7x1 160>192 @17",  4,  160,  192,  17,  17, 7, 1, 1, 3, 0, 0},
+    {"inceptionv3", "1x7 192>192 @17",  4,  192,  192,  17,  17, 1, 7, 1, 0, 3, 0},
+    {"inceptionv3", "7x1 192>192 @17",  4,  192,  192,  17,  17, 7, 1, 1, 3, 0, 0},
+    {"inceptionv3", "1x3 384>384 @8",   2,  384,  384,   8,   8, 1, 3, 1, 0, 1, 0},
+    {"inceptionv3", "3x1 384>384 @8",   2,  384,  384,   8,   8, 3, 1, 1, 1, 0, 0},
+};
+/* clang-format on */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---- a two-thread split with a spinning helper ------------------------------ */
+
+typedef struct job {
+    const shape *s;
+    kiln_conv_params cp;
+    kiln_dwconv_params dp;
+    const float *in, *w, *bias, *res;
+    float *out;
+    void *ws[2];
+} job;
+
+static void job_run(const job *j, int64_t b, int64_t e, int thread)
+{
+    if (j->s->dw)
+        kiln_dwconv_run(&j->dp, j->in, j->w, j->bias, j->res, j->out, b, e, NULL);
+    else
+        kiln_conv_run(&j->cp, j->in, j->w, j->bias, j->res, j->out, b, e, j->ws[thread]);
+}
+
+static int64_t job_tasks(const job *j)
+{
+    return j->s->dw ? kiln_dwconv_tasks(&j->dp) : kiln_conv_tasks(&j->cp);
+}
+
+static struct {
+    _Atomic int gen, done, quit;
+    const job *j;
+    int64_t b, e;
+} helper;
+
+static void *helper_main(void *arg)
+{
+    (void)arg;
+    int seen = 0;
+    for (;;) {
+        int g;
+        for (int spin = 0; (g = atomic_load_explicit(&helper.gen, memory_order_acquire)) == seen;
+             spin++) {
+            if (atomic_load(&helper.quit))
+                return NULL;
+            if (spin > 20000)
+                sched_yield(); /* the machine is shared: let the other thread have the core */
+        }
+        seen = g;
+        job_run(helper.j, helper.b, helper.e, 1);
+        atomic_store_explicit(&helper.done, g, memory_order_release);
+    }
+}
+
+static void run_threads(const job *j, int threads)
+{
+    int64_t n = job_tasks(j);
+    if (threads == 1) {
+        job_run(j, 0, n, 0);
+        return;
+    }
+    int64_t half = n / 2;
+    helper.j = j;
+    helper.b = half;
+    helper.e = n;
+    int g = atomic_load(&helper.gen) + 1;
+    atomic_store_explicit(&helper.gen, g, memory_order_release);
+    job_run(j, 0, half, 0);
+    for (int spin = 0; atomic_load_explicit(&helper.done, memory_order_acquire) != g; spin++)
+        if (spin > 20000)
+            sched_yield();
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static float *rand_buf(int64_t n, unsigned seed)
+{
+    float *p = aligned_alloc(64, (size_t)((n * 4 + 63) / 64 * 64));
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        p[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
+    }
+    return p;
+}
+
+typedef struct result {
+    double ms, mn, mx, gflops;
+} result;
+
+static int g_knobs[6], g_have_knobs;
+
+/* Median time of a shape on `threads` threads (1 or 2). */
+static result bench_shape(const shape *s, int threads, int reps)
+{
+    job j = {.s = s};
+    int cbi = s->cin == 3 ? 3 : 16;
+    int oh = (s->h + 2 * s->ph - s->kh) / s->s + 1, ow = (s->w + 2 * s->pw - s->kw) / s->s + 1;
+    double flops;
+    int64_t nin, nw, nout;
+    if (s->dw) {
+        kiln_dwconv_params p = {.n = 1, .c = s->cin, .h = s->h, .w = s->w, .oh = oh, .ow = ow,
+                                .kh = s->kh, .kw = s->kw, .sh = s->s, .sw = s->s, .dh = 1,
+                                .dw = 1, .pad_t = s->ph, .pad_l = s->pw, .pad_b = s->ph,
+                                .pad_r = s->pw, .cb = 16,
+                                .epilogue = KILN_EPI_BIAS | KILN_EPI_CLIP, .clip_min = 0,
+                                .clip_max = 6};
+        kiln_dwconv_default_params(&p, 96 << 10, 4 << 20, threads);
+        if (g_have_knobs) {
+            p.ow_tile = g_knobs[0];
+            p.oh_tile = g_knobs[4];
+        }
+        j.dp = p;
+        flops = kiln_dwconv_flops(&p);
+        nin = (int64_t)(s->cin + 15) / 16 * 16 * s->h * s->w;
+        nw = kiln_dwconv_packed_weight_floats(&p);
+        nout = (int64_t)(s->cin + 15) / 16 * 16 * oh * ow;
+    } else {
+        kiln_conv_params p = {.n = 1, .c_in = s->cin, .h = s->h, .w = s->w, .c_out = s->cout,
+                              .oh = oh, .ow = ow, .kh = s->kh, .kw = s->kw, .sh = s->s,
+                              .sw = s->s, .dh = 1, .dw = 1, .pad_t = s->ph, .pad_l = s->pw,
+                              .pad_b = s->ph, .pad_r = s->pw, .groups = 1, .cb_in = cbi,
+                              .cb_out = 16, .epilogue = KILN_EPI_BIAS | KILN_EPI_RELU};
+        kiln_conv_default_params(&p, 96 << 10, 4 << 20, threads);
+        if (g_have_knobs) {
+            p.ow_tile = g_knobs[0];
+            p.oc_tile = g_knobs[1];
+            p.ic_tile = g_knobs[2];
+            p.loop_order = g_knobs[3];
+            p.oh_tile = g_knobs[4];
+            p.oc_group = g_knobs[5];
+        }
+        j.cp = p;
+        if (getenv("KB_VERBOSE"))
+            printf(" [T%d O%d ic%d ord%d ohb%d ocg%d tasks%lld]", p.ow_tile, p.oc_tile, p.ic_tile,
+                   p.loop_order, p.oh_tile, p.oc_group, (long long)kiln_conv_tasks(&p));
+        flops = kiln_conv_flops(&p);
+        nin = (int64_t)(s->cin + cbi - 1) / cbi * cbi * s->h * s->w;
+        nw = kiln_conv_packed_weight_floats(&p);
+        nout = (int64_t)(s->cout + 15) / 16 * 16 * oh * ow;
+        size_t wsb = kiln_conv_workspace_bytes(&p);
+        j.ws[0] = wsb ? aligned_alloc(64, (wsb + 63) / 64 * 64) : NULL;
+        j.ws[1] = wsb ? aligned_alloc(64, (wsb + 63) / 64 * 64) : NULL;
+    }
+    float *in = rand_buf(nin, 1), *w = rand_buf(nw, 2), *bias = rand_buf(nout, 3);
+    float *out = rand_buf(nout, 4);
+    j.in = in;
+    j.w = w;
+    j.bias = bias;
+    j.out = out;
+    /* repetitions: at least `reps`, and about 0.25 s */
+    run_threads(&j, threads);
+    double t0 = now_s();
+    run_threads(&j, threads);
+    double one = now_s() - t0;
+    int n = (int)(0.25 / (one > 1e-6 ? one : 1e-6));
+    if (n < reps)
+        n = reps;
+    if (n > 2000)
+        n = 2000;
+    double *ts = malloc(sizeof(double) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        double a = now_s();
+        run_threads(&j, threads);
+        ts[i] = now_s() - a;
+    }
+    qsort(ts, (size_t)n, sizeof(double), cmp_d);
+    result r = {ts[n / 2] * 1e3, ts[0] * 1e3, ts[n - 1] * 1e3, flops / ts[n / 2] * 1e-9};
+    free(ts);
+    free(in);
+    free(w);
+    free(bias);
+    free(out);
+    free(j.ws[0]);
+    free(j.ws[1]);
+    return r;
+}
+
+int main(int argc, char **argv)
+{
+    const char *filter = NULL;
+    int reps = 20, tmask = 3;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            int t = atoi(argv[++i]);
+            tmask = t == 1 ? 1 : t == 2 ? 2 : 3;
+        } else if (!strcmp(argv[i], "--knobs") && i + 1 < argc) {
+            g_have_knobs = sscanf(argv[++i], "%d,%d,%d,%d,%d,%d", &g_knobs[0], &g_knobs[1],
+                                  &g_knobs[2], &g_knobs[3], &g_knobs[4], &g_knobs[5]) == 6;
+        } else
+            filter = argv[i];
+    }
+    pthread_t th;
+    pthread_create(&th, NULL, helper_main, NULL);
+    double peak[3] = {0, 0, 0};
+    for (int t = 1; t <= 2; t++)
+        if (tmask & t) {
+            double med = kiln_bench_peak(t, 41, NULL, &peak[t]);
+            printf("measured peak %d thread(s): best %.1f GFLOP/s (median %.1f); fractions below "
+                   "are of the best\n",
+                   t, peak[t], med);
+        }
+    const char *cur = NULL;
+    double tot_t[3] = {0}, tot_f = 0;
+    int nshapes = (int)(sizeof SHAPES / sizeof SHAPES[0]);
+    for (int i = 0; i <= nshapes; i++) {
+        const shape *s = i < nshapes ? &SHAPES[i] : NULL;
+        if (s && filter && strncmp(s->net, filter, strlen(filter)))
+            continue;
+        if (cur && (!s || strcmp(cur, s->net))) {
+            printf("== %s total (count-weighted): %.1f GFLOP", cur, tot_f * 1e-9);
+            for (int t = 1; t <= 2; t++)
+                if (tmask & t)
+                    printf(" | %dT %.2f ms %.1f GFLOP/s %.0f%% of peak", t, tot_t[t] * 1e3,
+                           tot_f / tot_t[t] * 1e-9, 100 * tot_f / tot_t[t] * 1e-9 / peak[t]);
+            printf("\n\n");
+            tot_t[1] = tot_t[2] = tot_f = 0;
+        }
+        if (!s)
+            break;
+        if (!cur || strcmp(cur, s->net)) {
+            cur = s->net;
+            printf("%-12s %-22s %3s | %-34s | %-34s\n", "network", "shape", "cnt",
+                   "1 thread: ms (min-max) GFLOP/s %pk", "2 threads: ms (min-max) GFLOP/s %pk");
+        }
+        printf("%-12s %-22s %3d", s->net, s->name, s->count);
+        double flops = 0;
+        for (int t = 1; t <= 2; t++) {
+            if (!(tmask & t)) {
+                printf(" | %-34s", "-");
+                continue;
+            }
+            result r = bench_shape(s, t, reps);
+            flops = r.gflops * r.ms * 1e6;
+            tot_t[t] += s->count * r.ms * 1e-3;
+            printf(" | %7.3f (%6.3f-%7.3f) %6.1f %3.0f%%", r.ms, r.mn, r.mx, r.gflops,
+                   100 * r.gflops / peak[t]);
+        }
+        tot_f += s->count * flops;
+        printf("\n");
+        fflush(stdout);
+    }
+    atomic_store(&helper.quit, 1);
+    pthread_join(th, NULL);
+    return 0;
+}

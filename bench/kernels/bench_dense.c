@@ -1,0 +1,180 @@
+/* bench/kernels/bench_dense.c: the dense template on the dense layers of
+ * real networks (classifier heads at batch 1, which are weight-streaming
+ * GEMVs, and vit-b-16's projections, which are GEMMs): median ms, GFLOP/s,
+ * fraction of the measured peak (bench/peak.c) and weight bandwidth, on 1
+ * and 2 threads (the second half of the task range on a helper thread).
+ *
+ * Usage: bench_dense [--reps N] [--knobs T,O,mg,ng] */
+#define _GNU_SOURCE
+#define KILN_BENCH_PEAK_NO_MAIN
+#include "../peak.c"
+
+#include <sched.h>
+#include <string.h>
+
+#include "kiln_kernels_dense.h"
+
+typedef struct dshape {
+    const char *name;
+    int m, k, n;
+} dshape;
+
+static const dshape SHAPES[] = {
+    {"resnet fc 2048>1000", 1, 2048, 1000},    {"mobilenetv2 fc 1280>1000", 1, 1280, 1000},
+    {"vgg fc6 25088>4096", 1, 25088, 4096},    {"vgg fc7 4096>4096", 1, 4096, 4096},
+    {"vit qkv 197x768>2304", 197, 768, 2304},  {"vit proj 197x768>768", 197, 768, 768},
+    {"vit mlp1 197x768>3072", 197, 768, 3072}, {"vit mlp2 197x3072>768", 197, 3072, 768},
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct job {
+    kiln_dense_params p;
+    const float *x, *w, *b;
+    float *y;
+    void *ws[2];
+} job;
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int gen, done, quit;
+    const job *j;
+    int64_t b, e;
+} H = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, NULL, 0, 0};
+
+static void *helper_main(void *arg)
+{
+    (void)arg;
+    int seen = 0;
+    pthread_mutex_lock(&H.mu);
+    for (;;) {
+        while (H.gen == seen && !H.quit)
+            pthread_cond_wait(&H.cv, &H.mu);
+        if (H.quit)
+            break;
+        seen = H.gen;
+        const job *j = H.j;
+        int64_t b = H.b, e = H.e;
+        pthread_mutex_unlock(&H.mu);
+        kiln_dense_run(&j->p, j->x, j->w, j->b, NULL, j->y, b, e, j->ws[1]);
+        pthread_mutex_lock(&H.mu);
+        H.done = seen;
+        pthread_cond_broadcast(&H.cv);
+    }
+    pthread_mutex_unlock(&H.mu);
+    return NULL;
+}
+
+static void run(const job *j, int threads)
+{
+    int64_t n = kiln_dense_tasks(&j->p);
+    if (threads == 1) {
+        kiln_dense_run(&j->p, j->x, j->w, j->b, NULL, j->y, 0, n, j->ws[0]);
+        return;
+    }
+    pthread_mutex_lock(&H.mu);
+    H.j = j;
+    H.b = n / 2;
+    H.e = n;
+    int g = ++H.gen;
+    pthread_cond_broadcast(&H.cv);
+    pthread_mutex_unlock(&H.mu);
+    kiln_dense_run(&j->p, j->x, j->w, j->b, NULL, j->y, 0, n / 2, j->ws[0]);
+    pthread_mutex_lock(&H.mu);
+    while (H.done != g)
+        pthread_cond_wait(&H.cv, &H.mu);
+    pthread_mutex_unlock(&H.mu);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static float *rand_buf(int64_t n)
+{
+    float *p = aligned_alloc(64, (size_t)((n * 4 + 63) / 64 * 64));
+    for (int64_t i = 0; i < n; i++)
+        p[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+    return p;
+}
+
+int main(int argc, char **argv)
+{
+    int reps = 20, knobs[4], have = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--knobs") && i + 1 < argc)
+            have = sscanf(argv[++i], "%d,%d,%d,%d", &knobs[0], &knobs[1], &knobs[2], &knobs[3]) == 4;
+    }
+    pthread_t th;
+    pthread_create(&th, NULL, helper_main, NULL);
+    double peak[3];
+    for (int t = 1; t <= 2; t++) {
+        double med = kiln_bench_peak(t, 41, NULL, &peak[t]);
+        printf("measured peak %d thread(s): best %.1f GFLOP/s (median %.1f)\n", t, peak[t], med);
+    }
+    printf("%-26s | %-44s | %-44s\n", "shape", "1 thread: ms GFLOP/s %peak GB/s(weights)",
+           "2 threads: ms GFLOP/s %peak GB/s(weights)");
+    for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++) {
+        const dshape *s = &SHAPES[i];
+        printf("%-26s", s->name);
+        for (int t = 1; t <= 2; t++) {
+            job j = {.p = {.m = s->m, .k = s->k, .n = s->n, .nb = 16, .epilogue = KILN_EPI_BIAS}};
+            kiln_dense_default_params(&j.p, 96 << 10, 4 << 20, t);
+            if (have) {
+                j.p.m_tile = knobs[0];
+                j.p.n_tile = knobs[1];
+                j.p.m_group = knobs[2];
+                j.p.n_group = knobs[3];
+            }
+            float *x = rand_buf((int64_t)s->m * s->k), *w = rand_buf(kiln_dense_packed_weight_floats(&j.p));
+            float *b = rand_buf(s->n), *y = rand_buf((int64_t)s->m * s->n);
+            j.x = x;
+            j.w = w;
+            j.b = b;
+            j.y = y;
+            j.ws[0] = malloc(kiln_dense_workspace_bytes(&j.p));
+            j.ws[1] = malloc(kiln_dense_workspace_bytes(&j.p));
+            run(&j, t);
+            double t0 = now_s();
+            run(&j, t);
+            double one = now_s() - t0;
+            int n = (int)(0.25 / (one > 1e-6 ? one : 1e-6));
+            n = n < reps ? reps : n > 2000 ? 2000 : n;
+            double *ts = malloc(sizeof(double) * (size_t)n);
+            for (int r = 0; r < n; r++) {
+                double a = now_s();
+                run(&j, t);
+                ts[r] = now_s() - a;
+            }
+            qsort(ts, (size_t)n, sizeof(double), cmp_d);
+            double med = ts[n / 2], gf = kiln_dense_flops(&j.p) / med * 1e-9;
+            printf(" | %8.3f ms %7.1f %4.0f%% %6.1f", med * 1e3, gf, 100 * gf / peak[t],
+                   (double)s->k * s->n * 4 / med * 1e-9);
+            free(ts);
+            free(x);
+            free(w);
+            free(b);
+            free(y);
+            free(j.ws[0]);
+            free(j.ws[1]);
+        }
+        printf("\n");
+        fflush(stdout);
+    }
+    pthread_mutex_lock(&H.mu);
+    H.quit = 1;
+    pthread_cond_broadcast(&H.cv);
+    pthread_mutex_unlock(&H.mu);
+    pthread_join(th, NULL);
+    return 0;
+}

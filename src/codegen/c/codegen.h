@@ -1,0 +1,93 @@
+/* codegen/c/codegen.h: C code generation for lowered tasks and the model.
+ *
+ * Every unique kernel becomes one C file:
+ *
+ *   #include "kiln/abi.h"            (and the kernel headers it needs)
+ *   static const <params> = {...};    the geometry and knobs as literals
+ *   static void task_(void *ctx, int64_t begin, int64_t end, int thread)
+ *   void kiln_k_<template>_<hash>(void *const *args, const kiln_rt *rt)
+ *       { rt->parallel_for(rt->pool, n_tasks, grain, task_, (void *)args); }
+ *
+ * and model.c holds the tensor and step tables and kiln_model_get(); the
+ * weights are a binary blob pulled in by an assembly file with .incbin.
+ */
+#ifndef KILN_CODEGEN_C_CODEGEN_H
+#define KILN_CODEGEN_C_CODEGEN_H
+
+#include "codegen/c/sb.h"
+#include "lower/lower.h"
+
+/* ---- elementwise expressions (expr.c) --------------------------------------- */
+/* Whether op can be emitted as a float expression. */
+bool kiln_expr_supported(const kiln_node *n);
+/* Appends "<out> = f(operands);" for node n (float operands as C expressions).
+ * Returns false if the op is not supported. */
+bool kiln_expr_emit(kiln_sb *b, const kiln_node *n, const char *const *operands, int n_operands,
+                    const char *out);
+
+/* The C expression reading task arg `arg` (a float operand of the epilogue or
+ * an elementwise group) at flat output storage index `idx` (a C expression),
+ * for output value y. */
+void kiln_emit_operand(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, int arg,
+                       const kiln_value *y, const char *idx);
+/* Emits statements applying the group's nodes [t->epi_from, ..) to float
+ * variable `var` (holding the anchor's result) at flat index `idx`. */
+void kiln_emit_epilogue(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, const char *var,
+                        const char *idx);
+/* True when the task has epilogue nodes. */
+bool kiln_task_has_epilogue(const kiln_lowered *l, const kiln_task *t);
+/* Arg index of value v in the task, or -1. */
+int kiln_task_arg(const kiln_task *t, int v);
+/* The knob value by name (def if absent). */
+int kiln_task_knob(const kiln_task *t, const char *name, int def);
+
+/* Declares a<k> (inputs) and o<k> (outputs) float pointers from the task
+ * context, first lines of task_. */
+void kiln_emit_arg_ptrs(kiln_sb *b, const kiln_task *t);
+/* The task function's opening line. */
+#define KILN_TASK_SIG "static void task_(void *ctx_, int64_t begin_, int64_t end_, int thread_)\n{\n"
+/* Per-thread workspace pointer expression inside task_. */
+#define KILN_TASK_WS "((char *)k_->rt->workspace + (int64_t)thread_ * k_->rt->workspace_bytes)"
+
+/* Opening of a kernel file: banner, includes, the args pointer typedefs. */
+void kiln_emit_prologue(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
+                        const char *const *headers, int n_headers);
+/* The exported kernel function running `n_tasks` tasks of task_ with `grain`. */
+void kiln_emit_entry(kiln_sb *b, const kiln_task *t, const char *n_tasks, int64_t grain);
+
+/* ---- per template (emit_*.c): each appends a whole kernel file ---------- */
+kiln_status kiln_emit_conv_nchwc(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+kiln_status kiln_emit_dwconv(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+kiln_status kiln_emit_conv_direct(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+kiln_status kiln_emit_dense(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+kiln_status kiln_emit_matmul(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+kiln_status kiln_emit_pool(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+kiln_status kiln_emit_global_pool(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+kiln_status kiln_emit_softmax(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+kiln_status kiln_emit_layernorm(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+kiln_status kiln_emit_reduce(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+kiln_status kiln_emit_elemwise(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+kiln_status kiln_emit_strided(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+kiln_status kiln_emit_concat(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+kiln_status kiln_emit_split(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+kiln_status kiln_emit_pad(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+kiln_status kiln_emit_layout(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+kiln_status kiln_emit_ref(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+
+/* The whole source of the task's kernel. */
+kiln_status kiln_codegen_kernel(const kiln_lowered *l, const kiln_task *t, char **source,
+                                kiln_error *err);
+
+/* ---- the model (emit_model.c) ---------------------------------------------------- */
+/* Lays the weights out (64-byte aligned offsets into the blob) and writes the
+ * blob to `path` (NULL: only the layout). */
+kiln_status kiln_codegen_weights(kiln_lowered *l, const char *path, int64_t *total,
+                                 kiln_error *err);
+/* model.c: tensors, steps, kiln_model_get(). */
+kiln_status kiln_codegen_model(const kiln_lowered *l, const char *name, const char *target,
+                               const char *build_id, const char *metadata_json,
+                               int64_t weights_bytes, char **source, kiln_error *err);
+/* The assembly file embedding the blob at `blob_path`. */
+char *kiln_codegen_weights_asm(const char *blob_path);
+
+#endif

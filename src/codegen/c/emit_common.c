@@ -1,0 +1,212 @@
+/* codegen/c/emit_common.c: what every kernel file shares: the banner and
+ * includes, the exported entry point, task-arg lookup, and the fused
+ * epilogue (the group's elementwise nodes after the anchor, applied to the
+ * anchor's result in registers just before the only store).
+ *
+ * Epilogue operands are read from the flat storage index of the output:
+ * same-shaped tensors at idx, scalars at 0, per-channel constants at the
+ * channel of idx (blocked layouts: ((idx / (HW*b)) % (C/b))*b + idx % b),
+ * per-last-dim constants at idx % N, and anything else that broadcasts (in
+ * row-major elementwise groups) through the output's coordinates. */
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/c/codegen.h"
+
+int kiln_task_arg(const kiln_task *t, int v)
+{
+    for (int i = 0; i < t->n_args; i++)
+        if (t->arg_values[i] == v)
+            return i;
+    return -1;
+}
+
+int kiln_task_knob(const kiln_task *t, const char *name, int def)
+{
+    for (int i = 0; i < t->n_knobs; i++)
+        if (strcmp(t->knobs[i].name, name) == 0)
+            return t->knobs[i].value;
+    return def;
+}
+
+int kiln_epilogue_bcast_kind(const kiln_shape *v, const kiln_shape *y, kiln_layout l)
+{
+    if (kiln_shape_numel(v) == 1)
+        return 1;
+    if (kiln_shape_equal(v, y))
+        return 4;
+    if (v->rank > y->rank || y->rank < 2)
+        return 0;
+    int diff = y->rank - v->rank;
+    bool chan = true, last = true;
+    for (int d = 0; d < y->rank; d++) {
+        int64_t vd = d >= diff ? v->dims[d - diff] : 1;
+        if (d == 1 ? vd != y->dims[1] : vd != 1)
+            chan = false;
+        if (d == y->rank - 1 ? vd != y->dims[d] : vd != 1)
+            last = false;
+    }
+    if (chan)
+        return 2;
+    if (last && l.kind == KILN_LAYOUT_ROW_MAJOR)
+        return 3;
+    return 0;
+}
+
+void kiln_emit_operand(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, int arg,
+                       const kiln_value *y, const char *idx)
+{
+    const kiln_value *v = l->ctx->g->values[t->arg_values[arg]];
+    int kind = kiln_shape_equal(&v->shape, &y->shape) && kiln_layout_equal(v->layout, y->layout)
+                   ? 4
+                   : kiln_epilogue_bcast_kind(&v->shape, &y->shape, y->layout);
+    if (kind == 4 && !kiln_layout_equal(v->layout, y->layout))
+        kind = 0;
+    int64_t inner = 1;
+    for (int d = 2; d < y->shape.rank; d++)
+        inner *= y->shape.dims[d];
+    switch (kind) {
+    case 1:
+        kiln_sb_printf(b, "a%d[0]", arg);
+        return;
+    case 4:
+        kiln_sb_printf(b, "a%d[%s]", arg, idx);
+        return;
+    case 3:
+        kiln_sb_printf(b, "a%d[(%s) %% %lld]", arg, idx, (long long)y->shape.dims[y->shape.rank - 1]);
+        return;
+    case 2: {
+        int64_t c = y->shape.dims[1];
+        if (y->layout.kind == KILN_LAYOUT_NCHWC) {
+            int64_t bb = y->layout.block_a, cb = (c + bb - 1) / bb;
+            kiln_sb_printf(b, "a%d[KILN_MIN_(((%s) / %lld %% %lld) * %lld + (%s) %% %lld, %lld)]",
+                           arg, idx, (long long)(inner * bb), (long long)cb, (long long)bb, idx,
+                           (long long)bb, (long long)(c - 1));
+        } else {
+            kiln_sb_printf(b, "a%d[(%s) / %lld %% %lld]", arg, idx, (long long)inner, (long long)c);
+        }
+        return;
+    }
+    default: {
+        /* general broadcast (row-major): through the output coordinates */
+        int diff = y->shape.rank - v->shape.rank;
+        int64_t ys = 1, vs = 1;
+        int64_t ystr[KILN_MAX_RANK], vstr[KILN_MAX_RANK];
+        for (int d = y->shape.rank - 1; d >= 0; d--) {
+            int64_t vd = d >= diff ? v->shape.dims[d - diff] : 1;
+            ystr[d] = ys;
+            vstr[d] = vd == 1 ? 0 : vs;
+            ys *= y->shape.dims[d];
+            vs *= vd;
+        }
+        kiln_sb_printf(b, "a%d[0", arg);
+        for (int d = 0; d < y->shape.rank; d++)
+            if (vstr[d])
+                kiln_sb_printf(b, " + (%s) / %lld %% %lld * %lld", idx, (long long)ystr[d],
+                               (long long)y->shape.dims[d], (long long)vstr[d]);
+        kiln_sb_puts(b, "]");
+        return;
+    }
+    }
+}
+
+bool kiln_task_has_epilogue(const kiln_lowered *l, const kiln_task *t)
+{
+    return t->epi_from < l->ctx->groups[t->group].n_nodes;
+}
+
+/* The C name of node output `v` inside the chain: the anchor's result is
+ * `var`, chain nodes e0, e1, .. */
+static void operand_name(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, int v,
+                         const char *var, const kiln_value *y, const char *idx)
+{
+    const kiln_pass_ctx *ctx = l->ctx;
+    const kiln_group *gr = &ctx->groups[t->group];
+    int arg = kiln_task_arg(t, v);
+    if (arg >= 0 && arg < t->n_in) {
+        kiln_emit_operand(b, l, t, arg, y, idx);
+        return;
+    }
+    for (int i = 0; i < gr->n_nodes; i++) {
+        const kiln_node *m = ctx->g->nodes[gr->nodes[i]];
+        if (m->outputs[0] == v) {
+            if (i < t->epi_from)
+                kiln_sb_puts(b, var);
+            else
+                kiln_sb_printf(b, "e%d", i);
+            return;
+        }
+    }
+    kiln_sb_puts(b, "0.0f /* unreachable operand */");
+}
+
+void kiln_emit_epilogue(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, const char *var,
+                        const char *idx)
+{
+    const kiln_pass_ctx *ctx = l->ctx;
+    const kiln_group *gr = &ctx->groups[t->group];
+    const kiln_value *y = ctx->g->values[gr->outputs[0]];
+    int last = -1;
+    for (int i = t->epi_from; i < gr->n_nodes; i++) {
+        const kiln_node *m = ctx->g->nodes[gr->nodes[i]];
+        kiln_sb ops[4] = {{0}};
+        const char *opp[4];
+        int nx = m->n_inputs < 4 ? m->n_inputs : 4;
+        for (int k = 0; k < nx; k++) {
+            operand_name(&ops[k], l, t, m->inputs[k], var, y, idx);
+            opp[k] = ops[k].s ? ops[k].s : "0.0f";
+        }
+        char out[16];
+        snprintf(out, sizeof out, "e%d", i);
+        kiln_sb_printf(b, "        float %s; ", out);
+        kiln_expr_emit(b, m, opp, nx, out);
+        kiln_sb_puts(b, "\n");
+        for (int k = 0; k < nx; k++)
+            kiln_sb_free(&ops[k]);
+        last = i;
+    }
+    if (last >= 0)
+        kiln_sb_printf(b, "        %s = e%d;\n", var, last);
+}
+
+void kiln_emit_prologue(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
+                        const char *const *headers, int n_headers)
+{
+    const kiln_pass_ctx *ctx = l->ctx;
+    const kiln_group *gr = &ctx->groups[t->group];
+    kiln_sb_printf(b, "/* Generated by kiln %s: kernel %s (template %s). Do not edit.\n", KILN_VERSION,
+                   t->fn_name, kiln_tpl_name(t->tpl));
+    kiln_sb_puts(b, " * nodes:");
+    for (int i = 0; i < gr->n_nodes && i < 8; i++)
+        kiln_sb_printf(b, " %s%s", i ? "+ " : "", kiln_op_name(ctx->g->nodes[gr->nodes[i]]->op));
+    kiln_sb_printf(b, "\n * workload: %s\n * config: %s\n */\n", t->workload, t->config);
+    kiln_sb_puts(b, "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n#include \"kiln/abi.h\"\n");
+    for (int i = 0; i < n_headers; i++)
+        kiln_sb_printf(b, "#include \"%s\"\n", headers[i]);
+    kiln_sb_puts(b, "\n#define KILN_MIN_(a, b) ((a) < (b) ? (a) : (b))\n#define KILN_MAX_(a, b) ((a) > (b) ? (a) : (b))\n\n");
+    kiln_sb_printf(b, "void %s(void *const *args, const kiln_rt *rt);\n\n", t->fn_name);
+    kiln_sb_puts(b, "typedef struct kiln_kctx_ {\n    void *const *args;\n    const kiln_rt *rt;\n} kiln_kctx_;\n\n");
+}
+
+void kiln_emit_entry(kiln_sb *b, const kiln_task *t, const char *n_tasks, int64_t grain)
+{
+    kiln_sb_printf(b,
+                   "\nvoid %s(void *const *args, const kiln_rt *rt)\n{\n"
+                   "    kiln_kctx_ k_ = {args, rt};\n"
+                   "    rt->parallel_for(rt->pool, %s, %lld, task_, &k_);\n}\n",
+                   t->fn_name, n_tasks, (long long)grain);
+}
+
+/* Declares a<k> (inputs) and o<k> (outputs) float pointers from args. */
+void kiln_emit_arg_ptrs(kiln_sb *b, const kiln_task *t)
+{
+    kiln_sb_puts(b, "    const kiln_kctx_ *k_ = (const kiln_kctx_ *)ctx_;\n"
+                    "    void *const *args = k_->args;\n");
+    for (int i = 0; i < t->n_in; i++)
+        kiln_sb_printf(b, "    const float *a%d = (const float *)args[%d];\n", i, i);
+    for (int i = t->n_in; i < t->n_args; i++)
+        kiln_sb_printf(b, "    float *o%d = (float *)args[%d];\n", i - t->n_in, i);
+    for (int i = 0; i < t->n_args; i++)
+        kiln_sb_printf(b, "    (void)%c%d;\n", i < t->n_in ? 'a' : 'o', i < t->n_in ? i : i - t->n_in);
+    kiln_sb_puts(b, "    (void)thread_;\n");
+}

@@ -1,0 +1,414 @@
+/* codegen/c/emit_movement.c: elementwise groups and data movement.
+ *
+ * elemwise: one loop over the output's storage elements in chunks of
+ *   `chunk`; each element evaluates the group's expression DAG (operands
+ *   broadcast as described in emit_common.c). Vectorizes for the common
+ *   same-shape and scalar operands.
+ * strided: Transpose, Slice, Gather with a scalar index, Expand: the output
+ *   walked row by row, each element read at base + sum(coord_d * stride_d) of
+ *   the input (strides 0 broadcast, negative steps allowed); any dtype.
+ * copy: Reshape/Flatten/Identity that could not be a view: memcpy in chunks.
+ * concat / split: per (outer index, piece) one contiguous memcpy of the
+ *   piece's slab along the axis (blocked layouts concatenate channel blocks).
+ * layout_transform: NCHW{a}c -> NCHW{b}c (1 = plain NCHW), zero filling
+ *   padded channels. */
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/c/codegen.h"
+#include "lower/geom.h"
+
+static const char *elem_type(size_t esz)
+{
+    switch (esz) {
+    case 1:
+        return "uint8_t";
+    case 2:
+        return "uint16_t";
+    case 8:
+        return "uint64_t";
+    default:
+        return "uint32_t";
+    }
+}
+
+kiln_status kiln_emit_elemwise(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
+{
+    const kiln_graph *g = l->ctx->g;
+    const kiln_group *gr = &l->ctx->groups[t->group];
+    const kiln_value *y = g->values[gr->outputs[0]];
+    int64_t total = kiln_layout_nbytes(y->dtype, &y->shape, y->layout) / 4;
+    int chunk = kiln_task_knob(t, "chunk", 16384);
+    kiln_emit_prologue(b, l, t, NULL, 0);
+    kiln_sb_printf(b, "enum { CHUNK_ = %d };\nstatic const int64_t TOTAL_ = %lld;\n\n", chunk,
+                   (long long)total);
+    kiln_sb_puts(b, KILN_TASK_SIG);
+    kiln_emit_arg_ptrs(b, t);
+    kiln_sb_puts(b, "    int64_t hi = KILN_MIN_(end_ * CHUNK_, TOTAL_);\n"
+                    "    for (int64_t i = begin_ * CHUNK_; i < hi; i++) {\n"
+                    "        float v = 0.0f;\n");
+    kiln_emit_epilogue(b, l, t, "v", "i");
+    kiln_sb_puts(b, "        o0[i] = v;\n    }\n}\n");
+    char nt[64];
+    snprintf(nt, sizeof nt, "%lld", (long long)((total + chunk - 1) / chunk));
+    kiln_emit_entry(b, t, nt, 1);
+    return KILN_OK;
+}
+
+/* Output dims and the input strides/base (elements) of a strided copy. */
+typedef struct strided {
+    int rank;
+    int64_t dims[KILN_MAX_RANK];
+    int64_t stride[KILN_MAX_RANK];
+    int64_t base;
+} strided;
+
+static void xstrides(const kiln_shape *s, int64_t *st)
+{
+    int64_t v = 1;
+    for (int d = s->rank - 1; d >= 0; d--) {
+        st[d] = v;
+        v *= s->dims[d];
+    }
+}
+
+static bool strided_of(const kiln_graph *g, const kiln_node *n, strided *p)
+{
+    const kiln_value *x = g->values[n->inputs[0]], *y = g->values[n->outputs[0]];
+    int64_t xs[KILN_MAX_RANK];
+    xstrides(&x->shape, xs);
+    memset(p, 0, sizeof *p);
+    p->rank = y->shape.rank;
+    for (int d = 0; d < y->shape.rank; d++)
+        p->dims[d] = y->shape.dims[d];
+    switch (n->op) {
+    case KILN_OP_TRANSPOSE: {
+        const int64_t *perm = NULL;
+        int np = kiln_attr_ints(n, "perm", &perm);
+        for (int d = 0; d < p->rank; d++)
+            p->stride[d] = xs[np == p->rank ? perm[d] : p->rank - 1 - d];
+        return true;
+    }
+    case KILN_OP_EXPAND: {
+        int diff = y->shape.rank - x->shape.rank;
+        for (int d = 0; d < p->rank; d++)
+            p->stride[d] = d < diff || x->shape.dims[d - diff] == 1 ? 0 : xs[d - diff];
+        return true;
+    }
+    case KILN_OP_SLICE: {
+        for (int d = 0; d < p->rank; d++)
+            p->stride[d] = xs[d];
+        const int64_t *st = NULL, *ax = NULL, *sp = NULL;
+        int ns = kiln_attr_ints(n, "starts", &st);
+        int na = kiln_attr_ints(n, "axes", &ax);
+        int nsp = kiln_attr_ints(n, "steps", &sp);
+        for (int i = 0; i < ns; i++) {
+            int a = na > 0 ? (int)(ax[i] < 0 ? ax[i] + p->rank : ax[i]) : i;
+            int64_t dim = x->shape.dims[a], step = nsp > 0 ? sp[i] : 1;
+            int64_t s0 = st[i] < 0 ? st[i] + dim : st[i];
+            if (step > 0)
+                s0 = s0 < 0 ? 0 : s0 > dim ? dim : s0;
+            else
+                s0 = s0 < 0 ? 0 : s0 > dim - 1 ? dim - 1 : s0;
+            p->base += s0 * xs[a];
+            p->stride[a] = step * xs[a];
+        }
+        return true;
+    }
+    case KILN_OP_GATHER: {
+        const kiln_value *iv = g->values[n->inputs[1]];
+        int64_t idx = iv->dtype == KILN_DTYPE_INT64 ? *(const int64_t *)iv->data
+                                                    : *(const int32_t *)iv->data;
+        int a = (int)kiln_attr_int(n, "axis", 0);
+        if (a < 0)
+            a += x->shape.rank;
+        if (idx < 0)
+            idx += x->shape.dims[a];
+        if (idx < 0 || idx >= x->shape.dims[a])
+            return false;
+        p->base = idx * xs[a];
+        for (int d = 0, o = 0; d < x->shape.rank; d++)
+            if (d != a)
+                p->stride[o++] = xs[d];
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+static kiln_status emit_copy(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
+{
+    const kiln_graph *g = l->ctx->g;
+    const kiln_node *n = g->nodes[t->anchor];
+    const kiln_value *y = g->values[n->outputs[0]];
+    int64_t bytes = kiln_layout_nbytes(y->dtype, &y->shape, y->layout);
+    int64_t chunk = 1 << 18, ntasks = (bytes + chunk - 1) / chunk;
+    kiln_emit_prologue(b, l, t, NULL, 0);
+    kiln_sb_printf(b, "static const int64_t BYTES_ = %lld, CHUNK_ = %lld;\n\n", (long long)bytes,
+                   (long long)chunk);
+    kiln_sb_puts(b, KILN_TASK_SIG);
+    kiln_emit_arg_ptrs(b, t);
+    kiln_sb_printf(b,
+                   "    int64_t lo = begin_ * CHUNK_, hi = KILN_MIN_(end_ * CHUNK_, BYTES_);\n"
+                   "    if (hi > lo)\n"
+                   "        memcpy((char *)o0 + lo, (const char *)a%d + lo, (size_t)(hi - lo));\n}\n",
+                   kiln_task_arg(t, n->inputs[0]));
+    char nt[64];
+    snprintf(nt, sizeof nt, "%lld", (long long)(ntasks ? ntasks : 1));
+    kiln_emit_entry(b, t, nt, 1);
+    return KILN_OK;
+}
+
+kiln_status kiln_emit_strided(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
+{
+    const kiln_graph *g = l->ctx->g;
+    const kiln_node *n = g->nodes[t->anchor];
+    strided p;
+    if (n->op == KILN_OP_RESHAPE || n->op == KILN_OP_FLATTEN || n->op == KILN_OP_IDENTITY ||
+        !strided_of(g, n, &p))
+        return emit_copy(b, l, t);
+    const kiln_value *y = g->values[n->outputs[0]];
+    const char *ty = elem_type(kiln_dtype_size(y->dtype));
+    if (p.rank == 0) {
+        p.rank = 1;
+        p.dims[0] = 1;
+        p.stride[0] = 0;
+    }
+    int64_t rows = 1;
+    for (int d = 0; d < p.rank - 1; d++)
+        rows *= p.dims[d];
+    int64_t last = p.dims[p.rank - 1];
+    int rpt = 1;
+    while (rpt * 2 <= rows && rows / (rpt * 2) >= 8 && rpt * last < 16384)
+        rpt *= 2;
+    kiln_emit_prologue(b, l, t, NULL, 0);
+    kiln_sb_printf(b, "static const int64_t ROWS_ = %lld, LAST_ = %lld, RPT_ = %d;\n\n",
+                   (long long)rows, (long long)last, rpt);
+    kiln_sb_puts(b, KILN_TASK_SIG);
+    kiln_emit_arg_ptrs(b, t);
+    kiln_sb_printf(b,
+                   "    const %s *xp = (const %s *)a%d;\n"
+                   "    %s *yp = (%s *)o0;\n"
+                   "    for (int64_t row = begin_ * RPT_; row < KILN_MIN_(end_ * RPT_, ROWS_); row++) {\n"
+                   "        int64_t off = %lld, q = row;\n",
+                   ty, ty, kiln_task_arg(t, n->inputs[0]), ty, ty, (long long)p.base);
+    for (int d = p.rank - 2; d >= 0; d--)
+        kiln_sb_printf(b, "        off += (q %% %lld) * %lld;\n        q /= %lld;\n",
+                       (long long)p.dims[d], (long long)p.stride[d], (long long)p.dims[d]);
+    kiln_sb_printf(b,
+                   "        %s *dst = yp + row * LAST_;\n"
+                   "        for (int64_t j = 0; j < LAST_; j++)\n"
+                   "            dst[j] = xp[off + j * %lld];\n    }\n}\n",
+                   ty, (long long)p.stride[p.rank - 1]);
+    char nt[64];
+    snprintf(nt, sizeof nt, "%lld", (long long)((rows + rpt - 1) / rpt));
+    kiln_emit_entry(b, t, nt, 1);
+    return KILN_OK;
+}
+
+/* Storage dims of a value: logical, or for NCHW{b}c [N, C/b, H, W, b]. */
+static int storage_dims(const kiln_value *v, int64_t *dims)
+{
+    if (v->layout.kind == KILN_LAYOUT_NCHWC) {
+        int bb = v->layout.block_a;
+        dims[0] = v->shape.dims[0];
+        dims[1] = (v->shape.dims[1] + bb - 1) / bb;
+        dims[2] = v->shape.dims[2];
+        dims[3] = v->shape.dims[3];
+        dims[4] = bb;
+        return 5;
+    }
+    for (int d = 0; d < v->shape.rank; d++)
+        dims[d] = v->shape.dims[d];
+    return v->shape.rank;
+}
+
+/* Concat (pieces = inputs) and Split (pieces = outputs): slabs along axis. */
+static kiln_status emit_slabs(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, bool concat)
+{
+    const kiln_graph *g = l->ctx->g;
+    const kiln_node *n = g->nodes[t->anchor];
+    const kiln_value *whole = g->values[concat ? n->outputs[0] : n->inputs[0]];
+    int rank = whole->shape.rank;
+    int64_t axis = kiln_attr_int(n, "axis", 0);
+    if (axis < 0)
+        axis += rank;
+    int64_t wd[KILN_MAX_RANK + 1];
+    int srank = storage_dims(whole, wd);
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++)
+        outer *= wd[d];
+    for (int d = (int)axis + 1; d < srank; d++)
+        inner *= wd[d];
+    size_t esz = kiln_dtype_size(whole->dtype);
+    int np = concat ? n->n_inputs : n->n_outputs;
+    kiln_emit_prologue(b, l, t, NULL, 0);
+    kiln_sb_printf(b, "/* %lld slabs of %d pieces */\nenum { NP_ = %d };\n", (long long)outer, np, np);
+    kiln_sb_puts(b, "static const int64_t LEN_[NP_] = {");
+    int64_t off = 0;
+    for (int k = 0; k < np; k++) {
+        const kiln_value *v = g->values[concat ? n->inputs[k] : n->outputs[k]];
+        int64_t pd[KILN_MAX_RANK + 1];
+        storage_dims(v, pd);
+        kiln_sb_printf(b, "%s%lld", k ? ", " : "", (long long)(pd[axis] * inner * (int64_t)esz));
+    }
+    kiln_sb_puts(b, "};\nstatic const int64_t OFF_[NP_] = {");
+    for (int k = 0; k < np; k++) {
+        const kiln_value *v = g->values[concat ? n->inputs[k] : n->outputs[k]];
+        int64_t pd[KILN_MAX_RANK + 1];
+        storage_dims(v, pd);
+        kiln_sb_printf(b, "%s%lld", k ? ", " : "", (long long)off);
+        off += pd[axis] * inner * (int64_t)esz;
+    }
+    kiln_sb_printf(b, "};\nstatic const int64_t WHOLE_ = %lld;\n\n", (long long)off);
+    kiln_sb_puts(b, KILN_TASK_SIG);
+    kiln_emit_arg_ptrs(b, t);
+    kiln_sb_puts(b, "    for (int64_t task = begin_; task < end_; task++) {\n"
+                    "        int64_t o = task / NP_, k = task % NP_;\n");
+    /* piece pointers: a switch over k */
+    kiln_sb_puts(b, "        const char *src;\n        char *dst;\n        switch (k) {\n");
+    for (int k = 0; k < np; k++) {
+        int pa = kiln_task_arg(t, concat ? n->inputs[k] : n->outputs[k]);
+        int wa = kiln_task_arg(t, concat ? n->outputs[0] : n->inputs[0]);
+        if (concat)
+            kiln_sb_printf(b,
+                           "        case %d: src = (const char *)a%d + o * LEN_[%d]; dst = (char *)o%d + o * WHOLE_ + OFF_[%d]; break;\n",
+                           k, pa, k, wa - t->n_in, k);
+        else
+            kiln_sb_printf(b,
+                           "        case %d: src = (const char *)a%d + o * WHOLE_ + OFF_[%d]; dst = (char *)o%d + o * LEN_[%d]; break;\n",
+                           k, wa, k, pa - t->n_in, k);
+    }
+    kiln_sb_puts(b, "        default: src = NULL; dst = NULL; break;\n        }\n"
+                    "        if (src && dst)\n            memcpy(dst, src, (size_t)LEN_[k]);\n    }\n}\n");
+    char nt[64];
+    snprintf(nt, sizeof nt, "%lld", (long long)(outer * np));
+    kiln_emit_entry(b, t, nt, 1);
+    return KILN_OK;
+}
+
+kiln_status kiln_emit_concat(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
+{
+    return emit_slabs(b, l, t, true);
+}
+
+kiln_status kiln_emit_split(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
+{
+    return emit_slabs(b, l, t, false);
+}
+
+/* Pad (float32): constant, edge or reflect, negative pads crop; on row-major
+ * data, or on NCHW{b}c when only the spatial dims are padded. Each output row
+ * maps its coordinates to the input (pad_map as in the reference kernel); a
+ * row outside a constant pad is filled with the value. */
+static void i64_list(kiln_sb *b, const char *name, const int64_t *v, int n)
+{
+    kiln_sb_printf(b, "static const int64_t %s[R_] = {", name);
+    for (int d = 0; d < n; d++)
+        kiln_sb_printf(b, "%s%lld", d ? ", " : "", (long long)v[d]);
+    kiln_sb_puts(b, "};\n");
+}
+
+kiln_status kiln_emit_pad(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
+{
+    const kiln_graph *g = l->ctx->g;
+    const kiln_node *n = g->nodes[t->anchor];
+    const kiln_value *x = g->values[n->inputs[0]], *y = g->values[n->outputs[0]];
+    const int64_t *pads = NULL;
+    int r = x->shape.rank;
+    if (kiln_attr_ints(n, "pads", &pads) != 2 * r || r < 1)
+        return KILN_ERR_UNSUPPORTED;
+    const char *ms = kiln_attr_string(n, "mode", "constant");
+    int mode = !strcmp(ms, "edge") ? 1 : !strcmp(ms, "reflect") ? 2 : 0;
+    int64_t xd[KILN_MAX_RANK + 1], yd[KILN_MAX_RANK + 1], pb[KILN_MAX_RANK + 1] = {0},
+            lo[KILN_MAX_RANK + 1] = {0}, hi[KILN_MAX_RANK + 1] = {0};
+    int sr = storage_dims(x, xd);
+    storage_dims(y, yd);
+    for (int d = 0; d < sr; d++) {
+        int64_t e = d < r ? pads[d + r] : 0;
+        pb[d] = d < r ? pads[d] : 0;
+        lo[d] = pb[d] < 0 ? -pb[d] : 0;
+        hi[d] = xd[d] - (e < 0 ? -e : 0);
+    }
+    int64_t rows = 1;
+    for (int d = 0; d < sr - 1; d++)
+        rows *= yd[d];
+    kiln_emit_prologue(b, l, t, NULL, 0);
+    kiln_sb_printf(b, "enum { R_ = %d, MODE_ = %d };\n", sr, mode);
+    i64_list(b, "XD_", xd, sr);
+    i64_list(b, "YD_", yd, sr);
+    i64_list(b, "PB_", pb, sr);
+    i64_list(b, "LO_", lo, sr);
+    i64_list(b, "HI_", hi, sr);
+    kiln_sb_printf(b, "static const float VALUE_ = %af;\n\n", (double)kiln_attr_float(n, "value", 0.0f));
+    kiln_sb_puts(b, "static int64_t map_(int d, int64_t o)\n{\n"
+                    "    int64_t i = o - PB_[d];\n"
+                    "    if (i >= LO_[d] && i < HI_[d])\n        return i;\n"
+                    "    if (MODE_ == 0)\n        return -1;\n"
+                    "    if (MODE_ == 1)\n        return i < LO_[d] ? LO_[d] : HI_[d] - 1;\n"
+                    "    return i < LO_[d] ? 2 * LO_[d] - i : 2 * (HI_[d] - 1) - i;\n}\n\n");
+    kiln_sb_puts(b, KILN_TASK_SIG);
+    kiln_emit_arg_ptrs(b, t);
+    kiln_sb_printf(b,
+                   "    for (int64_t row = begin_; row < end_; row++) {\n"
+                   "        float *dst = o0 + row * YD_[R_ - 1];\n"
+                   "        int64_t off = 0, q = row, st = XD_[R_ - 1];\n"
+                   "        int constant = 0;\n"
+                   "        for (int d = R_ - 2; d >= 0; d--) {\n"
+                   "            int64_t i = map_(d, q %% YD_[d]);\n"
+                   "            q /= YD_[d];\n"
+                   "            if (i < 0)\n"
+                   "                constant = 1;\n"
+                   "            off += i * st;\n"
+                   "            st *= XD_[d];\n"
+                   "        }\n"
+                   "        for (int64_t j = 0; j < YD_[R_ - 1]; j++) {\n"
+                   "            int64_t i = constant ? -1 : map_(R_ - 1, j);\n"
+                   "            dst[j] = i < 0 ? VALUE_ : a%d[off + i];\n"
+                   "        }\n"
+                   "    }\n}\n",
+                   kiln_task_arg(t, n->inputs[0]));
+    char nt[64];
+    snprintf(nt, sizeof nt, "%lld", (long long)rows);
+    kiln_emit_entry(b, t, nt, 16);
+    return KILN_OK;
+}
+
+kiln_status kiln_emit_layout(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
+{
+    const kiln_graph *g = l->ctx->g;
+    const kiln_node *n = g->nodes[t->anchor];
+    const kiln_value *x = g->values[n->inputs[0]], *y = g->values[n->outputs[0]];
+    int b1 = x->layout.kind == KILN_LAYOUT_NCHWC ? x->layout.block_a : 1;
+    int b2 = y->layout.kind == KILN_LAYOUT_NCHWC ? y->layout.block_a : 1;
+    int64_t N = x->shape.dims[0], C = x->shape.dims[1], H = x->shape.dims[2], W = x->shape.dims[3];
+    int64_t cb1 = (C + b1 - 1) / b1, cb2 = (C + b2 - 1) / b2;
+    kiln_emit_prologue(b, l, t, NULL, 0);
+    kiln_sb_printf(b,
+                   "enum { B1_ = %d, B2_ = %d };\nstatic const int64_t C_ = %lld, CB1_ = %lld, "
+                   "CB2_ = %lld, H_ = %lld, W_ = %lld;\n\n",
+                   b1, b2, (long long)C, (long long)cb1, (long long)cb2, (long long)H, (long long)W);
+    kiln_sb_puts(b, KILN_TASK_SIG);
+    kiln_emit_arg_ptrs(b, t);
+    kiln_sb_printf(b,
+                   "    for (int64_t task = begin_; task < end_; task++) {\n"
+                   "        int64_t h = task %% H_, nc = task / H_, c2 = nc %% CB2_, n = nc / CB2_;\n"
+                   "        float *dst = o0 + task * W_ * B2_;\n"
+                   "        for (int j = 0; j < B2_; j++) {\n"
+                   "            int64_t c = c2 * B2_ + j;\n"
+                   "            if (c >= C_) {\n"
+                   "                for (int64_t w = 0; w < W_; w++)\n"
+                   "                    dst[w * B2_ + j] = 0.0f;\n"
+                   "                continue;\n"
+                   "            }\n"
+                   "            const float *src = a%d + (((n * CB1_ + c / B1_) * H_ + h) * W_) * B1_ + c %% B1_;\n"
+                   "            for (int64_t w = 0; w < W_; w++)\n"
+                   "                dst[w * B2_ + j] = src[w * B1_];\n"
+                   "        }\n    }\n}\n",
+                   kiln_task_arg(t, n->inputs[0]));
+    char nt[64];
+    snprintf(nt, sizeof nt, "%lld", (long long)(N * cb2 * H));
+    kiln_emit_entry(b, t, nt, 1);
+    return KILN_OK;
+}

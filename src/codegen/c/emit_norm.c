@@ -1,0 +1,200 @@
+/* codegen/c/emit_norm.c: softmax, layer normalization and reductions.
+ *
+ * softmax: lines along one axis (outer x len x inner); per line max, then
+ *   sum of exp(x - max) in double, then exp(x - max) / sum (LogSoftmax:
+ *   x - max - log(sum)), tasks of `rows_per_task` lines.
+ * layernorm: rows of `size` = prod(dims[axis:]) elements; mean and variance
+ *   in double (two passes), then (x - mean) * inv * scale (+ B).
+ * reduce: any set of axes: each output element walks its reduced elements
+ *   (offsets through the reduced dims' coordinates); sums in double. */
+#include <stdio.h>
+
+#include "codegen/c/codegen.h"
+#include "lower/geom.h"
+
+static int norm_axis(int64_t axis, int rank)
+{
+    return (int)(axis < 0 ? axis + rank : axis);
+}
+
+kiln_status kiln_emit_softmax(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
+{
+    const kiln_graph *g = l->ctx->g;
+    const kiln_node *n = g->nodes[t->anchor];
+    const kiln_value *x = g->values[n->inputs[0]];
+    int ax = norm_axis(kiln_attr_int(n, "axis", -1), x->shape.rank);
+    int64_t outer, len, inner;
+    kiln_geom_split(&x->shape, ax, ax + 1, &outer, &len, &inner);
+    int rpt = kiln_task_knob(t, "rows_per_task", 1);
+    int64_t lines = outer * inner, ntasks = (lines + rpt - 1) / rpt;
+    bool logsm = n->op == KILN_OP_LOGSOFTMAX;
+    int xa = kiln_task_arg(t, n->inputs[0]);
+    kiln_emit_prologue(b, l, t, NULL, 0);
+    kiln_sb_printf(b, "enum { LEN_ = %lld, INNER_ = %lld, LINES_ = %lld, RPT_ = %d };\n\n",
+                   (long long)len, (long long)inner, (long long)lines, rpt);
+    kiln_sb_puts(b, KILN_TASK_SIG);
+    kiln_emit_arg_ptrs(b, t);
+    kiln_sb_printf(b,
+                   "    for (int64_t line = begin_ * RPT_; line < KILN_MIN_(end_ * RPT_, (int64_t)LINES_); line++) {\n"
+                   "        int64_t base = (line / INNER_) * (int64_t)LEN_ * INNER_ + line %% INNER_;\n"
+                   "        const float *xp = a%d + base;\n"
+                   "        float *yp = o0 + base;\n"
+                   "        float mx = xp[0];\n"
+                   "        for (int64_t j = 1; j < LEN_; j++)\n"
+                   "            mx = xp[j * INNER_] > mx ? xp[j * INNER_] : mx;\n"
+                   "        double sum = 0.0;\n"
+                   "        for (int64_t j = 0; j < LEN_; j++) {\n"
+                   "            float e = expf(xp[j * INNER_] - mx);\n"
+                   "            sum += e;\n"
+                   "            %s\n"
+                   "        }\n"
+                   "        const float f = %s;\n"
+                   "        for (int64_t j = 0; j < LEN_; j++) {\n"
+                   "            float v = %s;\n"
+                   "            int64_t idx = base + j * INNER_;\n"
+                   "            (void)idx;\n",
+                   xa, logsm ? "" : "yp[j * INNER_] = e;",
+                   logsm ? "(float)log(sum)" : "(float)(1.0 / sum)",
+                   logsm ? "xp[j * INNER_] - mx - f" : "yp[j * INNER_] * f");
+    kiln_emit_epilogue(b, l, t, "v", "idx");
+    kiln_sb_puts(b, "            yp[j * INNER_] = v;\n        }\n    }\n}\n");
+    char nt[64];
+    snprintf(nt, sizeof nt, "%lld", (long long)ntasks);
+    kiln_emit_entry(b, t, nt, 1);
+    return KILN_OK;
+}
+
+kiln_status kiln_emit_layernorm(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
+{
+    const kiln_graph *g = l->ctx->g;
+    const kiln_node *n = g->nodes[t->anchor];
+    const kiln_value *x = g->values[n->inputs[0]];
+    int ax = norm_axis(kiln_attr_int(n, "axis", -1), x->shape.rank);
+    int64_t rows, size, one;
+    kiln_geom_split(&x->shape, ax, x->shape.rank, &rows, &size, &one);
+    int rpt = kiln_task_knob(t, "rows_per_task", 1);
+    double eps = kiln_attr_float(n, "epsilon", 1e-5f);
+    int xa = kiln_task_arg(t, n->inputs[0]), sa = kiln_task_arg(t, n->inputs[1]);
+    int ba = n->n_inputs > 2 && n->inputs[2] >= 0 ? kiln_task_arg(t, n->inputs[2]) : -1;
+    kiln_emit_prologue(b, l, t, NULL, 0);
+    kiln_sb_printf(b, "enum { SIZE_ = %lld, ROWS_ = %lld, RPT_ = %d };\n\n", (long long)size,
+                   (long long)rows, rpt);
+    kiln_sb_puts(b, KILN_TASK_SIG);
+    kiln_emit_arg_ptrs(b, t);
+    kiln_sb_printf(b,
+                   "    for (int64_t row = begin_ * RPT_; row < KILN_MIN_(end_ * RPT_, (int64_t)ROWS_); row++) {\n"
+                   "        const float *xp = a%d + row * (int64_t)SIZE_;\n"
+                   "        double mean = 0.0, var = 0.0;\n"
+                   "        for (int64_t i = 0; i < SIZE_; i++)\n"
+                   "            mean += xp[i];\n"
+                   "        mean /= (double)SIZE_;\n"
+                   "        for (int64_t i = 0; i < SIZE_; i++) {\n"
+                   "            double d = xp[i] - mean;\n"
+                   "            var += d * d;\n"
+                   "        }\n"
+                   "        var /= (double)SIZE_;\n"
+                   "        const float inv = (float)(1.0 / sqrt(var + %.17g));\n"
+                   "        const float mf = (float)mean;\n"
+                   "        for (int64_t i = 0; i < SIZE_; i++) {\n"
+                   "            float v = (xp[i] - mf) * inv * a%d[i]",
+                   xa, eps, sa);
+    if (ba >= 0)
+        kiln_sb_printf(b, " + a%d[i]", ba);
+    kiln_sb_puts(b, ";\n            int64_t idx = row * (int64_t)SIZE_ + i;\n            (void)idx;\n");
+    kiln_emit_epilogue(b, l, t, "v", "idx");
+    kiln_sb_puts(b, "            o0[idx] = v;\n        }\n    }\n}\n");
+    char nt[64];
+    snprintf(nt, sizeof nt, "%lld", (long long)((rows + rpt - 1) / rpt));
+    kiln_emit_entry(b, t, nt, 1);
+    return KILN_OK;
+}
+
+kiln_status kiln_emit_reduce(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
+{
+    const kiln_graph *g = l->ctx->g;
+    const kiln_node *n = g->nodes[t->anchor];
+    const kiln_value *x = g->values[n->inputs[0]];
+    int r = x->shape.rank;
+    const int64_t *axes = NULL;
+    int na = kiln_attr_ints(n, "axes", &axes);
+    bool red[KILN_MAX_RANK] = {false};
+    if (na <= 0) {
+        bool noop = kiln_attr_int(n, "noop_with_empty_axes", 0) != 0;
+        for (int d = 0; d < r; d++)
+            red[d] = !noop;
+    } else {
+        for (int i = 0; i < na; i++)
+            red[norm_axis(axes[i], r)] = true;
+    }
+    int64_t strides[KILN_MAX_RANK], st = 1;
+    for (int d = r - 1; d >= 0; d--) {
+        strides[d] = st;
+        st *= x->shape.dims[d];
+    }
+    int64_t out_n = 1, red_n = 1;
+    for (int d = 0; d < r; d++) {
+        if (red[d])
+            red_n *= x->shape.dims[d];
+        else
+            out_n *= x->shape.dims[d];
+    }
+    const char *init = "0.0", *acc = "s += v;", *fin = "s";
+    switch (n->op) {
+    case KILN_OP_REDUCEMEAN:
+        fin = "s / (double)RED_";
+        break;
+    case KILN_OP_REDUCEMAX:
+        init = "-HUGE_VAL";
+        acc = "s = v > s ? v : s;";
+        break;
+    case KILN_OP_REDUCEMIN:
+        init = "HUGE_VAL";
+        acc = "s = v < s ? v : s;";
+        break;
+    case KILN_OP_REDUCEPROD:
+        init = "1.0";
+        acc = "s *= v;";
+        break;
+    case KILN_OP_REDUCEL1:
+        acc = "s += fabs(v);";
+        break;
+    case KILN_OP_REDUCEL2:
+        acc = "s += v * v;";
+        fin = "sqrt(s)";
+        break;
+    case KILN_OP_REDUCESUMSQUARE:
+        acc = "s += v * v;";
+        break;
+    default:
+        break;
+    }
+    int xa = kiln_task_arg(t, n->inputs[0]);
+    kiln_emit_prologue(b, l, t, NULL, 0);
+    kiln_sb_printf(b, "enum { OUT_ = %lld, RED_ = %lld };\n\n", (long long)out_n, (long long)red_n);
+    kiln_sb_puts(b, KILN_TASK_SIG);
+    kiln_emit_arg_ptrs(b, t);
+    kiln_sb_puts(b, "    for (int64_t o = begin_; o < end_; o++) {\n        int64_t base = 0, q = o;\n");
+    for (int d = r - 1; d >= 0; d--)
+        if (!red[d])
+            kiln_sb_printf(b, "        base += (q %% %lld) * %lld;\n        q /= %lld;\n",
+                           (long long)x->shape.dims[d], (long long)strides[d],
+                           (long long)x->shape.dims[d]);
+    kiln_sb_printf(b, "        double s = %s;\n        for (int64_t e = 0; e < RED_; e++) {\n"
+                      "            int64_t off = base, p = e;\n",
+                   init);
+    for (int d = r - 1; d >= 0; d--)
+        if (red[d])
+            kiln_sb_printf(b, "            off += (p %% %lld) * %lld;\n            p /= %lld;\n",
+                           (long long)x->shape.dims[d], (long long)strides[d],
+                           (long long)x->shape.dims[d]);
+    kiln_sb_printf(b,
+                   "            double v = a%d[off];\n            %s\n        }\n"
+                   "        float v = (float)(%s);\n        int64_t idx = o;\n        (void)idx;\n",
+                   xa, acc, fin);
+    kiln_emit_epilogue(b, l, t, "v", "idx");
+    kiln_sb_puts(b, "        o0[o] = v;\n    }\n}\n");
+    char nt[64];
+    snprintf(nt, sizeof nt, "%lld", (long long)out_n);
+    kiln_emit_entry(b, t, nt, 64);
+    return KILN_OK;
+}

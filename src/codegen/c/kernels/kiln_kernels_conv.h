@@ -1,0 +1,602 @@
+/* kiln_kernels_conv.h: direct 2-D convolution in blocked layouts, groups == 1
+ * or groups whose channel counts the blocks divide (see kiln_conv_supported).
+ *
+ * Layouts (cbi = cb_in, cbo = cb_out, blocks padded with zeros):
+ *   input     [n][ceil(c_in/cbi)][h][w][cbi]                 NCHW{cbi}c
+ *   weights   [c_out/cbo][c_in_g/cbi][kh][kw][cbi][cbo]      OIHW{cbi}i{cbo}o (c_in_g = c_in/groups)
+ *   output, residual [n][ceil(c_out/cbo)][oh][ow][cbo]       NCHW{cbo}c
+ *   bias      [ceil(c_out/cbo)*cbo]
+ * The output must not alias the input or the residual.
+ *
+ * Algorithm. The work splits into tasks (image x group of `oc_group` output
+ * channel blocks x band of `oh_tile` output rows); tasks are independent and
+ * any split of [0, kiln_conv_tasks(p)) over threads is valid. Inside a task,
+ * an output tile of ow_tile pixels of one row x oc_tile channel blocks is held
+ * in vector registers (ow_tile*oc_tile accumulators); the microkernel walks
+ * the input channel blocks (ic_tile of them per pass), the filter rows and
+ * columns and the cbi channels of a block, loads oc_tile weight vectors and
+ * broadcast-FMAs each of the ow_tile input pixels into them. Filter rows that
+ * fall into the top/bottom padding are skipped per output row; when the
+ * columns need padding the task first copies its band of input rows into the
+ * workspace with the padding columns zeroed, so the microkernel has no bounds
+ * checks. The epilogue (bias as the initial value, residual, relu, clip) is
+ * applied on the registers before the only store (when ic_tile covers all the
+ * input blocks; otherwise partial sums go through the output and the last
+ * pass applies it). loop_order 0 runs rows > pixel tiles > oc tiles (the input
+ * tile stays in L1 while the oc tiles' weights stream from L2); 1 runs
+ * oc tiles > rows > pixel tiles (one oc tile's weights stay in L1/L2 while the
+ * input band streams), better when the weights are large and the image small.
+ *
+ * Microkernels: kiln_f32_conv_nchw16c_{T}x{16*O}__avx512 (T pixels x O blocks
+ * of 16, T*O + O <= 32 zmm registers), kiln_f32_conv_nchw8c_{T}x{8*O}__avx2
+ * (T*O + O + 1 <= 16 ymm), and a portable one for any block width.
+ *
+ * Generated code defines the params as a `static const` literal and calls
+ * kiln_conv_run with it: every function here is always_inline, so gcc folds
+ * the geometry and the knobs and keeps only the tiles used. */
+#ifndef KILN_KERNELS_CONV_H
+#define KILN_KERNELS_CONV_H
+
+#include "kiln_kernels_common.h"
+
+typedef struct kiln_conv_params {
+    int n, c_in, h, w, c_out, oh, ow, kh, kw, sh, sw, dh, dw, pad_t, pad_l, pad_b, pad_r, groups;
+    int cb_in, cb_out; /* channel blocks of the blocked layouts */
+    int epilogue;      /* KILN_EPI_* bit flags; residual added before the activation */
+    float clip_min, clip_max;
+    /* knobs (kiln_conv_default_params fills them; out-of-range values are clamped) */
+    int ow_tile;    /* output pixels per register tile */
+    int oc_tile;    /* output channel blocks per register tile */
+    int ic_tile;    /* input channel blocks per accumulation pass (0: all) */
+    int loop_order; /* 0: rows > pixel tiles > oc tiles; 1: oc tiles > rows > pixel tiles */
+    int oh_tile;    /* output rows per task (0: all) */
+    int oc_group;   /* output channel blocks per task (0: all of a group) */
+} kiln_conv_params;
+
+#define KILN_CONV_MAXT 16
+#define KILN_CONV_MAXO 4
+
+/* ---- derived geometry ------------------------------------------------------ */
+
+enum { KILN_ISA_PORTABLE = 0, KILN_ISA_AVX2 = 1, KILN_ISA_AVX512 = 2 };
+
+/* The ISA of the microkernels for an output block width on this build. */
+static KILN_KINLINE int kiln_conv_isa(int cb_out)
+{
+#ifdef KILN_KERNELS_AVX512
+    if (cb_out == 16)
+        return KILN_ISA_AVX512;
+#endif
+#ifdef KILN_KERNELS_AVX2
+    if (cb_out == 8)
+        return KILN_ISA_AVX2;
+#endif
+    (void)cb_out;
+    return KILN_ISA_PORTABLE;
+}
+
+/* Largest pixel tile for an oc tile of o blocks (register budget). */
+static KILN_KINLINE int kiln_conv_max_t(int isa, int o)
+{
+    if (isa == KILN_ISA_AVX512)
+        return o == 1 ? 16 : o == 2 ? 14 : o == 3 ? 9 : 7;
+    if (isa == KILN_ISA_AVX2)
+        return o == 1 ? 12 : o == 2 ? 6 : o == 3 ? 4 : 2;
+    return 8;
+}
+
+typedef struct kiln_conv_plan {
+    int isa, cbi, cbo;
+    int64_t cib, cob;     /* input / output channel blocks of the layouts */
+    int64_t cib_g, cob_g; /* per conv group */
+    int T, O, ict, order, oh_tile;
+    int64_t oc_group, n_ocg, n_bands;
+    int copy;          /* the columns need padding: copy bands into the workspace */
+    int64_t wpad;      /* padded width of the copied band (pixels) */
+    int64_t band_rows; /* most input rows a band copy holds */
+} kiln_conv_plan;
+
+static KILN_KINLINE kiln_conv_plan kiln_conv_plan_of(const kiln_conv_params *p)
+{
+    kiln_conv_plan q;
+    q.isa = kiln_conv_isa(p->cb_out);
+    q.cbi = p->cb_in;
+    q.cbo = p->cb_out;
+    int g = p->groups > 0 ? p->groups : 1;
+    q.cib = kiln_k_cdiv(p->c_in, p->cb_in);
+    q.cob = kiln_k_cdiv(p->c_out, p->cb_out);
+    q.cib_g = g == 1 ? q.cib : (p->c_in / g) / p->cb_in;
+    q.cob_g = g == 1 ? q.cob : (p->c_out / g) / p->cb_out;
+    int o = p->oc_tile < 1 ? 1 : p->oc_tile > KILN_CONV_MAXO ? KILN_CONV_MAXO : p->oc_tile;
+    if (o > q.cob_g)
+        o = (int)q.cob_g;
+    q.O = o;
+    int mt = kiln_conv_max_t(q.isa, o);
+    q.T = p->ow_tile < 1 ? 1 : p->ow_tile > mt ? mt : p->ow_tile;
+    q.ict = p->ic_tile <= 0 || p->ic_tile > q.cib_g ? (int)q.cib_g : p->ic_tile;
+    q.order = p->loop_order == 1 ? 1 : 0;
+    q.oh_tile = p->oh_tile <= 0 || p->oh_tile > p->oh ? p->oh : p->oh_tile;
+    q.oc_group = p->oc_group <= 0 || p->oc_group > q.cob_g ? q.cob_g : p->oc_group;
+    q.n_ocg = (q.cob_g / q.oc_group + (q.cob_g % q.oc_group != 0)) * g;
+    q.n_bands = kiln_k_cdiv(p->oh, q.oh_tile);
+    int64_t last_col = (int64_t)(p->ow - 1) * p->sw + (int64_t)(p->kw - 1) * p->dw; /* padded */
+    q.copy = p->pad_l > 0 || last_col - p->pad_l >= p->w;
+    q.wpad = kiln_k_max64(p->w + p->pad_l, last_col + 1);
+    q.band_rows = kiln_k_min64(p->h, (int64_t)(q.oh_tile - 1) * p->sh + (int64_t)(p->kh - 1) * p->dh + 1);
+    return q;
+}
+
+/* ---- public API -------------------------------------------------------------- */
+
+/* Whether the templates handle p: groups == 1, or each group's input and
+ * output channels are whole blocks. Depthwise convolutions belong to
+ * kiln_kernels_dwconv.h. */
+static inline int kiln_conv_supported(const kiln_conv_params *p)
+{
+    if (p->cb_in < 1 || p->cb_out < 1 || p->kh < 1 || p->kw < 1 || p->sh < 1 || p->sw < 1 ||
+        p->dh < 1 || p->dw < 1 || p->oh < 1 || p->ow < 1 || p->n < 1)
+        return 0;
+    int g = p->groups;
+    if (g == 1)
+        return 1;
+    return g > 1 && p->c_in % g == 0 && p->c_out % g == 0 && (p->c_in / g) % p->cb_in == 0 &&
+           (p->c_out / g) % p->cb_out == 0;
+}
+
+static inline double kiln_conv_flops(const kiln_conv_params *p)
+{
+    return 2.0 * p->n * p->c_out * p->oh * p->ow * (double)(p->c_in / p->groups) * p->kh * p->kw;
+}
+
+static KILN_KINLINE int64_t kiln_conv_tasks(const kiln_conv_params *p)
+{
+    kiln_conv_plan q = kiln_conv_plan_of(p);
+    return (int64_t)p->n * q.n_ocg * q.n_bands;
+}
+
+static KILN_KINLINE size_t kiln_conv_workspace_bytes(const kiln_conv_params *p)
+{
+    kiln_conv_plan q = kiln_conv_plan_of(p);
+    if (!q.copy)
+        return 0;
+    return (size_t)(q.cib_g * q.band_rows * q.wpad * q.cbi) * sizeof(float) + 64;
+}
+
+static inline int64_t kiln_conv_packed_weight_floats(const kiln_conv_params *p)
+{
+    kiln_conv_plan q = kiln_conv_plan_of(p);
+    return q.cob * q.cib_g * p->kh * p->kw * (int64_t)p->cb_in * p->cb_out;
+}
+
+/* w_oihw: [c_out][c_in/groups][kh][kw] (ONNX). packed: packed_weight_floats. */
+static inline void kiln_conv_pack_weights(const kiln_conv_params *p, const float *w_oihw,
+                                          float *packed)
+{
+    kiln_conv_plan q = kiln_conv_plan_of(p);
+    int64_t cin_g = p->c_in / p->groups, cout_g = q.cob_g * p->cb_out;
+    int64_t taps = (int64_t)p->kh * p->kw;
+    float *d = packed;
+    for (int64_t ob = 0; ob < q.cob; ob++)
+        for (int64_t ib = 0; ib < q.cib_g; ib++)
+            for (int64_t t = 0; t < taps; t++)
+                for (int64_t ci = 0; ci < p->cb_in; ci++)
+                    for (int64_t co = 0; co < p->cb_out; co++) {
+                        int64_t oc = ob * p->cb_out + co, ic = ib * p->cb_in + ci;
+                        int ok = oc < p->c_out && ic < cin_g;
+                        if (p->groups > 1)
+                            ok = ok && (oc % cout_g) < p->c_out / p->groups;
+                        *d++ = ok ? w_oihw[(oc * cin_g + ic) * taps + t] : 0.0f;
+                    }
+}
+
+/* Fills the knobs of p (whose geometry, groups, cb_in, cb_out and epilogue
+ * are set) from the shape, the per-core L1d/L2 sizes in bytes and the thread
+ * count. See the comment at the top for the model. */
+static inline void kiln_conv_default_params(kiln_conv_params *p, int64_t l1_bytes,
+                                            int64_t l2_bytes, int n_threads)
+{
+    p->ow_tile = p->oc_tile = 1;
+    p->ic_tile = 0;
+    p->oh_tile = 0;
+    p->oc_group = 0;
+    p->loop_order = 0;
+    kiln_conv_plan q = kiln_conv_plan_of(p);
+    /* Register tile: minimise the modelled cycles per output row and oc
+     * sweep: each tile costs max(T*O, 8) FMA slots (8 = 2 FMA ports x 4
+     * cycles latency: fewer accumulators leave the ports idle) plus O weight
+     * loads; prefer the bigger tile on ties. */
+    double best = 1e300;
+    for (int o = 1; o <= KILN_CONV_MAXO && o <= q.cob_g; o++) {
+        int mt = kiln_conv_max_t(q.isa, o);
+        for (int t = 1; t <= mt; t++) {
+            if (t > p->ow && t > 1)
+                break;
+            int64_t full = p->ow / t, rem = p->ow % t;
+            int64_t ofull = q.cob_g / o, orem = q.cob_g % o;
+            double row = 0;
+            for (int k = 0; k < 2; k++) {
+                int64_t oo = k ? orem : o, on = k ? (orem ? 1 : 0) : ofull;
+                double c = full * (double)kiln_k_max64((int64_t)t * oo, 8) + 0.5 * full * oo +
+                           (rem ? (double)kiln_k_max64(rem * oo, 8) + 0.5 * oo : 0.0);
+                row += c * on;
+            }
+            row += 2.0 * (full + (rem != 0)) * kiln_k_cdiv(q.cob_g, o); /* per-tile overhead */
+            if (row < best * 0.999) {
+                best = row;
+                p->ow_tile = t;
+                p->oc_tile = o;
+            }
+        }
+    }
+    q = kiln_conv_plan_of(p);
+    /* Tasks: start with whole images; split oc groups while a group's
+     * weights overflow half the L2 (each thread then keeps its share), then
+     * rows, then oc groups, until there are >= 4 tasks per thread. */
+    int64_t wblock = q.cib_g * p->kh * p->kw * (int64_t)q.cbi * q.cbo * 4; /* bytes / oc block */
+    int64_t ocg = q.cob_g, ohb = p->oh;
+    int64_t want = 4 * (int64_t)(n_threads > 0 ? n_threads : 1);
+    for (;;) {
+        int64_t tasks = (int64_t)p->n * p->groups * kiln_k_cdiv(q.cob_g, ocg) * kiln_k_cdiv(p->oh, ohb);
+        int64_t half = kiln_k_max64(q.O, (ocg / 2 + q.O - 1) / q.O * q.O);
+        if (ocg * wblock > l2_bytes / 2 && half < ocg)
+            ocg = half;
+        else if (tasks >= want)
+            break;
+        else if (ohb > 1 && (ohb >= 4 || half >= ocg))
+            ohb = kiln_k_cdiv(ohb, 2);
+        else if (half < ocg)
+            ocg = half;
+        else
+            break;
+    }
+    p->oc_group = (int)ocg;
+    p->oh_tile = (int)ohb;
+    /* Loop order: rows outermost while the group's weights fit half the L2
+     * and one pixel tile's input fits half the L1; else oc tiles outermost. */
+    int64_t in_tile = q.cib_g * p->kh * ((int64_t)(q.T - 1) * p->sw + (p->kw - 1) * p->dw + 1) * q.cbi * 4;
+    p->loop_order = (ocg * wblock <= l2_bytes / 2 && in_tile <= l1_bytes / 2) ? 0 : 1;
+    p->ic_tile = 0;
+}
+
+/* ---- microkernels ------------------------------------------------------------ */
+
+typedef struct kiln_conv_tile_args {
+    const float *in;   /* input of ic block 0 at the first filter row used, pixel 0, tap 0 */
+    int64_t in_cs;     /* floats between input channel blocks */
+    int64_t in_rs;     /* floats between filter rows (dh input rows) */
+    int64_t in_ss;     /* floats between filter columns (dw * cbi) */
+    int64_t in_ps;     /* floats between output pixels (sw * cbi) */
+    int nicb, nkh, nkw, cbi;
+    const float *w;    /* weights of oc block 0, the pass's first ic block, first filter row used */
+    int64_t w_os;      /* floats between oc blocks */
+    int64_t w_cs;      /* floats between ic blocks */
+    int64_t w_rs;      /* floats between filter rows */
+    float *out;        /* output at oc block 0, pixel 0 */
+    const float *res;  /* residual, same offsets as out, or NULL */
+    int64_t out_os;    /* floats between oc blocks */
+    const float *bias; /* at oc block 0, or NULL */
+    int first, last, epi;
+    float lo, hi;
+} kiln_conv_tile_args;
+
+/* One SIMD microkernel body; T, O, PS (in_ps) and CBI are constants after
+ * inlining where the caller knows them. */
+#define KILN_CONV_UKERNEL(NAME, V, VL, ZERO, LOAD, STORE, FMA, SET1, ADD, MAX, MIN)                 \
+    static KILN_KINLINE void NAME(const int T, const int O, const int64_t PS, const int CBI,         \
+                                  const kiln_conv_tile_args *a)                                      \
+    {                                                                                                \
+        V acc[KILN_CONV_MAXT][KILN_CONV_MAXO];                                                       \
+        const int64_t os = a->out_os, wos = a->w_os;                                                 \
+        KILN_KUNROLL for (int o = 0; o < O; o++)                                                     \
+        {                                                                                            \
+            V init = (a->first && a->bias) ? LOAD(a->bias + o * VL) : ZERO();                        \
+            KILN_KUNROLL for (int p = 0; p < T; p++) acc[p][o] =                                     \
+                a->first ? init : LOAD(a->out + o * os + p * VL);                                    \
+        }                                                                                            \
+        for (int icb = 0; icb < a->nicb; icb++) {                                                    \
+            for (int r = 0; r < a->nkh; r++) {                                                       \
+                const float *ip0 = a->in + icb * a->in_cs + r * a->in_rs;                            \
+                const float *wp0 = a->w + icb * a->w_cs + r * a->w_rs;                               \
+                for (int s = 0; s < a->nkw; s++) {                                                   \
+                    const float *ip = ip0 + s * a->in_ss;                                            \
+                    const float *wp = wp0 + (int64_t)s * CBI * VL;                                   \
+                    for (int ci = 0; ci < CBI; ci++) {                                               \
+                        V wv[KILN_CONV_MAXO];                                                        \
+                        KILN_KUNROLL for (int o = 0; o < O; o++) wv[o] =                             \
+                            LOAD(wp + (int64_t)ci * VL + o * wos);                                   \
+                        KILN_KUNROLL for (int p = 0; p < T; p++)                                     \
+                        {                                                                            \
+                            V x = SET1(ip[p * PS + ci]);                                             \
+                            KILN_KUNROLL for (int o = 0; o < O; o++) acc[p][o] =                     \
+                                FMA(x, wv[o], acc[p][o]);                                            \
+                        }                                                                            \
+                    }                                                                                \
+                }                                                                                    \
+            }                                                                                        \
+        }                                                                                            \
+        const int last = a->last, epi = a->epi;                                                      \
+        const V lo = SET1(a->lo), hi = SET1(a->hi), z = ZERO();                                      \
+        KILN_KUNROLL for (int o = 0; o < O; o++)                                                     \
+        {                                                                                            \
+            KILN_KUNROLL for (int p = 0; p < T; p++)                                                 \
+            {                                                                                        \
+                V v = acc[p][o];                                                                     \
+                if (last) {                                                                          \
+                    if (a->res)                                                                      \
+                        v = ADD(v, LOAD(a->res + o * os + p * VL));                                  \
+                    if (epi & KILN_EPI_RELU)                                                         \
+                        v = MAX(v, z);                                                               \
+                    if (epi & KILN_EPI_CLIP)                                                         \
+                        v = MIN(MAX(v, lo), hi);                                                     \
+                }                                                                                    \
+                STORE(a->out + o * os + p * VL, v);                                                  \
+            }                                                                                        \
+        }                                                                                            \
+    }
+
+#ifdef KILN_KERNELS_AVX512
+KILN_CONV_UKERNEL(kiln_f32_conv_nchw16c_ukernel__avx512, __m512, 16, _mm512_setzero_ps,
+                  _mm512_loadu_ps, _mm512_storeu_ps, _mm512_fmadd_ps, _mm512_set1_ps,
+                  _mm512_add_ps, _mm512_max_ps, _mm512_min_ps)
+#endif
+#ifdef KILN_KERNELS_AVX2
+KILN_CONV_UKERNEL(kiln_f32_conv_nchw8c_ukernel__avx2, __m256, 8, _mm256_setzero_ps,
+                  _mm256_loadu_ps, _mm256_storeu_ps, _mm256_fmadd_ps, _mm256_set1_ps,
+                  _mm256_add_ps, _mm256_max_ps, _mm256_min_ps)
+#endif
+
+/* Portable microkernel for any block width: accumulates in the output. */
+static inline void kiln_f32_conv_nchwc_ukernel__scalar(int T, int O, int cbo,
+                                                       const kiln_conv_tile_args *a)
+{
+    for (int o = 0; o < O; o++) {
+        for (int p = 0; p < T; p++) {
+            float *y = a->out + o * a->out_os + (int64_t)p * cbo;
+            if (a->first)
+                for (int l = 0; l < cbo; l++)
+                    y[l] = a->bias ? a->bias[o * cbo + l] : 0.0f;
+            for (int icb = 0; icb < a->nicb; icb++)
+                for (int r = 0; r < a->nkh; r++)
+                    for (int s = 0; s < a->nkw; s++) {
+                        const float *ip = a->in + icb * a->in_cs + r * a->in_rs + s * a->in_ss +
+                                          p * a->in_ps;
+                        const float *wp = a->w + o * a->w_os + icb * a->w_cs + r * a->w_rs +
+                                          (int64_t)s * a->cbi * cbo;
+                        for (int ci = 0; ci < a->cbi; ci++) {
+                            float x = ip[ci];
+                            const float *wr = wp + (int64_t)ci * cbo;
+                            for (int l = 0; l < cbo; l++)
+                                y[l] += x * wr[l];
+                        }
+                    }
+            if (a->last)
+                for (int l = 0; l < cbo; l++) {
+                    float v = y[l];
+                    if (a->res)
+                        v += a->res[o * a->out_os + (int64_t)p * cbo + l];
+                    y[l] = kiln_k_epi1(v, a->epi, a->lo, a->hi);
+                }
+        }
+    }
+}
+
+/* Tile instantiations with XNNPACK-style names. */
+#define KILN_CONV_DEF512(t, o, n)                                                                  \
+    static KILN_KNOINLINE void kiln_f32_conv_nchw16c_##t##x##n##__avx512(const kiln_conv_tile_args *a) \
+    {                                                                                              \
+        if (a->in_ps == 16 && a->cbi == 16)                                                        \
+            kiln_f32_conv_nchw16c_ukernel__avx512(t, o, 16, 16, a);                                \
+        else if (a->in_ps == 32 && a->cbi == 16)                                                   \
+            kiln_f32_conv_nchw16c_ukernel__avx512(t, o, 32, 16, a);                                \
+        else                                                                                       \
+            kiln_f32_conv_nchw16c_ukernel__avx512(t, o, a->in_ps, a->cbi, a);                      \
+    }
+#define KILN_CONV_DEF256(t, o, n)                                                                  \
+    static KILN_KNOINLINE void kiln_f32_conv_nchw8c_##t##x##n##__avx2(const kiln_conv_tile_args *a) \
+    {                                                                                              \
+        if (a->in_ps == 8 && a->cbi == 8)                                                          \
+            kiln_f32_conv_nchw8c_ukernel__avx2(t, o, 8, 8, a);                                     \
+        else                                                                                       \
+            kiln_f32_conv_nchw8c_ukernel__avx2(t, o, a->in_ps, a->cbi, a);                         \
+    }
+#define KILN_CONV_CASE512(t, o, n)                                                                 \
+    case t:                                                                                        \
+        kiln_f32_conv_nchw16c_##t##x##n##__avx512(a);                                              \
+        return;
+#define KILN_CONV_CASE256(t, o, n)                                                                 \
+    case t:                                                                                        \
+        kiln_f32_conv_nchw8c_##t##x##n##__avx2(a);                                                 \
+        return;
+#define KILN_CONV_T2(M, o, n) M(1, o, n) M(2, o, n)
+#define KILN_CONV_T4(M, o, n) KILN_CONV_T2(M, o, n) M(3, o, n) M(4, o, n)
+#define KILN_CONV_T6(M, o, n) KILN_CONV_T4(M, o, n) M(5, o, n) M(6, o, n)
+#define KILN_CONV_T7(M, o, n) KILN_CONV_T6(M, o, n) M(7, o, n)
+#define KILN_CONV_T9(M, o, n) KILN_CONV_T7(M, o, n) M(8, o, n) M(9, o, n)
+#define KILN_CONV_T12(M, o, n) KILN_CONV_T9(M, o, n) M(10, o, n) M(11, o, n) M(12, o, n)
+#define KILN_CONV_T14(M, o, n) KILN_CONV_T12(M, o, n) M(13, o, n) M(14, o, n)
+#define KILN_CONV_T16(M, o, n) KILN_CONV_T14(M, o, n) M(15, o, n) M(16, o, n)
+
+#ifdef KILN_KERNELS_AVX512
+KILN_CONV_T16(KILN_CONV_DEF512, 1, 16)
+KILN_CONV_T14(KILN_CONV_DEF512, 2, 32)
+KILN_CONV_T9(KILN_CONV_DEF512, 3, 48)
+KILN_CONV_T7(KILN_CONV_DEF512, 4, 64)
+static KILN_KINLINE void kiln_conv_dispatch__avx512(int T, int O, const kiln_conv_tile_args *a)
+{
+    switch (O) {
+    case 1:
+        switch (T) { KILN_CONV_T16(KILN_CONV_CASE512, 1, 16) }
+        break;
+    case 2:
+        switch (T) { KILN_CONV_T14(KILN_CONV_CASE512, 2, 32) }
+        break;
+    case 3:
+        switch (T) { KILN_CONV_T9(KILN_CONV_CASE512, 3, 48) }
+        break;
+    case 4:
+        switch (T) { KILN_CONV_T7(KILN_CONV_CASE512, 4, 64) }
+        break;
+    }
+}
+#endif
+#ifdef KILN_KERNELS_AVX2
+KILN_CONV_T12(KILN_CONV_DEF256, 1, 8)
+KILN_CONV_T6(KILN_CONV_DEF256, 2, 16)
+KILN_CONV_T4(KILN_CONV_DEF256, 3, 24)
+KILN_CONV_T2(KILN_CONV_DEF256, 4, 32)
+static KILN_KINLINE void kiln_conv_dispatch__avx2(int T, int O, const kiln_conv_tile_args *a)
+{
+    switch (O) {
+    case 1:
+        switch (T) { KILN_CONV_T12(KILN_CONV_CASE256, 1, 8) }
+        break;
+    case 2:
+        switch (T) { KILN_CONV_T6(KILN_CONV_CASE256, 2, 16) }
+        break;
+    case 3:
+        switch (T) { KILN_CONV_T4(KILN_CONV_CASE256, 3, 24) }
+        break;
+    case 4:
+        switch (T) { KILN_CONV_T2(KILN_CONV_CASE256, 4, 32) }
+        break;
+    }
+}
+#endif
+
+static KILN_KINLINE void kiln_conv_tile(const kiln_conv_plan *q, int T, int O,
+                                        const kiln_conv_tile_args *a)
+{
+#ifdef KILN_KERNELS_AVX512
+    if (q->isa == KILN_ISA_AVX512) {
+        kiln_conv_dispatch__avx512(T, O, a);
+        return;
+    }
+#endif
+#ifdef KILN_KERNELS_AVX2
+    if (q->isa == KILN_ISA_AVX2) {
+        kiln_conv_dispatch__avx2(T, O, a);
+        return;
+    }
+#endif
+    kiln_f32_conv_nchwc_ukernel__scalar(T, O, q->cbo, a);
+}
+
+/* Sets up and runs the tile at output row oh, pixel tile t, oc block ob. */
+static KILN_KINLINE void kiln_conv_tile_at(const kiln_conv_params *p, const kiln_conv_plan *q,
+                                           kiln_conv_tile_args *a, const float *src,
+                                           int64_t src_rs, int64_t row0, int64_t colpad,
+                                           const float *w, const float *bias, const float *res,
+                                           float *out, int64_t n, int64_t oh, int64_t t,
+                                           int64_t ob, int O, int64_t nfull)
+{
+    const int64_t OW = p->ow, cbo = q->cbo;
+    const int T = t < nfull ? q->T : (int)(OW % q->T);
+    const int64_t ow0 = t * q->T;
+    const int64_t out_off = n * q->cob * p->oh * OW * cbo + ob * a->out_os + (oh * OW + ow0) * cbo;
+    /* filter rows inside the image */
+    int64_t ih0 = oh * p->sh - p->pad_t;
+    int64_t r_lo = ih0 >= 0 ? 0 : kiln_k_cdiv(-ih0, p->dh);
+    int64_t r_hi = kiln_k_min64(p->kh, kiln_k_fdiv(p->h - 1 - ih0, p->dh) + 1);
+    if (r_hi <= r_lo)
+        r_lo = r_hi = 0;
+    a->nkh = (int)(r_hi - r_lo);
+    a->in = src + (ih0 + r_lo * p->dh - row0) * src_rs + (ow0 * p->sw - p->pad_l + colpad) * q->cbi;
+    a->w = w + ob * a->w_os + r_lo * a->w_rs;
+    a->out = out + out_off;
+    a->res = res ? res + out_off : NULL;
+    a->bias = bias ? bias + ob * cbo : NULL;
+    kiln_conv_tile(q, T, O, a);
+}
+
+/* ---- the driver -------------------------------------------------------------- */
+
+/* Runs tasks [task_begin, task_end). workspace: kiln_conv_workspace_bytes(p)
+ * bytes for this thread (may be NULL when that is 0). bias/residual may be
+ * NULL when the epilogue lacks them. */
+static KILN_KINLINE void kiln_conv_run(const kiln_conv_params *p, const float *in,
+                                       const float *w_packed, const float *bias,
+                                       const float *residual, float *out, int64_t task_begin,
+                                       int64_t task_end, void *workspace)
+{
+    const kiln_conv_plan q = kiln_conv_plan_of(p);
+    const int64_t H = p->h, W = p->w, OH = p->oh, OW = p->ow;
+    const int cbi = q.cbi, cbo = q.cbo;
+    const int64_t in_img = q.cib * H * W * cbi;
+    const int64_t out_os = OH * OW * cbo;
+    const int64_t w_rs = (int64_t)p->kw * cbi * cbo, w_cs = p->kh * w_rs, w_os = q.cib_g * w_cs;
+    const int64_t ocg_per_group = q.n_ocg / p->groups;
+    float *ws = (float *)(((uintptr_t)workspace + 63) & ~(uintptr_t)63);
+    const float *bias_p = (p->epilogue & KILN_EPI_BIAS) ? bias : NULL;
+    const float *res_p = (p->epilogue & KILN_EPI_RESIDUAL) ? residual : NULL;
+
+    for (int64_t task = task_begin; task < task_end; task++) {
+        int64_t b = task % q.n_bands, rest = task / q.n_bands;
+        int64_t gi = rest % q.n_ocg, n = rest / q.n_ocg;
+        int64_t grp = gi / ocg_per_group, gsub = gi % ocg_per_group;
+        int64_t oh0 = b * q.oh_tile, oh1 = kiln_k_min64(OH, oh0 + q.oh_tile);
+        int64_t ob0 = grp * q.cob_g + gsub * q.oc_group;
+        int64_t ob1 = kiln_k_min64((grp + 1) * q.cob_g, ob0 + q.oc_group);
+        /* the input view: rows [row0, ...) of this image and group */
+        const float *src = in + n * in_img + grp * q.cib_g * H * W * cbi;
+        int64_t src_cs = H * W * cbi, src_rs = W * cbi, row0 = 0, colpad = 0;
+        if (q.copy) {
+            int64_t r0 = kiln_k_max64(0, oh0 * p->sh - p->pad_t);
+            int64_t r1 = kiln_k_min64(H, (oh1 - 1) * p->sh - p->pad_t + (int64_t)(p->kh - 1) * p->dh + 1);
+            int64_t rows = r1 > r0 ? r1 - r0 : 0;
+            int64_t rs = q.wpad * cbi, cs = q.band_rows * rs;
+            for (int64_t ib = 0; ib < q.cib_g; ib++)
+                for (int64_t r = 0; r < rows; r++) {
+                    float *d = ws + ib * cs + r * rs;
+                    memset(d, 0, sizeof(float) * (size_t)(p->pad_l * cbi));
+                    memcpy(d + p->pad_l * cbi, src + ib * src_cs + (r0 + r) * src_rs,
+                           sizeof(float) * (size_t)(W * cbi));
+                    memset(d + (p->pad_l + W) * cbi, 0,
+                           sizeof(float) * (size_t)((q.wpad - p->pad_l - W) * cbi));
+                }
+            src = ws;
+            src_cs = cs;
+            src_rs = rs;
+            row0 = r0;
+            colpad = p->pad_l;
+        }
+        kiln_conv_tile_args a;
+        a.in_cs = src_cs;
+        a.in_rs = src_rs * p->dh;
+        a.in_ss = (int64_t)p->dw * cbi;
+        a.in_ps = (int64_t)p->sw * cbi;
+        a.nkw = p->kw;
+        a.cbi = cbi;
+        a.w_os = w_os;
+        a.w_cs = w_cs;
+        a.w_rs = w_rs;
+        a.out_os = out_os;
+        a.epi = p->epilogue;
+        a.lo = p->clip_min;
+        a.hi = p->clip_max;
+        const int64_t nfull = OW / q.T, trem = OW % q.T, ntiles = nfull + (trem != 0);
+        for (int64_t ic0 = 0; ic0 < q.cib_g; ic0 += q.ict) {
+            a.nicb = (int)kiln_k_min64(q.ict, q.cib_g - ic0);
+            a.first = ic0 == 0;
+            a.last = ic0 + q.ict >= q.cib_g;
+            const float *src_ic = src + ic0 * src_cs;
+            const float *w_ic = w_packed + ic0 * w_cs;
+            if (q.order == 0) {
+                for (int64_t oh = oh0; oh < oh1; oh++)
+                    for (int64_t t = 0; t < ntiles; t++)
+                        for (int64_t ob = ob0; ob < ob1; ob += q.O)
+                            kiln_conv_tile_at(p, &q, &a, src_ic, src_rs, row0, colpad, w_ic, bias_p,
+                                              res_p, out, n, oh, t, ob,
+                                              (int)kiln_k_min64(q.O, ob1 - ob), nfull);
+            } else {
+                for (int64_t ob = ob0; ob < ob1; ob += q.O)
+                    for (int64_t oh = oh0; oh < oh1; oh++)
+                        for (int64_t t = 0; t < ntiles; t++)
+                            kiln_conv_tile_at(p, &q, &a, src_ic, src_rs, row0, colpad, w_ic, bias_p,
+                                              res_p, out, n, oh, t, ob,
+                                              (int)kiln_k_min64(q.O, ob1 - ob), nfull);
+            }
+        }
+    }
+}
+
+#endif /* KILN_KERNELS_CONV_H */

@@ -1,0 +1,313 @@
+/* kiln_kernels_dwconv.h: depthwise 2-D convolution (groups == channels,
+ * multiplier 1) in the blocked layout.
+ *
+ * Layouts (cb = channel block, padded with zeros):
+ *   input, output, residual [n][ceil(c/cb)][h or oh][w or ow][cb]   NCHW{cb}c
+ *   weights [ceil(c/cb)][kh][kw][cb]
+ *   bias    [ceil(c/cb)*cb]
+ * The output must not alias the input or the residual.
+ *
+ * Algorithm. Memory-bound: every input vector is used kh*kw times at most,
+ * so the kernel vectorizes across the channel block (one vector per pixel)
+ * and streams rows. Tasks are image x channel block x band of oh_tile output
+ * rows. In an output row, the pixels whose filter window lies inside the
+ * image columns run in tiles of ow_tile pixels held in registers (for each
+ * filter tap one weight vector times ow_tile input vectors); the few border
+ * pixels run one at a time with the taps clipped; filter rows outside the
+ * image are skipped. Bias starts the accumulators; residual, relu and clip
+ * are applied before the only store.
+ *
+ * Microkernels: kiln_f32_dwconv_nchw16c_{T}x16__avx512,
+ * kiln_f32_dwconv_nchw8c_{T}x8__avx2, and a portable one for any cb. */
+#ifndef KILN_KERNELS_DWCONV_H
+#define KILN_KERNELS_DWCONV_H
+
+#include "kiln_kernels_common.h"
+
+typedef struct kiln_dwconv_params {
+    int n, c, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pad_t, pad_l, pad_b, pad_r;
+    int cb;       /* channel block of the layouts */
+    int epilogue; /* KILN_EPI_* bit flags */
+    float clip_min, clip_max;
+    /* knobs */
+    int ow_tile; /* pixels per register tile (1..16) */
+    int oh_tile; /* output rows per task (0: all) */
+} kiln_dwconv_params;
+
+#define KILN_DWCONV_MAXT 16
+
+static inline int kiln_dwconv_supported(const kiln_dwconv_params *p)
+{
+    return p->cb >= 1 && p->kh >= 1 && p->kw >= 1 && p->sh >= 1 && p->sw >= 1 && p->dh >= 1 &&
+           p->dw >= 1 && p->oh >= 1 && p->ow >= 1 && p->n >= 1 && p->c >= 1;
+}
+
+static inline double kiln_dwconv_flops(const kiln_dwconv_params *p)
+{
+    return 2.0 * p->n * p->c * p->oh * p->ow * (double)p->kh * p->kw;
+}
+
+static KILN_KINLINE int kiln_dwconv_t(const kiln_dwconv_params *p)
+{
+    return p->ow_tile < 1 ? 1 : p->ow_tile > KILN_DWCONV_MAXT ? KILN_DWCONV_MAXT : p->ow_tile;
+}
+
+static KILN_KINLINE int kiln_dwconv_ohb(const kiln_dwconv_params *p)
+{
+    return p->oh_tile <= 0 || p->oh_tile > p->oh ? p->oh : p->oh_tile;
+}
+
+static KILN_KINLINE int64_t kiln_dwconv_tasks(const kiln_dwconv_params *p)
+{
+    return (int64_t)p->n * kiln_k_cdiv(p->c, p->cb) * kiln_k_cdiv(p->oh, kiln_dwconv_ohb(p));
+}
+
+static inline size_t kiln_dwconv_workspace_bytes(const kiln_dwconv_params *p)
+{
+    (void)p;
+    return 0;
+}
+
+static inline int64_t kiln_dwconv_packed_weight_floats(const kiln_dwconv_params *p)
+{
+    return kiln_k_cdiv(p->c, p->cb) * p->cb * (int64_t)p->kh * p->kw;
+}
+
+/* w: ONNX [c][1][kh][kw]. */
+static inline void kiln_dwconv_pack_weights(const kiln_dwconv_params *p, const float *w,
+                                            float *packed)
+{
+    int64_t cbn = kiln_k_cdiv(p->c, p->cb), taps = (int64_t)p->kh * p->kw;
+    for (int64_t b = 0; b < cbn; b++)
+        for (int64_t t = 0; t < taps; t++)
+            for (int64_t l = 0; l < p->cb; l++) {
+                int64_t c = b * p->cb + l;
+                packed[(b * taps + t) * p->cb + l] = c < p->c ? w[c * taps + t] : 0.0f;
+            }
+}
+
+/* Knobs: tiles of up to 8 pixels (enough independent FMA chains, and the
+ * input vectors of a tile stay in L1), rows per task so that there are at
+ * least 4 tasks per thread. */
+static inline void kiln_dwconv_default_params(kiln_dwconv_params *p, int64_t l1_bytes,
+                                              int64_t l2_bytes, int n_threads)
+{
+    (void)l1_bytes;
+    (void)l2_bytes;
+    int t = p->ow < 8 ? p->ow : 8;
+    /* prefer a tile that divides the interior evenly among 6..8 */
+    for (int c = 8; c >= 6 && p->ow >= 8; c--)
+        if (p->ow % c == 0) {
+            t = c;
+            break;
+        }
+    p->ow_tile = t;
+    int64_t base = (int64_t)p->n * kiln_k_cdiv(p->c, p->cb);
+    int64_t want = 4 * (int64_t)(n_threads > 0 ? n_threads : 1);
+    int64_t bands = kiln_k_min64(p->oh, kiln_k_cdiv(want, base));
+    p->oh_tile = (int)kiln_k_cdiv(p->oh, bands > 0 ? bands : 1);
+}
+
+typedef struct kiln_dwconv_tile_args {
+    const float *in;  /* input row base (row of filter row r_lo) at column of pixel 0, tap 0 */
+    int64_t in_rs;    /* floats between filter rows (dh input rows) */
+    int64_t in_ss;    /* floats between filter columns (dw * cb) */
+    int64_t in_ps;    /* floats between output pixels (sw * cb) */
+    int nkh, s_lo, s_hi;
+    const float *w;   /* weights at filter row r_lo */
+    int64_t w_rs;     /* floats between filter rows (kw * cb) */
+    float *out;
+    const float *res;
+    const float *bias;
+    int epi;
+    float lo, hi;
+} kiln_dwconv_tile_args;
+
+#define KILN_DWCONV_UKERNEL(NAME, V, VL, ZERO, LOAD, STORE, FMA, SET1, ADD, MAX, MIN)               \
+    static KILN_KINLINE void NAME(const int T, const int64_t PS, const kiln_dwconv_tile_args *a)    \
+    {                                                                                              \
+        V acc[KILN_DWCONV_MAXT];                                                                   \
+        const V init = a->bias ? LOAD(a->bias) : ZERO();                                           \
+        KILN_KUNROLL for (int p = 0; p < T; p++) acc[p] = init;                                    \
+        for (int r = 0; r < a->nkh; r++) {                                                         \
+            const float *ip = a->in + r * a->in_rs;                                                \
+            const float *wp = a->w + r * a->w_rs;                                                  \
+            for (int s = a->s_lo; s < a->s_hi; s++) {                                              \
+                const V wv = LOAD(wp + (int64_t)s * VL);                                           \
+                const float *is = ip + s * a->in_ss;                                               \
+                KILN_KUNROLL for (int p = 0; p < T; p++) acc[p] = FMA(LOAD(is + p * PS), wv, acc[p]); \
+            }                                                                                      \
+        }                                                                                          \
+        const V lo = SET1(a->lo), hi = SET1(a->hi), z = ZERO();                                    \
+        KILN_KUNROLL for (int p = 0; p < T; p++)                                                   \
+        {                                                                                          \
+            V v = acc[p];                                                                          \
+            if (a->res)                                                                            \
+                v = ADD(v, LOAD(a->res + p * VL));                                                 \
+            if (a->epi & KILN_EPI_RELU)                                                            \
+                v = MAX(v, z);                                                                     \
+            if (a->epi & KILN_EPI_CLIP)                                                            \
+                v = MIN(MAX(v, lo), hi);                                                           \
+            STORE(a->out + p * VL, v);                                                             \
+        }                                                                                          \
+    }
+
+#ifdef KILN_KERNELS_AVX512
+KILN_DWCONV_UKERNEL(kiln_f32_dwconv_nchw16c_ukernel__avx512, __m512, 16, _mm512_setzero_ps,
+                    _mm512_loadu_ps, _mm512_storeu_ps, _mm512_fmadd_ps, _mm512_set1_ps,
+                    _mm512_add_ps, _mm512_max_ps, _mm512_min_ps)
+#endif
+#ifdef KILN_KERNELS_AVX2
+KILN_DWCONV_UKERNEL(kiln_f32_dwconv_nchw8c_ukernel__avx2, __m256, 8, _mm256_setzero_ps,
+                    _mm256_loadu_ps, _mm256_storeu_ps, _mm256_fmadd_ps, _mm256_set1_ps,
+                    _mm256_add_ps, _mm256_max_ps, _mm256_min_ps)
+#endif
+
+static inline void kiln_f32_dwconv_nchwc_ukernel__scalar(int T, int cb,
+                                                         const kiln_dwconv_tile_args *a)
+{
+    for (int p = 0; p < T; p++) {
+        float *y = a->out + (int64_t)p * cb;
+        for (int l = 0; l < cb; l++)
+            y[l] = a->bias ? a->bias[l] : 0.0f;
+        for (int r = 0; r < a->nkh; r++)
+            for (int s = a->s_lo; s < a->s_hi; s++) {
+                const float *x = a->in + r * a->in_rs + s * a->in_ss + p * a->in_ps;
+                const float *w = a->w + r * a->w_rs + (int64_t)s * cb;
+                for (int l = 0; l < cb; l++)
+                    y[l] += x[l] * w[l];
+            }
+        for (int l = 0; l < cb; l++) {
+            float v = y[l];
+            if (a->res)
+                v += a->res[(int64_t)p * cb + l];
+            y[l] = kiln_k_epi1(v, a->epi, a->lo, a->hi);
+        }
+    }
+}
+
+#define KILN_DW_DEF512(t)                                                                          \
+    static KILN_KNOINLINE void kiln_f32_dwconv_nchw16c_##t##x16__avx512(const kiln_dwconv_tile_args *a) \
+    {                                                                                              \
+        if (a->in_ps == 16)                                                                        \
+            kiln_f32_dwconv_nchw16c_ukernel__avx512(t, 16, a);                                     \
+        else                                                                                       \
+            kiln_f32_dwconv_nchw16c_ukernel__avx512(t, a->in_ps, a);                               \
+    }
+#define KILN_DW_DEF256(t)                                                                          \
+    static KILN_KNOINLINE void kiln_f32_dwconv_nchw8c_##t##x8__avx2(const kiln_dwconv_tile_args *a) \
+    {                                                                                              \
+        if (a->in_ps == 8)                                                                         \
+            kiln_f32_dwconv_nchw8c_ukernel__avx2(t, 8, a);                                         \
+        else                                                                                       \
+            kiln_f32_dwconv_nchw8c_ukernel__avx2(t, a->in_ps, a);                                  \
+    }
+#define KILN_DW_CASE512(t)                                                                         \
+    case t:                                                                                        \
+        kiln_f32_dwconv_nchw16c_##t##x16__avx512(a);                                               \
+        return;
+#define KILN_DW_CASE256(t)                                                                         \
+    case t:                                                                                        \
+        kiln_f32_dwconv_nchw8c_##t##x8__avx2(a);                                                   \
+        return;
+#define KILN_DW_T8(M) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8)
+#define KILN_DW_T16(M) KILN_DW_T8(M) M(9) M(10) M(11) M(12) M(13) M(14) M(15) M(16)
+
+#ifdef KILN_KERNELS_AVX512
+KILN_DW_T16(KILN_DW_DEF512)
+#endif
+#ifdef KILN_KERNELS_AVX2
+KILN_DW_T16(KILN_DW_DEF256)
+#endif
+
+static KILN_KINLINE void kiln_dwconv_tile(int cb, int T, const kiln_dwconv_tile_args *a)
+{
+#ifdef KILN_KERNELS_AVX512
+    if (cb == 16) {
+        switch (T) { KILN_DW_T16(KILN_DW_CASE512) }
+        return;
+    }
+#endif
+#ifdef KILN_KERNELS_AVX2
+    if (cb == 8) {
+        switch (T) { KILN_DW_T16(KILN_DW_CASE256) }
+        return;
+    }
+#endif
+    kiln_f32_dwconv_nchwc_ukernel__scalar(T, cb, a);
+}
+
+/* Runs tasks [task_begin, task_end); workspace is unused (may be NULL). */
+static KILN_KINLINE void kiln_dwconv_run(const kiln_dwconv_params *p, const float *in,
+                                         const float *w_packed, const float *bias,
+                                         const float *residual, float *out, int64_t task_begin,
+                                         int64_t task_end, void *workspace)
+{
+    (void)workspace;
+    const int cb = p->cb, T = kiln_dwconv_t(p), ohb = kiln_dwconv_ohb(p);
+    const int64_t H = p->h, W = p->w, OH = p->oh, OW = p->ow;
+    const int64_t cbn = kiln_k_cdiv(p->c, cb), nbands = kiln_k_cdiv(OH, ohb);
+    const int64_t taps = (int64_t)p->kh * p->kw;
+    /* output columns whose whole filter window is inside the image */
+    int64_t ow_lo = kiln_k_min64(OW, kiln_k_cdiv(p->pad_l, p->sw));
+    int64_t ow_hi = kiln_k_fdiv(W - 1 - (int64_t)(p->kw - 1) * p->dw + p->pad_l, p->sw) + 1;
+    ow_hi = kiln_k_min64(OW, ow_hi);
+    if (ow_hi < ow_lo)
+        ow_hi = ow_lo;
+    kiln_dwconv_tile_args a;
+    a.in_ss = (int64_t)p->dw * cb;
+    a.in_ps = (int64_t)p->sw * cb;
+    a.w_rs = (int64_t)p->kw * cb;
+    a.epi = p->epilogue;
+    a.lo = p->clip_min;
+    a.hi = p->clip_max;
+    for (int64_t task = task_begin; task < task_end; task++) {
+        int64_t band = task % nbands, rest = task / nbands;
+        int64_t cblk = rest % cbn, n = rest / cbn;
+        const float *src = in + (n * cbn + cblk) * H * W * cb;
+        float *dst = out + (n * cbn + cblk) * OH * OW * cb;
+        const float *res = (p->epilogue & KILN_EPI_RESIDUAL) && residual
+                               ? residual + (n * cbn + cblk) * OH * OW * cb
+                               : NULL;
+        a.bias = (p->epilogue & KILN_EPI_BIAS) && bias ? bias + cblk * cb : NULL;
+        a.in_rs = (int64_t)p->dh * W * cb;
+        const float *wb = w_packed + cblk * taps * cb;
+        int64_t oh1 = kiln_k_min64(OH, (band + 1) * ohb);
+        for (int64_t oh = band * ohb; oh < oh1; oh++) {
+            int64_t ih0 = oh * p->sh - p->pad_t;
+            int64_t r_lo = ih0 >= 0 ? 0 : kiln_k_cdiv(-ih0, p->dh);
+            int64_t r_hi = kiln_k_min64(p->kh, kiln_k_fdiv(H - 1 - ih0, p->dh) + 1);
+            if (r_hi <= r_lo)
+                r_lo = r_hi = 0;
+            a.nkh = (int)(r_hi - r_lo);
+            const float *row = src + (ih0 + r_lo * p->dh) * W * cb;
+            a.w = wb + r_lo * a.w_rs;
+            float *orow = dst + oh * OW * cb;
+            const float *rrow = res ? res + oh * OW * cb : NULL;
+            for (int64_t ow = 0; ow < OW;) {
+                int tw;
+                int64_t iw0 = ow * p->sw - p->pad_l;
+                if (ow < ow_lo || ow >= ow_hi) { /* border pixel: clip the taps */
+                    tw = 1;
+                    int64_t s_lo = iw0 >= 0 ? 0 : kiln_k_cdiv(-iw0, p->dw);
+                    int64_t s_hi = kiln_k_min64(p->kw, kiln_k_fdiv(W - 1 - iw0, p->dw) + 1);
+                    if (s_hi < s_lo)
+                        s_hi = s_lo;
+                    a.s_lo = (int)s_lo;
+                    a.s_hi = (int)s_hi;
+                } else {
+                    tw = (int)kiln_k_min64(T, ow_hi - ow);
+                    a.s_lo = 0;
+                    a.s_hi = p->kw;
+                }
+                a.in = row + iw0 * cb;
+                a.out = orow + ow * cb;
+                a.res = rrow ? rrow + ow * cb : NULL;
+                kiln_dwconv_tile(cb, tw, &a);
+                ow += tw;
+            }
+        }
+    }
+}
+
+#endif /* KILN_KERNELS_DWCONV_H */

@@ -1,0 +1,285 @@
+/* pass/alter_layout.c: blocked layouts across runs of conv-like ops.
+ *
+ * Algorithm (one forward walk in node order, building a new graph):
+ *  - A 2-D float32 Conv with constant weights that the blocked template
+ *    handles (groups == 1, or whole channel blocks per group) reads its input
+ *    in whatever NCHW{b}c it arrives in (row-major NCHW is NCHW1c, so the
+ *    first conv of a network needs no transform at all) and writes NCHW{cb}c,
+ *    cb the largest of vec, vec/2, .., 1 dividing C_out. Its weight gets the
+ *    layout OIHW{cb_in}i{cb}o: packing happens once, at code generation.
+ *  - A depthwise Conv (group == C_in == C_out) keeps the block of its input
+ *    (NCHW{vec}c after a transform when its input is row-major).
+ *  - Layout-agnostic ops keep the block of their inputs: unary elementwise
+ *    ops, binary elementwise ops over two activations of the same shape and
+ *    layout (the residual Add), 2-D Max/AveragePool, spatial Pad, and Concat along the
+ *    channels when every input is blocked alike with whole blocks.
+ *    GlobalAveragePool reads blocks and writes row-major.
+ *  - Anything else reads row-major: a blocked input first goes through a
+ *    layout transform (an Identity node whose output layout differs from its
+ *    input's), created once per value and shared by all its consumers; graph
+ *    outputs too. So transforms appear only at the edges of a run.
+ * The logical shapes never change, only kiln_value.layout. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pass/pass.h"
+#include "util/error.h"
+
+static const kiln_layout ROW_MAJOR = {KILN_LAYOUT_ROW_MAJOR, 0, 0};
+
+static kiln_layout nchwc(int b)
+{
+    kiln_layout l = {KILN_LAYOUT_NCHWC, b, 0};
+    return b <= 1 ? ROW_MAJOR : l;
+}
+
+static int block_of(kiln_layout l)
+{
+    return l.kind == KILN_LAYOUT_NCHWC ? l.block_a : 1;
+}
+
+static int largest_block(int64_t c, int vec)
+{
+    for (int b = vec; b > 1; b /= 2)
+        if (c % b == 0)
+            return b;
+    return 1;
+}
+
+bool kiln_conv_is_depthwise(const kiln_graph *g, const kiln_node *n)
+{
+    const kiln_value *x = g->values[n->inputs[0]], *w = g->values[n->inputs[1]];
+    int64_t grp = kiln_attr_int(n, "group", 1);
+    return x->shape.rank == 4 && grp > 1 && grp == x->shape.dims[1] &&
+           w->shape.dims[0] == grp && w->shape.dims[1] == 1;
+}
+
+static bool conv2d_f32(const kiln_graph *g, const kiln_node *n)
+{
+    if (n->op != KILN_OP_CONV)
+        return false;
+    const kiln_value *x = g->values[n->inputs[0]], *w = g->values[n->inputs[1]];
+    return x->shape.rank == 4 && x->dtype == KILN_DTYPE_FLOAT32 && w->kind == KILN_VALUE_CONST &&
+           w->data != NULL;
+}
+
+static bool is_unary_elemwise(kiln_op op)
+{
+    const kiln_op_info *info = kiln_op_get(op);
+    return info->pattern == KILN_PATTERN_ELEMWISE && info->min_inputs == 1 &&
+           info->max_inputs == 1 && op != KILN_OP_CAST && op != KILN_OP_IDENTITY;
+}
+
+static bool is_binary_arith(kiln_op op)
+{
+    return op == KILN_OP_ADD || op == KILN_OP_SUB || op == KILN_OP_MUL || op == KILN_OP_DIV;
+}
+
+/* A Pad of the spatial dims only (channels and batch untouched). */
+static bool spatial_pad(const kiln_node *n)
+{
+    const int64_t *p = NULL;
+    return kiln_attr_ints(n, "pads", &p) == 8 && !p[0] && !p[1] && !p[4] && !p[5];
+}
+
+typedef struct state {
+    kiln_pass_ctx *ctx;
+    kiln_rewrite rw;
+    int *rm_of;  /* new value id -> its row-major copy (-1: none yet) */
+    int *blk_of; /* new value id -> its blocked copy */
+    int cap;
+    int transforms;
+} state;
+
+static bool grow_maps(state *s)
+{
+    int need = s->rw.dst->n_values + 1;
+    if (need <= s->cap)
+        return true;
+    int nc = s->cap ? s->cap * 2 : 256;
+    while (nc < need)
+        nc *= 2;
+    int *a = realloc(s->rm_of, sizeof(int) * (size_t)nc);
+    if (!a)
+        return false;
+    s->rm_of = a;
+    int *b = realloc(s->blk_of, sizeof(int) * (size_t)nc);
+    if (!b)
+        return false;
+    s->blk_of = b;
+    for (int i = s->cap; i < nc; i++)
+        s->rm_of[i] = s->blk_of[i] = -1;
+    s->cap = nc;
+    return true;
+}
+
+/* Value `v` (new id) in layout `l`: itself, or a (shared) transform of it. */
+static int as_layout(state *s, int v, kiln_layout l)
+{
+    kiln_graph *g = s->rw.dst;
+    if (v < 0 || kiln_layout_equal(g->values[v]->layout, l))
+        return v;
+    if (!grow_maps(s))
+        return -1;
+    int *slot = l.kind == KILN_LAYOUT_ROW_MAJOR ? &s->rm_of[v] : &s->blk_of[v];
+    if (*slot >= 0 && kiln_layout_equal(g->values[*slot]->layout, l))
+        return *slot;
+    char name[512], lb[32];
+    snprintf(name, sizeof name, "%s.to_%s", g->values[v]->name,
+             kiln_layout_str(&g->values[v]->shape, l, lb, sizeof lb));
+    int node = kiln_graph_add_node(g, KILN_OP_IDENTITY, name, &v, 1, 1);
+    if (node < 0)
+        return -1;
+    int out = g->nodes[node]->outputs[0];
+    g->values[out]->dtype = g->values[v]->dtype;
+    g->values[out]->shape = g->values[v]->shape;
+    g->values[out]->layout = l;
+    if (!grow_maps(s))
+        return -1;
+    *slot = out;
+    s->transforms++;
+    return out;
+}
+
+/* Copies node n with `inputs` (new ids) and sets its single output's layout. */
+static int emit(state *s, const kiln_node *n, const int *inputs, kiln_layout out_layout)
+{
+    for (int k = 0; k < n->n_inputs; k++)
+        if (n->inputs[k] >= 0 && inputs[k] < 0)
+            return -1;
+    int id = kiln_rewrite_node(&s->rw, n, inputs);
+    if (id < 0)
+        return -1;
+    const kiln_node *nn = s->rw.dst->nodes[id];
+    if (nn->n_outputs == 1)
+        s->rw.dst->values[nn->outputs[0]]->layout = out_layout;
+    return id;
+}
+
+static int lay_conv(state *s, const kiln_node *n, int *in)
+{
+    kiln_graph *g = s->rw.dst;
+    const kiln_graph *src = s->rw.src;
+    const kiln_value *x = src->values[n->inputs[0]], *w = src->values[n->inputs[1]];
+    const kiln_value *y = src->values[n->outputs[0]];
+    int vec = s->ctx->target.vec;
+    int64_t c_in = x->shape.dims[1], c_out = y->shape.dims[1];
+    int64_t grp = kiln_attr_int(n, "group", 1);
+    in[1] = -1;
+    if (kiln_conv_is_depthwise(src, n)) {
+        in[1] = kiln_rewrite_value(&s->rw, n->inputs[1]);
+        int b = block_of(g->values[in[0]]->layout);
+        if (b == 1 || c_in % b != 0)
+            b = largest_block(c_in, vec);
+        if (b == 1) {
+            in[0] = as_layout(s, in[0], ROW_MAJOR);
+            return emit(s, n, in, ROW_MAJOR);
+        }
+        in[0] = as_layout(s, in[0], nchwc(b));
+        return emit(s, n, in, nchwc(b));
+    }
+    int cb_out = largest_block(grp > 1 ? c_out / grp : c_out, vec);
+    int cb_in = block_of(g->values[in[0]]->layout);
+    if (grp > 1 && (c_in / grp) % cb_in != 0)
+        cb_in = 1;
+    if (grp > 1 && cb_out == 1 && cb_in == 1) {
+        in[1] = kiln_rewrite_value(&s->rw, n->inputs[1]);
+        in[0] = as_layout(s, in[0], ROW_MAJOR);
+        return emit(s, n, in, ROW_MAJOR);
+    }
+    in[0] = as_layout(s, in[0], nchwc(cb_in));
+    kiln_layout wl = {KILN_LAYOUT_OIHWIO, cb_in, cb_out};
+    char name[512];
+    snprintf(name, sizeof name, "%s.packed", w->name);
+    in[1] = kiln_rewrite_const(&s->rw, name, w->dtype, &w->shape, w->data, wl);
+    return emit(s, n, in, nchwc(cb_out));
+}
+
+kiln_status kiln_pass_alter_layout(kiln_pass_ctx *ctx, kiln_error *err)
+{
+    const kiln_graph *src = ctx->g;
+    state s = {.ctx = ctx};
+    kiln_status st = kiln_rewrite_begin(&s.rw, src, err);
+    if (st != KILN_OK)
+        return st;
+    int stack[16];
+    for (int i = 0; i < src->n_nodes; i++) {
+        const kiln_node *n = src->nodes[i];
+        int *in = n->n_inputs <= 16 ? stack : malloc(sizeof(int) * (size_t)n->n_inputs);
+        if (!in)
+            goto oom;
+        for (int k = 0; k < n->n_inputs; k++)
+            in[k] = conv2d_f32(src, n) && k == 1 ? -1 /* lay_conv decides */
+                                                 : kiln_rewrite_value(&s.rw, n->inputs[k]);
+        kiln_graph *g = s.rw.dst;
+        int id = -1;
+        const kiln_value *y = n->n_outputs == 1 ? src->values[n->outputs[0]] : NULL;
+        bool f32 = y && y->dtype == KILN_DTYPE_FLOAT32;
+        kiln_layout l0 = n->n_inputs > 0 && in[0] >= 0 ? g->values[in[0]]->layout : ROW_MAJOR;
+        if (conv2d_f32(src, n)) {
+            id = lay_conv(&s, n, in);
+        } else if (f32 && is_unary_elemwise(n->op) && l0.kind == KILN_LAYOUT_NCHWC) {
+            id = emit(&s, n, in, l0);
+        } else if (f32 && is_binary_arith(n->op) && l0.kind == KILN_LAYOUT_NCHWC &&
+                   in[1] >= 0 && g->values[in[1]]->kind != KILN_VALUE_CONST &&
+                   kiln_layout_equal(g->values[in[1]]->layout, l0) &&
+                   kiln_shape_equal(&g->values[in[0]]->shape, &g->values[in[1]]->shape)) {
+            id = emit(&s, n, in, l0);
+        } else if (f32 && (n->op == KILN_OP_MAXPOOL || n->op == KILN_OP_AVERAGEPOOL) &&
+                   n->n_outputs == 1 && l0.kind == KILN_LAYOUT_NCHWC && y->shape.rank == 4) {
+            id = emit(&s, n, in, l0);
+        } else if (f32 && n->op == KILN_OP_PAD && l0.kind == KILN_LAYOUT_NCHWC &&
+                   y->shape.rank == 4 && spatial_pad(n)) {
+            id = emit(&s, n, in, l0);
+        } else if (f32 && n->op == KILN_OP_GLOBALAVERAGEPOOL && l0.kind == KILN_LAYOUT_NCHWC &&
+                   y->shape.rank == 4 && y->shape.dims[1] % l0.block_a == 0) {
+            id = emit(&s, n, in, ROW_MAJOR);
+        } else if (f32 && n->op == KILN_OP_CONCAT && l0.kind == KILN_LAYOUT_NCHWC &&
+                   y->shape.rank == 4) {
+            int64_t axis = kiln_attr_int(n, "axis", 0);
+            bool ok = axis == 1 || axis == -3;
+            for (int k = 0; k < n->n_inputs && ok; k++) {
+                const kiln_value *v = g->values[in[k]];
+                ok = v->kind != KILN_VALUE_CONST && kiln_layout_equal(v->layout, l0) &&
+                     v->shape.dims[1] % l0.block_a == 0;
+            }
+            if (ok)
+                id = emit(&s, n, in, l0);
+        }
+        if (id == -1 && !(conv2d_f32(src, n))) {
+            /* a row-major consumer: transform blocked inputs back */
+            for (int k = 0; k < n->n_inputs; k++)
+                if (in[k] >= 0)
+                    in[k] = as_layout(&s, in[k], ROW_MAJOR);
+            id = emit(&s, n, in, ROW_MAJOR);
+        }
+        if (in != stack)
+            free(in);
+        if (id < 0)
+            goto oom;
+    }
+    /* graph outputs are row-major */
+    for (int i = 0; i < src->n_outputs; i++) {
+        int v = src->outputs[i];
+        int nv = kiln_rewrite_value(&s.rw, v);
+        if (nv >= 0 && s.rw.dst->values[nv]->layout.kind != KILN_LAYOUT_ROW_MAJOR) {
+            int t = as_layout(&s, nv, ROW_MAJOR);
+            if (t < 0)
+                goto oom;
+            s.rw.map[v] = t;
+        }
+    }
+    free(s.rm_of);
+    free(s.blk_of);
+    kiln_graph *ng;
+    if ((st = kiln_rewrite_finish(&s.rw, &ng, err)) != KILN_OK)
+        return st;
+    ctx->stat_transforms = s.transforms;
+    return kiln_pass_ctx_replace(ctx, ng, err);
+oom:
+    free(s.rm_of);
+    free(s.blk_of);
+    kiln_rewrite_abort(&s.rw);
+    return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory in alter-layout");
+}

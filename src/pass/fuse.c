@@ -1,0 +1,397 @@
+/* pass/fuse.c: operator fusion by pattern kind.
+ *
+ * Algorithm: one walk in node order. Every node either joins the group of one
+ * of its producers or opens a group of its own:
+ *  - An elementwise/broadcast node n (kiln_epilogue_op) joins the group G that
+ *    produced one of its inputs (the "tip") when every value G produced so far
+ *    is read only by G's nodes and n (never by anyone else, never a graph
+ *    output) and G's template accepts n as an epilogue step:
+ *      blocked and depthwise conv (kernel headers): residual Add of an
+ *        activation of the same shape and layout, then Relu, then Clip,
+ *        each at most once;
+ *      other anchored templates (pool, dense, generic/depthwise conv, ...):
+ *        any supported float op whose other operand is the same-shaped
+ *        activation, a scalar, a per-channel or a per-last-dim constant;
+ *      elementwise groups: any supported float op of the same output shape
+ *        (external operands broadcast in row-major groups).
+ *    So a group has exactly one output, and every external input of a group is
+ *    final before the group runs: ordering groups by their last node is
+ *    topological.
+ *  - Reshape/Flatten on row-major data form VIEW groups (no kernel: the output
+ *    aliases the input).
+ *  - A Concat whose inputs are each produced by a kernel group, read only by
+ *    the concat and laid out contiguously in its output (all dims before the
+ *    axis are 1) becomes CONCAT_INPLACE: no kernel, its producers write into
+ *    their slices of the output (plan-memory places them).
+ *  - Everything else (conv, pooling, dense, softmax, movement, reference
+ *    fallbacks, multi-output ops) opens a group. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower/lower.h"
+#include "pass/pass.h"
+#include "util/error.h"
+
+typedef enum style { ST_NONE, ST_CONV, ST_GENERIC, ST_ELEMWISE } style;
+
+typedef struct gstate {
+    style st;
+    int tip;        /* the group's current output value */
+    int n_nodes, cap;
+    int *nodes;
+    int last;       /* last node index */
+    bool has_add, has_relu, has_clip;
+} gstate;
+
+typedef struct fctx {
+    const kiln_graph *g;
+    int *cons_start, *cons; /* CSR: consumers of each value (node ids, one per edge) */
+    int *group_of;          /* node -> group */
+    gstate *gs;
+    int n_groups;
+} fctx;
+
+static bool is_f32(const kiln_value *v)
+{
+    return v->dtype == KILN_DTYPE_FLOAT32;
+}
+
+static style anchor_style(const kiln_graph *g, const kiln_node *n)
+{
+    if (n->n_outputs != 1)
+        return ST_NONE;
+    const kiln_value *y = g->values[n->outputs[0]];
+    if (!is_f32(y))
+        return ST_NONE;
+    switch (n->op) {
+    case KILN_OP_CONV:
+        if (g->values[n->inputs[1]]->layout.kind == KILN_LAYOUT_OIHWIO ||
+            (kiln_conv_is_depthwise(g, n) &&
+             g->values[n->inputs[0]]->layout.kind == KILN_LAYOUT_NCHWC))
+            return ST_CONV; /* the kernel headers' epilogue */
+        return kiln_lower_has_template(g, n) ? ST_GENERIC : ST_NONE;
+    case KILN_OP_MAXPOOL:
+    case KILN_OP_AVERAGEPOOL:
+    case KILN_OP_GLOBALAVERAGEPOOL:
+    case KILN_OP_GLOBALMAXPOOL:
+    case KILN_OP_GEMM:
+    case KILN_OP_MATMUL:
+    case KILN_OP_SOFTMAX:
+    case KILN_OP_LAYERNORM:
+    case KILN_OP_REDUCEMEAN:
+        return kiln_lower_has_template(g, n) ? ST_GENERIC : ST_NONE;
+    default:
+        break;
+    }
+    if (kiln_epilogue_op(g, n))
+        return ST_ELEMWISE;
+    return ST_NONE;
+}
+
+/* How the epilogue can read operand `v` against output `y`. */
+static bool operand_ok(const kiln_graph *g, style st, const kiln_value *v, const kiln_value *y)
+{
+    if (!is_f32(v))
+        return false;
+    if (kiln_shape_numel(&v->shape) == 1)
+        return v->kind == KILN_VALUE_CONST || v->layout.kind == KILN_LAYOUT_ROW_MAJOR;
+    if (kiln_shape_equal(&v->shape, &y->shape) && kiln_layout_equal(v->layout, y->layout))
+        return true;
+    if (st == ST_ELEMWISE)
+        return y->layout.kind == KILN_LAYOUT_ROW_MAJOR && v->layout.kind == KILN_LAYOUT_ROW_MAJOR &&
+               v->shape.rank <= y->shape.rank;
+    (void)g;
+    if (v->kind != KILN_VALUE_CONST || v->layout.kind != KILN_LAYOUT_ROW_MAJOR)
+        return false;
+    return kiln_epilogue_bcast_kind(&v->shape, &y->shape, y->layout) != 0;
+}
+
+/* True when every value produced by group gi is read only by the group and n
+ * (and is not a graph output). */
+static bool closed_except(const fctx *f, int gi, const kiln_node *n)
+{
+    const gstate *s = &f->gs[gi];
+    for (int i = 0; i < s->n_nodes; i++) {
+        const kiln_node *m = f->g->nodes[s->nodes[i]];
+        for (int k = 0; k < m->n_outputs; k++) {
+            int v = m->outputs[k];
+            if (f->g->values[v]->is_output)
+                return false;
+            for (int e = f->cons_start[v]; e < f->cons_start[v + 1]; e++) {
+                int c = f->cons[e];
+                if (c != n->id && f->group_of[c] != gi)
+                    return false;
+            }
+        }
+    }
+    return true;
+}
+
+static bool accepts(const fctx *f, int gi, const kiln_node *n)
+{
+    const kiln_graph *g = f->g;
+    const gstate *s = &f->gs[gi];
+    if (s->st == ST_NONE || !kiln_epilogue_op(g, n))
+        return false;
+    const kiln_value *y = g->values[n->outputs[0]];
+    const kiln_value *t = g->values[s->tip];
+    if (!kiln_shape_equal(&y->shape, &t->shape) || !kiln_layout_equal(y->layout, t->layout) ||
+        !is_f32(y))
+        return false;
+    int tip_uses = 0;
+    for (int k = 0; k < n->n_inputs; k++) {
+        int v = n->inputs[k];
+        if (v == s->tip) {
+            tip_uses++;
+            continue;
+        }
+        const kiln_value *x = g->values[v];
+        bool internal = x->kind == KILN_VALUE_NODE && f->group_of[x->producer] == gi;
+        if (internal) {
+            if (s->st != ST_ELEMWISE)
+                return false;
+            continue;
+        }
+        if (!operand_ok(g, s->st, x, y))
+            return false;
+    }
+    if (tip_uses == 0)
+        return false;
+    if (s->st == ST_CONV) {
+        if (n->op == KILN_OP_ADD) {
+            int other = n->inputs[0] == s->tip ? n->inputs[1] : n->inputs[0];
+            const kiln_value *o = g->values[other];
+            if (s->has_add || s->has_relu || s->has_clip || o->kind == KILN_VALUE_CONST ||
+                other == s->tip || !kiln_shape_equal(&o->shape, &y->shape) ||
+                !kiln_layout_equal(o->layout, y->layout))
+                return false;
+        } else if (n->op == KILN_OP_RELU) {
+            if (s->has_relu || s->has_clip)
+                return false;
+        } else if (n->op == KILN_OP_CLIP) {
+            if (s->has_clip)
+                return false;
+        } else {
+            return false;
+        }
+    }
+    return closed_except(f, gi, n);
+}
+
+static bool push_node(gstate *s, int node)
+{
+    if (s->n_nodes == s->cap) {
+        int nc = s->cap ? s->cap * 2 : 4;
+        int *p = realloc(s->nodes, sizeof(int) * (size_t)nc);
+        if (!p)
+            return false;
+        s->nodes = p;
+        s->cap = nc;
+    }
+    s->nodes[s->n_nodes++] = node;
+    s->last = node;
+    return true;
+}
+
+static bool concat_inplace(const fctx *f, const kiln_node *n, const int *uses)
+{
+    const kiln_graph *g = f->g;
+    const kiln_value *y = g->values[n->outputs[0]];
+    int64_t axis = kiln_attr_int(n, "axis", 0);
+    if (axis < 0)
+        axis += y->shape.rank;
+    if (axis < 0 || axis >= y->shape.rank)
+        return false;
+    for (int d = 0; d < axis; d++)
+        if (y->shape.dims[d] != 1)
+            return false;
+    if (y->layout.kind == KILN_LAYOUT_NCHWC && axis != 1)
+        return false;
+    for (int k = 0; k < n->n_inputs; k++) {
+        const kiln_value *x = g->values[n->inputs[k]];
+        if (x->kind != KILN_VALUE_NODE || x->is_output || uses[x->id] != 1 ||
+            !kiln_layout_equal(x->layout, y->layout))
+            return false;
+        const kiln_node *p = g->nodes[x->producer];
+        if (p->n_outputs != 1 || p->op == KILN_OP_CONCAT || p->op == KILN_OP_RESHAPE ||
+            p->op == KILN_OP_FLATTEN || p->op == KILN_OP_IDENTITY)
+            return false;
+        for (int j = 0; j < k; j++)
+            if (n->inputs[j] == n->inputs[k])
+                return false;
+    }
+    return true;
+}
+
+static kiln_status build_groups(kiln_pass_ctx *ctx, fctx *f, const int *uses, kiln_error *err)
+{
+    const kiln_graph *g = f->g;
+    kiln_group *groups = calloc((size_t)(f->n_groups ? f->n_groups : 1), sizeof *groups);
+    if (!groups)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    /* order groups by their last node (topological, see the top comment) */
+    int *order = malloc(sizeof(int) * (size_t)(f->n_groups ? f->n_groups : 1));
+    int *rank = malloc(sizeof(int) * (size_t)(f->n_groups ? f->n_groups : 1));
+    int *in_group = calloc((size_t)(g->n_values ? g->n_values : 1), sizeof(int));
+    if (!order || !rank || !in_group) {
+        free(groups);
+        free(order);
+        free(rank);
+        free(in_group);
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    int no = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        int gi = f->group_of[i];
+        if (f->gs[gi].last == i)
+            order[no++] = gi;
+    }
+    for (int r = 0; r < no; r++)
+        rank[order[r]] = r;
+    kiln_status st = KILN_OK;
+    for (int r = 0; r < no && st == KILN_OK; r++) {
+        gstate *s = &f->gs[order[r]];
+        kiln_group *gr = &groups[r];
+        gr->id = r;
+        gr->n_nodes = s->n_nodes;
+        gr->nodes = s->nodes;
+        s->nodes = NULL;
+        gr->anchor = gr->nodes[0];
+        const kiln_node *a = g->nodes[gr->anchor];
+        if ((a->op == KILN_OP_RESHAPE || a->op == KILN_OP_FLATTEN) && gr->n_nodes == 1 &&
+            g->values[a->inputs[0]]->layout.kind == KILN_LAYOUT_ROW_MAJOR &&
+            g->values[a->inputs[0]]->kind != KILN_VALUE_CONST)
+            gr->kind = KILN_GROUP_VIEW;
+        else if (a->op == KILN_OP_CONCAT && gr->n_nodes == 1 && concat_inplace(f, a, uses))
+            gr->kind = KILN_GROUP_CONCAT_INPLACE;
+        /* inputs: values read by the group's nodes and produced outside it */
+        int cap = 8;
+        gr->inputs = malloc(sizeof(int) * (size_t)cap);
+        gr->outputs = malloc(sizeof(int) * (size_t)(a->n_outputs > 1 ? a->n_outputs : 1));
+        if (!gr->inputs || !gr->outputs) {
+            st = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+            break;
+        }
+        for (int i = 0; i < gr->n_nodes; i++) {
+            const kiln_node *m = g->nodes[gr->nodes[i]];
+            for (int k = 0; k < m->n_inputs; k++) {
+                int v = m->inputs[k];
+                if (v < 0)
+                    continue;
+                const kiln_value *x = g->values[v];
+                if (x->kind == KILN_VALUE_NODE && f->group_of[x->producer] == order[r])
+                    continue;
+                if (in_group[v] == r + 1)
+                    continue;
+                in_group[v] = r + 1;
+                if (gr->n_inputs == cap) {
+                    cap *= 2;
+                    int *p = realloc(gr->inputs, sizeof(int) * (size_t)cap);
+                    if (!p) {
+                        st = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+                        break;
+                    }
+                    gr->inputs = p;
+                }
+                gr->inputs[gr->n_inputs++] = v;
+            }
+        }
+        if (a->n_outputs > 1) {
+            for (int k = 0; k < a->n_outputs; k++)
+                gr->outputs[gr->n_outputs++] = a->outputs[k];
+        } else {
+            gr->outputs[gr->n_outputs++] = s->tip;
+        }
+    }
+    for (int i = 0; i < g->n_nodes; i++)
+        f->group_of[i] = rank[f->group_of[i]];
+    free(order);
+    free(rank);
+    free(in_group);
+    ctx->groups = groups;
+    ctx->n_groups = no;
+    ctx->group_of_node = f->group_of;
+    f->group_of = NULL;
+    return st;
+}
+
+kiln_status kiln_pass_fuse(kiln_pass_ctx *ctx, kiln_error *err)
+{
+    const kiln_graph *g = ctx->g;
+    fctx f = {.g = g};
+    kiln_status st = KILN_OK;
+    int nv = g->n_values, nn = g->n_nodes;
+    int *uses = kiln_pass_use_counts(g);
+    f.cons_start = calloc((size_t)nv + 1, sizeof(int));
+    f.group_of = malloc(sizeof(int) * (size_t)(nn ? nn : 1));
+    f.gs = calloc((size_t)(nn ? nn : 1), sizeof(gstate));
+    int64_t edges = 0;
+    for (int i = 0; i < nn; i++)
+        edges += g->nodes[i]->n_inputs;
+    f.cons = malloc(sizeof(int) * (size_t)(edges ? edges : 1));
+    int *fill = calloc((size_t)nv + 1, sizeof(int));
+    if (!uses || !f.cons_start || !f.group_of || !f.gs || !f.cons || !fill) {
+        st = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < nn; i++)
+        for (int k = 0; k < g->nodes[i]->n_inputs; k++)
+            if (g->nodes[i]->inputs[k] >= 0)
+                f.cons_start[g->nodes[i]->inputs[k] + 1]++;
+    for (int v = 0; v < nv; v++)
+        f.cons_start[v + 1] += f.cons_start[v];
+    for (int i = 0; i < nn; i++)
+        for (int k = 0; k < g->nodes[i]->n_inputs; k++) {
+            int v = g->nodes[i]->inputs[k];
+            if (v >= 0)
+                f.cons[f.cons_start[v] + fill[v]++] = i;
+        }
+
+    for (int i = 0; i < nn; i++) {
+        const kiln_node *n = g->nodes[i];
+        int joined = -1;
+        if (n->n_outputs == 1 && kiln_epilogue_op(g, n)) {
+            for (int k = 0; k < n->n_inputs && joined < 0; k++) {
+                const kiln_value *x = g->values[n->inputs[k]];
+                if (x->kind != KILN_VALUE_NODE)
+                    continue;
+                int gi = f.group_of[x->producer];
+                if (f.gs[gi].tip == x->id && accepts(&f, gi, n))
+                    joined = gi;
+            }
+        }
+        if (joined >= 0) {
+            gstate *s = &f.gs[joined];
+            f.group_of[i] = joined;
+            if (!push_node(s, i)) {
+                st = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+                goto done;
+            }
+            s->tip = n->outputs[0];
+            s->has_add |= n->op == KILN_OP_ADD;
+            s->has_relu |= n->op == KILN_OP_RELU;
+            s->has_clip |= n->op == KILN_OP_CLIP;
+            continue;
+        }
+        gstate *s = &f.gs[f.n_groups];
+        f.group_of[i] = f.n_groups++;
+        s->st = anchor_style(g, n);
+        s->tip = n->outputs[0];
+        if (!push_node(s, i)) {
+            st = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+            goto done;
+        }
+    }
+    st = build_groups(ctx, &f, uses, err);
+done:
+    if (f.gs)
+        for (int i = 0; i < nn; i++)
+            free(f.gs[i].nodes);
+    free(f.gs);
+    free(f.group_of);
+    free(f.cons_start);
+    free(f.cons);
+    free(fill);
+    free(uses);
+    return st;
+}

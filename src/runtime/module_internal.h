@@ -1,0 +1,25 @@
+/* runtime/module_internal.h: the module's layout, shared by module.c and bench.c. */
+#ifndef KILN_RUNTIME_MODULE_INTERNAL_H
+#define KILN_RUNTIME_MODULE_INTERNAL_H
+
+#include "kiln/abi.h"
+#include "kiln/runtime.h"
+#include "runtime/pool.h"
+
+struct kiln_module {
+    void *dl;                   /* dlopen handle */
+    const kiln_abi_model *desc; /* validated descriptor, owned by the .so */
+    kiln_pool *pool;
+    kiln_rt rt;                 /* handed to every kernel */
+    void *arena;                /* 64-byte aligned, desc->arena_bytes rounded up */
+    void *workspace;            /* num_threads slices of rt.workspace_bytes */
+    void **args;                /* every step's argument pointers, back to back */
+    void ***step_args;          /* step s: args + (sum of earlier n_args) */
+    kiln_tensor *outputs;       /* views of the graph outputs in the arena */
+    int num_threads;
+};
+
+/* Data pointer of tensor `id` (validated) in the arena or the weights blob. */
+void *kiln_module_tensor_data(const kiln_module *m, int id);
+
+#endif

@@ -1,0 +1,102 @@
+/* tests/compiler/compiler_test.h: helpers of the compiler tests: compile a
+ * graph, run it with the runtime (kiln_module_*) and the reference executor
+ * on the same seeded random inputs, and compare every output. */
+#ifndef KILN_TESTS_COMPILER_TEST_H
+#define KILN_TESTS_COMPILER_TEST_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_support.h"
+
+#include "ir/graph.h"
+#include "kiln/runtime.h"
+#include "toolchain/toolchain.h"
+
+/* Worst mismatch of one comparison, for messages. */
+typedef struct ct_result {
+    int64_t bad;       /* elements outside tolerance */
+    double max_abs;    /* largest |a - b| */
+    int64_t first_bad; /* index of the first bad element, -1 if none */
+    float got, want;
+} ct_result;
+
+static inline ct_result ct_compare(const float *a, const float *b, int64_t n, double rtol,
+                                   double atol)
+{
+    ct_result r = {0, 0.0, -1, 0, 0};
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        bool ok = d <= atol + rtol * fabs((double)b[i]) || (isnan(a[i]) && isnan(b[i]));
+        if (d > r.max_abs)
+            r.max_abs = d;
+        if (!ok) {
+            if (r.first_bad < 0) {
+                r.first_bad = i;
+                r.got = a[i];
+                r.want = b[i];
+            }
+            r.bad++;
+        }
+    }
+    return r;
+}
+
+/* Compiles g (knob_seed 0: defaults) into dir/<tag>.so, runs it and the
+ * reference executor on inputs uniform in [-1, 1) from `seed`, and asserts
+ * every float output matches within rtol/atol. Returns the number of bad
+ * elements (asserting 0 is the caller's choice: this fails the test itself). */
+static inline void ct_check_graph(const kiln_graph *g, const char *dir, const char *tag,
+                                  uint64_t knob_seed, uint64_t seed, double rtol, double atol)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.so", dir, tag);
+    kiln_error err = {0};
+    kiln_compile_options opts = {0};
+    opts.jobs = 2;
+    kiln_status s = kiln_compile_ex(g, &opts, knob_seed, path, &err);
+    if (s != KILN_OK)
+        fail_msg("%s: compile failed: %s", tag, err.msg);
+    kiln_module *m = NULL;
+    if (kiln_module_load(path, NULL, &m, &err) != KILN_OK)
+        fail_msg("%s: load failed: %s", tag, err.msg);
+    kiln_ref_executor *ex = NULL;
+    if (kiln_ref_executor_create(g, &ex, &err) != KILN_OK)
+        fail_msg("%s: ref executor: %s", tag, err.msg);
+    for (int i = 0; i < g->n_inputs; i++) {
+        const kiln_value *v = g->values[g->inputs[i]];
+        kiln_tensor t;
+        assert_int_equal(kiln_tensor_alloc(&t, v->dtype, &v->shape, &err), KILN_OK);
+        if (v->dtype == KILN_DTYPE_FLOAT32)
+            kt_fill_random(t.data, kiln_shape_numel(&v->shape), seed + (uint64_t)i, -1.0f, 1.0f);
+        assert_int_equal(kiln_module_set_input(m, i, &t, &err), KILN_OK);
+        assert_int_equal(kiln_ref_executor_set_input(ex, i, &t, &err), KILN_OK);
+        kiln_tensor_release(&t);
+    }
+    if (kiln_module_run(m, &err) != KILN_OK)
+        fail_msg("%s: run failed: %s", tag, err.msg);
+    if (kiln_ref_executor_run(ex, &err) != KILN_OK)
+        fail_msg("%s: ref run failed: %s", tag, err.msg);
+    for (int i = 0; i < g->n_outputs; i++) {
+        const kiln_tensor *a = kiln_module_output(m, i), *b = kiln_ref_executor_output(ex, i);
+        assert_non_null(a);
+        assert_non_null(b);
+        assert_true(kiln_shape_equal(&a->shape, &b->shape));
+        if (b->dtype != KILN_DTYPE_FLOAT32) {
+            assert_memory_equal(a->data, b->data, (size_t)kiln_tensor_nbytes(b));
+            continue;
+        }
+        ct_result r = ct_compare(a->data, b->data, kiln_shape_numel(&b->shape), rtol, atol);
+        if (r.bad)
+            fail_msg("%s: output %d: %lld of %lld elements differ (max |d| %g); first at %lld: "
+                     "got %g, want %g",
+                     tag, i, (long long)r.bad, (long long)kiln_shape_numel(&b->shape), r.max_abs,
+                     (long long)r.first_bad, (double)r.got, (double)r.want);
+    }
+    kiln_module_destroy(m);
+    kiln_ref_executor_destroy(ex);
+}
+
+#endif

@@ -1,0 +1,163 @@
+/* tests/kernels/kernel_test_util.h: shared by the kernel-template tests
+ * (test_conv_kernels.c, test_dwconv_kernels.c, test_dense_kernels.c).
+ *
+ * The tests are built with the project's default flags (no -march), so on
+ * x86-64 with gcc the kernel headers and the test bodies are compiled under
+ * `#pragma GCC target` with AVX-512 (which implies AVX2+FMA): one binary then
+ * covers all three microkernel families, picked by the block width (16:
+ * AVX-512, 8: AVX2, anything else: portable). main() runs them only when the
+ * CPU has AVX-512 (KT_BEGIN_SIMD ... KT_END_SIMD bracket the test bodies;
+ * kt_cpu_ok() tells main). Elsewhere everything is portable. */
+#ifndef KILN_TESTS_KERNEL_TEST_UTIL_H
+#define KILN_TESTS_KERNEL_TEST_UTIL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define KT_X86 1
+#define KT_BEGIN_SIMD                                                                              \
+    _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,avx512f,avx512bw,avx512vl,avx512dq\")")
+#define KT_END_SIMD _Pragma("GCC pop_options")
+static inline int kt_cpu_ok(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("fma");
+}
+#else
+#define KT_BEGIN_SIMD
+#define KT_END_SIMD
+static inline int kt_cpu_ok(void) { return 1; }
+#endif
+
+/* xorshift64* */
+typedef struct kt_rng {
+    uint64_t s;
+} kt_rng;
+static inline uint64_t kt_next(kt_rng *r)
+{
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    return r->s * 2685821657736338717ull;
+}
+/* uniform in [lo, hi] */
+static inline int kt_int(kt_rng *r, int lo, int hi)
+{
+    return lo + (int)(kt_next(r) % (uint64_t)(hi - lo + 1));
+}
+static inline float kt_float(kt_rng *r)
+{
+    return (float)((kt_next(r) >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+}
+static inline float *kt_alloc(int64_t n)
+{
+    float *p = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    if (!p)
+        abort();
+    return p;
+}
+static inline float *kt_rand_buf(kt_rng *r, int64_t n)
+{
+    float *p = kt_alloc(n);
+    for (int64_t i = 0; i < n; i++)
+        p[i] = kt_float(r);
+    return p;
+}
+static inline float *kt_nan_buf(int64_t n)
+{
+    float *p = kt_alloc(n);
+    for (int64_t i = 0; i < n; i++)
+        p[i] = NAN;
+    return p;
+}
+
+/* NCHW [n][c][hw] -> NCHW{cb}c with `pad` in the padding channels (explicit
+ * loops, independent of kiln_kernels_layout.h). */
+static inline float *kt_to_blocked(const float *x, int n, int c, int64_t hw, int cb, float pad)
+{
+    int cbn = (c + cb - 1) / cb;
+    float *y = kt_alloc((int64_t)n * cbn * cb * hw);
+    for (int i = 0; i < n; i++)
+        for (int b = 0; b < cbn; b++)
+            for (int64_t s = 0; s < hw; s++)
+                for (int l = 0; l < cb; l++) {
+                    int ch = b * cb + l;
+                    y[(((int64_t)i * cbn + b) * hw + s) * cb + l] =
+                        ch < c ? x[((int64_t)i * c + ch) * hw + s] : pad;
+                }
+    return y;
+}
+
+/* Blocked -> NCHW; fails the test if a padding channel is not finite. */
+static inline float *kt_from_blocked(const float *y, int n, int c, int64_t hw, int cb)
+{
+    int cbn = (c + cb - 1) / cb;
+    float *x = kt_alloc((int64_t)n * c * hw);
+    for (int i = 0; i < n; i++)
+        for (int b = 0; b < cbn; b++)
+            for (int64_t s = 0; s < hw; s++)
+                for (int l = 0; l < cb; l++) {
+                    int ch = b * cb + l;
+                    float v = y[(((int64_t)i * cbn + b) * hw + s) * cb + l];
+                    if (ch < c)
+                        x[((int64_t)i * c + ch) * hw + s] = v;
+                    else if (!isfinite(v))
+                        fail_msg("padding channel %d of image %d pixel %lld is %g", ch, i,
+                                 (long long)s, (double)v);
+                }
+    return x;
+}
+
+/* y = act(y + residual) in place, per the epilogue flags (the bias is part of
+ * the reference convolution). */
+static inline void kt_epilogue(float *y, const float *res, int64_t count, int epi, float lo,
+                               float hi)
+{
+    for (int64_t i = 0; i < count; i++) {
+        float v = y[i];
+        if (epi & 8)
+            v += res[i];
+        if (epi & 2)
+            v = v > 0 ? v : 0;
+        if (epi & 4) {
+            v = v < lo ? lo : v;
+            v = v > hi ? hi : v;
+        }
+        y[i] = v;
+    }
+}
+
+/* Splits [0, total) into ranges in one of several ways (mode): one range,
+ * single tasks, random chunks, or two "threads" in reverse order; calls
+ * fn(ctx, begin, end) for each. */
+typedef void (*kt_range_fn)(void *ctx, int64_t begin, int64_t end);
+static inline void kt_split(kt_rng *r, int mode, int64_t total, kt_range_fn fn, void *ctx)
+{
+    switch (mode % 4) {
+    case 0:
+        fn(ctx, 0, total);
+        break;
+    case 1:
+        for (int64_t t = total - 1; t >= 0; t--)
+            fn(ctx, t, t + 1);
+        break;
+    case 2:
+        for (int64_t t = 0; t < total;) {
+            int64_t len = 1 + (int64_t)(kt_next(r) % (uint64_t)(total - t));
+            fn(ctx, t, t + len);
+            t += len;
+        }
+        break;
+    default:
+        fn(ctx, total / 2, total);
+        fn(ctx, 0, total / 2);
+        break;
+    }
+}
+
+#endif

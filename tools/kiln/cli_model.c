@@ -1,0 +1,210 @@
+/* tools/kiln/cli_model.c: one way for run, check and bench to open MODEL and
+ * drive whichever executor runs it:
+ * - a path ending in .so: the runtime (kiln_module_load);
+ * - a zoo name or .onnx with --executor graph (the default): compiled through
+ *   the cache (kiln_compile_cached), then loaded by the runtime;
+ * - --executor ref: the reference executor over the imported graph. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "util/rng.h"
+
+int cli_model_open(cli_model *cm, const char *cmd, const char *model, const char *executor,
+                   uint64_t seed, int threads)
+{
+    kiln_error err = {0};
+    memset(cm, 0, sizeof *cm);
+    cm->model = model;
+    int is_so = cli_ends_with(model, ".so");
+    if (!executor)
+        executor = "graph";
+    if (strcmp(executor, "graph") != 0 && strcmp(executor, "ref") != 0)
+        return cli_usage_error(cmd, "unknown executor '%s' (available: graph, ref)", executor);
+    if (is_so && strcmp(executor, "ref") == 0) {
+        cli_error("%s: a compiled model runs on the graph executor; --executor ref needs a zoo "
+                  "name or an .onnx file",
+                  model);
+        return KILN_EXIT_ERROR;
+    }
+    double t0 = cli_now_ms();
+    if (!is_so && strcmp(executor, "graph") == 0) {
+        kiln_status st = kiln_compile_cached(model, seed, NULL, &cm->so_path, &err);
+        if (st == KILN_ERR_UNSUPPORTED) {
+            /* The compiler refuses graphs with ops it has no template for
+             * (docs/COMPILER.md): those run on the reference executor and the
+             * user is told why. An import error is reported as such. */
+            kiln_error cerr = err;
+            if (kiln_model_load(model, seed, &cm->g, &err) != KILN_OK) {
+                cli_model_close(cm);
+                return cli_lib_error(&err);
+            }
+            fprintf(stderr, "kiln: note: %s; running on the reference executor\n", cerr.msg);
+            executor = "ref";
+            cm->fallback = 1;
+        } else if (st != KILN_OK) {
+            return cli_lib_error(&err);
+        }
+    }
+    cm->executor = strcmp(executor, "ref") == 0 ? "ref" : "graph";
+    if (cm->executor[0] == 'r') {
+        if ((!cm->g && kiln_model_load(model, seed, &cm->g, &err) != KILN_OK) ||
+            kiln_ref_executor_create(cm->g, &cm->ex, &err) != KILN_OK) {
+            cli_model_close(cm);
+            return cli_lib_error(&err);
+        }
+        cm->threads = 1;
+    } else {
+        kiln_module_options o = {.num_threads = threads, .bind_threads = -1};
+        if (kiln_module_load(cm->so_path ? cm->so_path : model, &o, &cm->mod, &err) != KILN_OK) {
+            cli_model_close(cm);
+            return cli_lib_error(&err);
+        }
+        cm->threads = kiln_module_num_threads(cm->mod);
+    }
+    cm->load_ms = cli_now_ms() - t0;
+    return KILN_EXIT_OK;
+}
+
+void cli_model_close(cli_model *cm)
+{
+    if (!cm)
+        return;
+    kiln_module_destroy(cm->mod);
+    kiln_ref_executor_destroy(cm->ex);
+    kiln_graph_destroy(cm->g);
+    free(cm->so_path);
+    memset(cm, 0, sizeof *cm);
+}
+
+int cli_model_num_inputs(const cli_model *cm)
+{
+    return cm->mod ? kiln_module_num_inputs(cm->mod) : kiln_graph_num_inputs(cm->g);
+}
+
+int cli_model_num_outputs(const cli_model *cm)
+{
+    return cm->mod ? kiln_module_num_outputs(cm->mod) : kiln_graph_num_outputs(cm->g);
+}
+
+kiln_status cli_model_input_info(const cli_model *cm, int i, const char **name, kiln_dtype *dt,
+                                 kiln_shape *shape)
+{
+    return cm->mod ? kiln_module_input_info(cm->mod, i, name, dt, shape)
+                   : kiln_graph_input_info(cm->g, i, name, dt, shape);
+}
+
+kiln_status cli_model_output_info(const cli_model *cm, int i, const char **name, kiln_dtype *dt,
+                                  kiln_shape *shape)
+{
+    return cm->mod ? kiln_module_output_info(cm->mod, i, name, dt, shape)
+                   : kiln_graph_output_info(cm->g, i, name, dt, shape);
+}
+
+kiln_status cli_model_set_input(cli_model *cm, int i, const kiln_tensor *t, kiln_error *err)
+{
+    return cm->mod ? kiln_module_set_input(cm->mod, i, t, err)
+                   : kiln_ref_executor_set_input(cm->ex, i, t, err);
+}
+
+kiln_status cli_model_run(cli_model *cm, kiln_error *err)
+{
+    return cm->mod ? kiln_module_run(cm->mod, err) : kiln_ref_executor_run(cm->ex, err);
+}
+
+const kiln_tensor *cli_model_output(const cli_model *cm, int i)
+{
+    return cm->mod ? kiln_module_output(cm->mod, i) : kiln_ref_executor_output(cm->ex, i);
+}
+
+char *cli_model_describe(const cli_model *cm, char *buf, size_t size)
+{
+    if (cm->mod)
+        snprintf(buf, size, "graph (%s, %d thread%s)", cm->so_path ? cm->so_path : cm->model,
+                 cm->threads, cm->threads == 1 ? "" : "s");
+    else
+        snprintf(buf, size, "ref (reference kernels, 1 thread)%s",
+                 cm->fallback ? "; the compiler has no template for some of its ops" : "");
+    return buf;
+}
+
+/* float -> IEEE binary16 bits, round to nearest even (finite inputs). */
+static uint16_t float_to_half(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
+    uint32_t man = x & 0x7fffff;
+    if (exp >= 31)
+        return sign | 0x7c00;
+    if (exp <= 0) {
+        if (exp < -10)
+            return sign;
+        man |= 0x800000;
+        uint32_t shift = (uint32_t)(14 - exp);
+        uint32_t h = man >> shift, rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1)))
+            h++;
+        return sign | (uint16_t)h;
+    }
+    uint32_t h = ((uint32_t)exp << 10) | (man >> 13), rem = man & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
+        h++; /* may carry into the exponent, which is still correct */
+    return sign | (uint16_t)h;
+}
+
+/* Fills t (already allocated) with the default input data. */
+static void fill_default_input(kiln_tensor *t, kiln_rng *rng)
+{
+    int64_t n = kiln_shape_numel(&t->shape);
+    switch (t->dtype) {
+    case KILN_DTYPE_FLOAT32: kiln_rng_fill_uniform(rng, t->data, n, -1.0f, 1.0f); break;
+    case KILN_DTYPE_FLOAT64:
+        for (int64_t i = 0; i < n; i++)
+            ((double *)t->data)[i] = kiln_rng_uniform(rng) * 2.0 - 1.0;
+        break;
+    case KILN_DTYPE_FLOAT16:
+        for (int64_t i = 0; i < n; i++)
+            ((uint16_t *)t->data)[i] = float_to_half(kiln_rng_uniformf(rng, -1.0f, 1.0f));
+        break;
+    default: break; /* integer and bool inputs stay zero */
+    }
+}
+
+int cli_model_default_inputs(cli_model *cm, kiln_tensor *inputs)
+{
+    kiln_rng rng;
+    kiln_error err = {0};
+    kiln_rng_seed(&rng, KILN_RUN_INPUT_SEED);
+    for (int i = 0; i < cli_model_num_inputs(cm); i++) {
+        const char *name = "?";
+        kiln_dtype dt;
+        kiln_shape shape;
+        if (cli_model_input_info(cm, i, &name, &dt, &shape) != KILN_OK) {
+            cli_error("cannot query input %d", i);
+            return KILN_EXIT_ERROR;
+        }
+        if (kiln_tensor_alloc(&inputs[i], dt, &shape, &err) != KILN_OK) {
+            cli_error("input %d '%s': %s", i, name, err.msg);
+            return KILN_EXIT_ERROR;
+        }
+        fill_default_input(&inputs[i], &rng);
+        if (cli_model_set_input(cm, i, &inputs[i], &err) != KILN_OK) {
+            cli_error("input %d '%s': %s", i, name, err.msg);
+            return KILN_EXIT_ERROR;
+        }
+    }
+    return KILN_EXIT_OK;
+}
+
+int cli_parse_threads(const char *cmd, const char *v, int *out)
+{
+    uint64_t n;
+    if (!cli_parse_u64(v, &n) || n < 1 || n > 1024) {
+        cli_usage_error(cmd, "--threads: '%s' is not a number of threads (1..1024)", v);
+        return 0;
+    }
+    *out = (int)n;
+    return 1;
+}

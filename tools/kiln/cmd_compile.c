@@ -1,0 +1,121 @@
+/* tools/kiln/cmd_compile.c: `kiln compile MODEL -o model.so`: imports the
+ * model, runs the compiler (kiln_compile) and prints the time of each stage. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pass/pass.h"
+
+int kiln_cmd_compile(int argc, char **argv);
+
+static void compile_help(void)
+{
+    int n = 0;
+    const kiln_pass_entry *p = kiln_pass_pipeline(&n);
+    printf("usage: kiln compile MODEL -o model.so [--target T] [--records R]\n"
+           "                    [--dump-code DIR] [--print-ir-after PASS] [--jobs N]\n"
+           "                    [--seed N] [--cache-dir DIR] [--quiet]\n"
+           "\n"
+           "Compiles MODEL (a zoo name or an .onnx file) into one shared object that\n"
+           "`kiln run`, `kiln check` and `kiln bench` (or kiln_module_load) run.\n"
+           "\n"
+           "Options:\n"
+           "  -o, --output F        the shared object to write (required)\n"
+           "  --target T            host (default), avx512, avx2 or generic\n"
+           "  --records R           tuning records (JSON lines) to apply\n"
+           "  --dump-code DIR       also write the generated C (kernels, model.c) to DIR\n"
+           "  --print-ir-after P    print the IR after pass P to stderr ('input', 'all', or:\n");
+    for (int i = 0; i < n; i++)
+        printf("                          %-16s %s\n", p[i].name, p[i].what);
+    printf("                        )\n"
+           "  --jobs N              parallel compiler processes (default: the cores)\n"
+           "  --seed N              weight seed of zoo networks (default 0)\n"
+           "  --cache-dir DIR       object cache (default $XDG_CACHE_HOME/kiln or ~/.cache/kiln)\n"
+           "  --quiet               do not print the stage times\n"
+           "  -h, --help            show this message\n"
+           "\n"
+           "The C compiler is $CC, else cc, gcc or clang from PATH.\n");
+}
+
+int kiln_cmd_compile(int argc, char **argv)
+{
+    const char *model = NULL, *out = NULL, *v = NULL;
+    kiln_compile_options opts = {0};
+    uint64_t seed = 0;
+    bool quiet = false;
+    for (int i = 1; i < argc; i++) {
+        int r;
+        if (cli_is_help(argv[i])) {
+            compile_help();
+            return KILN_EXIT_OK;
+        }
+        if ((r = cli_opt_value("compile", argc, argv, &i, "-o", &v)) != 0 ||
+            (r = cli_opt_value("compile", argc, argv, &i, "--output", &v)) != 0) {
+            if (r < 0)
+                return KILN_EXIT_ERROR;
+            out = v;
+        } else if ((r = cli_opt_value("compile", argc, argv, &i, "--target", &v)) != 0) {
+            if (r < 0)
+                return KILN_EXIT_ERROR;
+            opts.target = v;
+        } else if ((r = cli_opt_value("compile", argc, argv, &i, "--records", &v)) != 0) {
+            if (r < 0)
+                return KILN_EXIT_ERROR;
+            opts.records = v;
+        } else if ((r = cli_opt_value("compile", argc, argv, &i, "--dump-code", &v)) != 0) {
+            if (r < 0)
+                return KILN_EXIT_ERROR;
+            opts.dump_code_dir = v;
+        } else if ((r = cli_opt_value("compile", argc, argv, &i, "--print-ir-after", &v)) != 0) {
+            if (r < 0)
+                return KILN_EXIT_ERROR;
+            if (!kiln_pass_known(v))
+                return cli_usage_error("compile", "--print-ir-after: no pass named '%s'", v);
+            opts.print_ir_after = v;
+        } else if ((r = cli_opt_value("compile", argc, argv, &i, "--cache-dir", &v)) != 0) {
+            if (r < 0)
+                return KILN_EXIT_ERROR;
+            opts.cache_dir = v;
+        } else if ((r = cli_opt_value("compile", argc, argv, &i, "--jobs", &v)) != 0) {
+            uint64_t j;
+            if (r < 0)
+                return KILN_EXIT_ERROR;
+            if (!cli_parse_u64(v, &j) || j < 1 || j > 256)
+                return cli_usage_error("compile", "--jobs: expected 1 to 256, got '%s'", v);
+            opts.jobs = (int)j;
+        } else if ((r = cli_opt_value("compile", argc, argv, &i, "--seed", &v)) != 0) {
+            if (r < 0)
+                return KILN_EXIT_ERROR;
+            if (!cli_parse_u64(v, &seed))
+                return cli_usage_error("compile", "--seed: expected a number, got '%s'", v);
+        } else if (strcmp(argv[i], "--quiet") == 0) {
+            quiet = true;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            return cli_usage_error("compile", "unknown option '%s'", argv[i]);
+        } else if (!model) {
+            model = argv[i];
+        } else {
+            return cli_usage_error("compile", "unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (!model)
+        return cli_usage_error("compile", "missing MODEL");
+    if (!out)
+        return cli_usage_error("compile", "missing -o model.so");
+    opts.verbose = !quiet;
+    kiln_error err = {0};
+    double t0 = cli_now_ms();
+    kiln_graph *g = NULL;
+    if (kiln_model_load(model, seed, &g, &err) != KILN_OK)
+        return cli_lib_error(&err);
+    double t1 = cli_now_ms();
+    if (!quiet)
+        fprintf(stderr, "kiln compile: import %.2f s (%s)\n", (t1 - t0) / 1e3, model);
+    kiln_status s = kiln_compile(g, &opts, out, &err);
+    kiln_graph_destroy(g);
+    if (s != KILN_OK)
+        return cli_lib_error(&err);
+    if (!quiet)
+        fprintf(stderr, "kiln compile: wrote %s in %.2f s\n", out, (cli_now_ms() - t0) / 1e3);
+    return KILN_EXIT_OK;
+}
