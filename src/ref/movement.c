@@ -30,34 +30,6 @@
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-/* Copies `count` elements of `es` bytes from src (element stride `stride`,
- * 0 to repeat one element) to contiguous dst. */
-static void copy_elems(void *dst, const void *src, int64_t count, int64_t stride, size_t es)
-{
-    if (count <= 0)
-        return;
-    if (stride == 1) {
-        memcpy(dst, src, (size_t)count * es);
-        return;
-    }
-#define COPY_T(T)                                                                                 \
-    do {                                                                                          \
-        T *d_ = dst;                                                                              \
-        const T *s_ = src;                                                                        \
-        for (int64_t i = 0; i < count; i++)                                                       \
-            d_[i] = s_[i * stride];                                                               \
-    } while (0)
-    switch (es) {
-    case 1: COPY_T(uint8_t); break;
-    case 2: COPY_T(uint16_t); break;
-    case 4: COPY_T(uint32_t); break;
-    case 8: COPY_T(uint64_t); break;
-    default:
-        for (int64_t i = 0; i < count; i++)
-            memcpy((char *)dst + (size_t)i * es, (const char *)src + i * stride * (int64_t)es, es);
-    }
-#undef COPY_T
-}
 
 static int64_t load_index(const kiln_tensor *t, int64_t i)
 {
@@ -190,8 +162,9 @@ kiln_status kiln_ref_expand(const kiln_node *n, const kiln_tensor *const *in,
     int64_t idx[KILN_MAX_RANK] = {0}, off[KILN_BCAST_MAX_OPS] = {0};
     char *o = y->data;
     for (int64_t row = 0; row < bc.rows; row++) {
-        copy_elems(o + (size_t)(row * bc.inner) * es, (const char *)x->data + off[0] * (int64_t)es,
-                   bc.inner, bc.inner_stride[0], es);
+        kiln_ref_copy_strided(o + (size_t)(row * bc.inner) * es,
+                              (const char *)x->data + off[0] * (int64_t)es, bc.inner,
+                              bc.inner_stride[0], es);
         kiln_bcast_next_row(&bc, idx, off);
     }
     return KILN_OK;

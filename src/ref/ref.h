@@ -16,6 +16,11 @@ static inline void kiln_ref_strides(const kiln_shape *s, int64_t *strides)
     }
 }
 
+/* Copies `count` elements of `es` bytes from src, read with element stride
+ * src_stride (may be negative), to contiguous dst (ref/transform.c). */
+void kiln_ref_copy_strided(void *dst, const void *src, int64_t count, int64_t src_stride,
+                           size_t es);
+
 /* Product of dims [from, to) of a shape. */
 static inline int64_t kiln_ref_prod(const kiln_shape *s, int from, int to)
 {

@@ -21,8 +21,11 @@
 
 /* Copies `count` elements of `es` bytes from src (element stride src_stride,
  * may be negative) to contiguous dst. */
-static void copy_strided(void *dst, const void *src, int64_t count, int64_t src_stride, size_t es)
+void kiln_ref_copy_strided(void *dst, const void *src, int64_t count, int64_t src_stride,
+                           size_t es)
 {
+    if (count <= 0)
+        return;
     if (src_stride == 1) {
         memcpy(dst, src, (size_t)count * es);
         return;
@@ -64,8 +67,8 @@ static void strided_walk(void *dst, const void *src, const kiln_shape *shape, in
     int64_t off = base;
     char *o = dst;
     for (int64_t row = 0; row < numel / inner; row++) {
-        copy_strided(o + (size_t)(row * inner) * es, (const char *)src + off * (int64_t)es, inner,
-                     strides[r - 1], es);
+        kiln_ref_copy_strided(o + (size_t)(row * inner) * es,
+                              (const char *)src + off * (int64_t)es, inner, strides[r - 1], es);
         for (int d = r - 2; d >= 0; d--) {
             idx[d]++;
             off += strides[d];
