@@ -10,6 +10,8 @@
 #ifndef KILN_REF_RED_NUM_H
 #define KILN_REF_RED_NUM_H
 
+#include "ref/elemwise_common.h"
+#include "util/half.h"
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -32,89 +34,27 @@ static inline bool kiln_red_is_numeric(kiln_dtype t)
     return t != KILN_DTYPE_UNDEFINED && t != KILN_DTYPE_BOOL && t < KILN_DTYPE_COUNT;
 }
 
+/* float16 conversions: util/half.h (round to nearest even). */
 static inline float kiln_red_h2f(uint16_t h)
 {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    uint32_t bits;
-    if (exp == 0) {
-        if (man == 0) {
-            bits = sign;
-        } else { /* subnormal: value = man * 2^-24 */
-            float f = (float)man * 5.9604644775390625e-8f;
-            return sign ? -f : f;
-        }
-    } else if (exp == 31) {
-        bits = sign | 0x7f800000u | (man << 13);
-    } else {
-        bits = sign | ((exp + 112u) << 23) | (man << 13);
-    }
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
+    return kiln_f16_to_f32(h);
 }
 
 static inline uint16_t kiln_red_f2h(float f)
 {
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-    uint32_t exp = (x >> 23) & 0xffu, man = x & 0x7fffffu;
-    if (exp == 0xff) /* inf, nan */
-        return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0));
-    int32_t e = (int32_t)exp - 127 + 15;
-    if (e >= 31)
-        return (uint16_t)(sign | 0x7c00u);
-    if (e <= 0) { /* subnormal or zero */
-        if (e < -10)
-            return sign;
-        man |= 0x800000u;
-        uint32_t shift = (uint32_t)(14 - e);
-        uint32_t h = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
-        if (rem > mid || (rem == mid && (h & 1)))
-            h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = ((uint32_t)e << 10) | (man >> 13), rem = man & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
-        h++; /* a carry into the exponent is the right rounding */
-    return (uint16_t)(sign | h);
+    return kiln_f32_to_f16(f);
 }
 
-/* Element i of a float-typed buffer as a double. */
+/* Element i of any numeric buffer as a double, and as an int64 (bit
+ * pattern for integers, saturated for floats): ref/elemwise_common.c. */
 static inline double kiln_red_ldf(kiln_dtype t, const void *p, int64_t i)
 {
-    switch (t) {
-    case KILN_DTYPE_FLOAT32: return ((const float *)p)[i];
-    case KILN_DTYPE_FLOAT64: return ((const double *)p)[i];
-    case KILN_DTYPE_FLOAT16: return kiln_red_h2f(((const uint16_t *)p)[i]);
-    case KILN_DTYPE_INT8: return ((const int8_t *)p)[i];
-    case KILN_DTYPE_UINT8: return ((const uint8_t *)p)[i];
-    case KILN_DTYPE_INT16: return ((const int16_t *)p)[i];
-    case KILN_DTYPE_UINT16: return ((const uint16_t *)p)[i];
-    case KILN_DTYPE_INT32: return ((const int32_t *)p)[i];
-    case KILN_DTYPE_UINT32: return ((const uint32_t *)p)[i];
-    case KILN_DTYPE_INT64: return (double)((const int64_t *)p)[i];
-    case KILN_DTYPE_UINT64: return (double)((const uint64_t *)p)[i];
-    case KILN_DTYPE_BOOL: return ((const uint8_t *)p)[i] != 0;
-    default: return 0.0;
-    }
+    return kiln_ew_load_f64(t, p, i);
 }
 
-/* Element i of an integer-typed buffer as an int64 bit pattern. */
 static inline int64_t kiln_red_ldi(kiln_dtype t, const void *p, int64_t i)
 {
-    switch (t) {
-    case KILN_DTYPE_INT8: return ((const int8_t *)p)[i];
-    case KILN_DTYPE_UINT8: return ((const uint8_t *)p)[i];
-    case KILN_DTYPE_INT16: return ((const int16_t *)p)[i];
-    case KILN_DTYPE_UINT16: return ((const uint16_t *)p)[i];
-    case KILN_DTYPE_INT32: return ((const int32_t *)p)[i];
-    case KILN_DTYPE_UINT32: return ((const uint32_t *)p)[i];
-    case KILN_DTYPE_INT64: return ((const int64_t *)p)[i];
-    case KILN_DTYPE_UINT64: return (int64_t)((const uint64_t *)p)[i];
-    case KILN_DTYPE_BOOL: return ((const uint8_t *)p)[i] != 0;
-    default: return (int64_t)kiln_red_ldf(t, p, i);
-    }
+    return kiln_ew_load_i64(t, p, i);
 }
 
 /* Stores an int64 bit pattern, truncated to the element width. */

@@ -22,6 +22,7 @@
 #include "import/onnx/fold_op.h"
 #include "import/onnx/onnx.h"
 #include "util/error.h"
+#include "ref/elemwise_common.h"
 #include "util/half.h"
 
 /* ---- element access ----------------------------------------------------- */
@@ -38,43 +39,16 @@ bool onnx_dtype_is_int(kiln_dtype t)
     }
 }
 
+/* Element access for any numeric dtype: the reference kernels' own
+ * (ref/elemwise_common.c), so folding reads values exactly as kernels do. */
 double onnx_load_f64(kiln_dtype t, const void *data, int64_t i)
 {
-    switch (t) {
-    case KILN_DTYPE_FLOAT32: return ((const float *)data)[i];
-    case KILN_DTYPE_FLOAT16: return kiln_f16_to_f32(((const uint16_t *)data)[i]);
-    case KILN_DTYPE_FLOAT64: return ((const double *)data)[i];
-    case KILN_DTYPE_UINT64: return (double)((const uint64_t *)data)[i];
-    default: return (double)onnx_load_i64(t, data, i);
-    }
+    return kiln_ew_load_f64(t, data, i);
 }
 
 int64_t onnx_load_i64(kiln_dtype t, const void *data, int64_t i)
 {
-    switch (t) {
-    case KILN_DTYPE_INT8: return ((const int8_t *)data)[i];
-    case KILN_DTYPE_UINT8: return ((const uint8_t *)data)[i];
-    case KILN_DTYPE_INT16: return ((const int16_t *)data)[i];
-    case KILN_DTYPE_UINT16: return ((const uint16_t *)data)[i];
-    case KILN_DTYPE_INT32: return ((const int32_t *)data)[i];
-    case KILN_DTYPE_UINT32: return ((const uint32_t *)data)[i];
-    case KILN_DTYPE_INT64: return ((const int64_t *)data)[i];
-    case KILN_DTYPE_UINT64: return (int64_t)((const uint64_t *)data)[i];
-    case KILN_DTYPE_BOOL: return ((const uint8_t *)data)[i] != 0;
-    case KILN_DTYPE_FLOAT32:
-    case KILN_DTYPE_FLOAT16:
-    case KILN_DTYPE_FLOAT64: {
-        double d = onnx_load_f64(t, data, i);
-        if (!(d == d))
-            return 0;
-        if (d >= 9.2233720368547758e18)
-            return INT64_MAX;
-        if (d <= -9.2233720368547758e18)
-            return INT64_MIN;
-        return (int64_t)d;
-    }
-    default: return 0;
-    }
+    return kiln_ew_load_i64(t, data, i);
 }
 
 static void store_i64(kiln_dtype t, void *data, int64_t i, int64_t v)
