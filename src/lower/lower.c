@@ -371,6 +371,23 @@ static kiln_status lower_conv_nchwc(kiln_lowered *l, kiln_task *t, kiln_error *e
     if (tid < 0)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     t->args[wa] = tid;
+    /* padded output channels: the kernel reads the bias of whole blocks */
+    if (n->n_inputs > 2 && n->inputs[2] >= 0 && p->c_out % p->cb_out != 0) {
+        const kiln_value *bv = g->values[n->inputs[2]];
+        if (bv->kind != KILN_VALUE_CONST || !bv->data || kiln_shape_numel(&bv->shape) != p->c_out)
+            return kiln_errorf(err, KILN_ERR_INTERNAL, "conv '%s': padded channels need a constant bias",
+                               n->name);
+        int64_t nb = (int64_t)(p->c_out + p->cb_out - 1) / p->cb_out * p->cb_out;
+        float *pb = calloc((size_t)nb, sizeof(float));
+        if (!pb)
+            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory padding '%s'", n->name);
+        memcpy(pb, bv->data, sizeof(float) * (size_t)p->c_out);
+        snprintf(lb, sizeof lb, "pad%lld", (long long)nb);
+        int bid = weight_tensor(l, bv->id, lb, pb, (int64_t)sizeof(float) * nb);
+        if (bid < 0)
+            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        t->args[kiln_task_arg(t, bv->id)] = bid;
+    }
     t->flops = kiln_conv_flops(p);
     return KILN_OK;
 }

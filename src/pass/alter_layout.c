@@ -5,8 +5,19 @@
  *    handles (groups == 1, or whole channel blocks per group) reads its input
  *    in whatever NCHW{b}c it arrives in (row-major NCHW is NCHW1c, so the
  *    first conv of a network needs no transform at all) and writes NCHW{cb}c,
- *    cb the largest of vec, vec/2, .., 1 dividing C_out. Its weight gets the
- *    layout OIHW{cb_in}i{cb}o: packing happens once, at code generation.
+ *    cb the largest of vec, vec/2, .., 1 dividing C_out, or vec with the
+ *    channels padded up to a multiple of vec when groups == 1 and the padding
+ *    costs at most 1/16 of C_out (e.g. 1000 classes -> 1008: the vec-wide
+ *    microkernels instead of half-width ones). Its weight gets the layout
+ *    OIHW{cb_in}i{cb}o: packing happens once, at code generation.
+ *  - Padding channels of such a partial-block value hold act(0): the packed
+ *    weights' padding rows and the bias padding are zeros. They must stay
+ *    finite (a conv reading them multiplies them by zero weights), so a
+ *    partial-block value keeps its layout only through unary ops that map
+ *    finite to finite (Relu, Clip, Sigmoid, ..), Add/Sub/Mul, pools, convs
+ *    and GlobalAveragePool (which ignores the padding); anything else
+ *    (Div, Log, Pad, Concat, depthwise with another block..) reads it through
+ *    a transform, which drops the padding.
  *  - A depthwise Conv (group == C_in == C_out) keeps the block of its input
  *    (NCHW{vec}c after a transform when its input is row-major).
  *  - Layout-agnostic ops keep the block of their inputs: unary elementwise
@@ -45,6 +56,38 @@ static int largest_block(int64_t c, int vec)
         if (c % b == 0)
             return b;
     return 1;
+}
+
+/* A blocked value whose channel count the block does not divide. */
+static bool partial_block(const kiln_value *v)
+{
+    return v->layout.kind == KILN_LAYOUT_NCHWC && v->shape.rank >= 2 &&
+           v->shape.dims[1] % v->layout.block_a != 0;
+}
+
+/* Unary ops mapping finite values to finite values (padding stays finite). */
+static bool keeps_finite(kiln_op op)
+{
+    switch (op) {
+    case KILN_OP_RELU:
+    case KILN_OP_CLIP:
+    case KILN_OP_SIGMOID:
+    case KILN_OP_HARDSIGMOID:
+    case KILN_OP_HARDSWISH:
+    case KILN_OP_TANH:
+    case KILN_OP_ABS:
+    case KILN_OP_NEG:
+    case KILN_OP_LEAKYRELU:
+    case KILN_OP_ELU:
+    case KILN_OP_SELU:
+    case KILN_OP_CELU:
+    case KILN_OP_GELU:
+    case KILN_OP_ERF:
+    case KILN_OP_SOFTSIGN:
+        return true;
+    default:
+        return false;
+    }
 }
 
 bool kiln_conv_is_depthwise(const kiln_graph *g, const kiln_node *n)
@@ -180,6 +223,10 @@ static int lay_conv(state *s, const kiln_node *n, int *in)
         return emit(s, n, in, nchwc(b));
     }
     int cb_out = largest_block(grp > 1 ? c_out / grp : c_out, vec);
+    const kiln_value *bias = n->n_inputs > 2 && n->inputs[2] >= 0 ? src->values[n->inputs[2]] : NULL;
+    if (grp == 1 && vec > 1 && cb_out < vec && (!bias || (bias->kind == KILN_VALUE_CONST && bias->data)) &&
+        (c_out + vec - 1) / vec * vec - c_out <= c_out / 16)
+        cb_out = vec; /* padded (the bias is padded at lowering): see the top */
     int cb_in = block_of(g->values[in[0]]->layout);
     if (grp > 1 && (c_in / grp) % cb_in != 0)
         cb_in = 1;
@@ -219,9 +266,11 @@ kiln_status kiln_pass_alter_layout(kiln_pass_ctx *ctx, kiln_error *err)
         kiln_layout l0 = n->n_inputs > 0 && in[0] >= 0 ? g->values[in[0]]->layout : ROW_MAJOR;
         if (conv2d_f32(src, n)) {
             id = lay_conv(&s, n, in);
-        } else if (f32 && is_unary_elemwise(n->op) && l0.kind == KILN_LAYOUT_NCHWC) {
+        } else if (f32 && is_unary_elemwise(n->op) && l0.kind == KILN_LAYOUT_NCHWC &&
+                   (!partial_block(g->values[in[0]]) || keeps_finite(n->op))) {
             id = emit(&s, n, in, l0);
         } else if (f32 && is_binary_arith(n->op) && l0.kind == KILN_LAYOUT_NCHWC &&
+                   (n->op != KILN_OP_DIV || !partial_block(g->values[in[0]])) &&
                    in[1] >= 0 && g->values[in[1]]->kind != KILN_VALUE_CONST &&
                    kiln_layout_equal(g->values[in[1]]->layout, l0) &&
                    kiln_shape_equal(&g->values[in[0]]->shape, &g->values[in[1]]->shape)) {
@@ -230,10 +279,10 @@ kiln_status kiln_pass_alter_layout(kiln_pass_ctx *ctx, kiln_error *err)
                    n->n_outputs == 1 && l0.kind == KILN_LAYOUT_NCHWC && y->shape.rank == 4) {
             id = emit(&s, n, in, l0);
         } else if (f32 && n->op == KILN_OP_PAD && l0.kind == KILN_LAYOUT_NCHWC &&
-                   y->shape.rank == 4 && spatial_pad(n)) {
+                   y->shape.rank == 4 && spatial_pad(n) && !partial_block(g->values[in[0]])) {
             id = emit(&s, n, in, l0);
         } else if (f32 && n->op == KILN_OP_GLOBALAVERAGEPOOL && l0.kind == KILN_LAYOUT_NCHWC &&
-                   y->shape.rank == 4 && y->shape.dims[1] % l0.block_a == 0) {
+                   y->shape.rank == 4) {
             id = emit(&s, n, in, ROW_MAJOR);
         } else if (f32 && n->op == KILN_OP_CONCAT && l0.kind == KILN_LAYOUT_NCHWC &&
                    y->shape.rank == 4) {

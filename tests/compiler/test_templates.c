@@ -163,6 +163,73 @@ static void test_conv_random(void **state)
     }
 }
 
+/* C_out = 264 (not a multiple of 16): the output is NCHW16c with padding
+ * channels; they flow into a pool, a conv, a residual Add, a global pool, a
+ * depthwise conv, a Div (through a transform) and the graph output */
+static void test_conv_padded_channels(void **state)
+{
+    (void)state;
+    for (int variant = 0; variant < 5; variant++) {
+        kiln_graph *g;
+        assert_int_equal(kiln_graph_create(&g), KILN_OK);
+        const int m = 264;
+        int x = input(g, "x", ks(4, 1, 16, 9, 10));
+        int w = param(g, "w", ks(4, m, 16, 3, 3), 11, -0.5f, 0.5f);
+        int b = param(g, "b", ks(1, m), 12, -0.5f, 0.5f);
+        int in[3] = {x, w, b};
+        int cv = node(g, KILN_OP_CONV, in, 3);
+        ints(g, cv, "pads", 4, 1, 1, 1, 1);
+        int y = out(g, cv);
+        if (variant == 0) { /* relu, ceil-mode max pool, 1x1 conv */
+            y = out(g, node(g, KILN_OP_RELU, &y, 1));
+            int p = node(g, KILN_OP_MAXPOOL, &y, 1);
+            ints(g, p, "kernel_shape", 2, 3, 3);
+            ints(g, p, "strides", 2, 2, 2);
+            kiln_node_set_int(g, p, "ceil_mode", 1);
+            y = out(g, p);
+            int w2 = param(g, "w2", ks(4, 40, m, 1, 1), 13, -0.5f, 0.5f);
+            int in2[2] = {y, w2};
+            y = out(g, node(g, KILN_OP_CONV, in2, 2));
+        } else if (variant == 1) { /* residual add of two padded convs, global pool */
+            int w2 = param(g, "w2", ks(4, m, 16, 1, 1), 14, -0.5f, 0.5f);
+            int in2[2] = {x, w2};
+            int r = out(g, node(g, KILN_OP_CONV, in2, 2));
+            int a[2] = {y, r};
+            y = out(g, node(g, KILN_OP_ADD, a, 2));
+            y = out(g, node(g, KILN_OP_RELU, &y, 1));
+            y = out(g, node(g, KILN_OP_GLOBALAVERAGEPOOL, &y, 1));
+        } else if (variant == 2) { /* sigmoid, padded 3x3 conv to padded, avg pool */
+            y = out(g, node(g, KILN_OP_SIGMOID, &y, 1));
+            int w2 = param(g, "w2", ks(4, m, m, 3, 3), 15, -0.2f, 0.2f);
+            int in2[2] = {y, w2};
+            int c2 = node(g, KILN_OP_CONV, in2, 2);
+            ints(g, c2, "pads", 4, 1, 1, 1, 1);
+            y = out(g, c2);
+            int p = node(g, KILN_OP_AVERAGEPOOL, &y, 1);
+            ints(g, p, "kernel_shape", 2, 3, 3);
+            ints(g, p, "strides", 2, 2, 2);
+            ints(g, p, "pads", 4, 1, 1, 1, 1);
+            y = out(g, p);
+        } else if (variant == 3) { /* depthwise on a padded input */
+            y = out(g, node(g, KILN_OP_RELU, &y, 1));
+            int wd = param(g, "wd", ks(4, m, 1, 3, 3), 16, -0.5f, 0.5f);
+            int in2[2] = {y, wd};
+            int c2 = node(g, KILN_OP_CONV, in2, 2);
+            ints(g, c2, "pads", 4, 1, 1, 1, 1);
+            kiln_node_set_int(g, c2, "group", m);
+            y = out(g, c2);
+        } else { /* y / |y|: 0/0 in the padding, then a conv */
+            int r = out(g, node(g, KILN_OP_ABS, &y, 1));
+            int a[2] = {y, r};
+            y = out(g, node(g, KILN_OP_DIV, a, 2));
+            int w3 = param(g, "w3", ks(4, 24, m, 1, 1), 18, -0.5f, 0.5f);
+            int in3[2] = {y, w3};
+            y = out(g, node(g, KILN_OP_CONV, in3, 2));
+        }
+        check(g, y, 3200 + (uint64_t)variant);
+    }
+}
+
 /* conv -> pool/global pool on blocked data, and row-major pooling */
 static void test_pool(void **state)
 {
@@ -196,6 +263,39 @@ static void test_pool(void **state)
         int z = out(g, p);
         z = out(g, node(g, KILN_OP_RELU, &z, 1));
         check(g, z, 3000 + (uint64_t)variant);
+    }
+}
+
+/* pools with interior and border pixels on NCHW8c (AVX2 path) and NCHW16c
+ * (AVX-512 path): ceil_mode (squeezenet), stride 2 + pad (resnet), average
+ * with and without count_include_pad, dilation, a fused Relu */
+static void test_pool_interior(void **state)
+{
+    (void)state;
+    for (int variant = 0; variant < 10; variant++) {
+        kiln_graph *g;
+        assert_int_equal(kiln_graph_create(&g), KILN_OK);
+        int c = variant % 2 ? 16 : 8;
+        int x = input(g, "x", ks(4, 1, 3, 17, 19));
+        int w = param(g, "w", ks(4, c, 3, 1, 1), 7 + variant, -0.5f, 0.5f);
+        int in[2] = {x, w};
+        int y = out(g, node(g, KILN_OP_CONV, in, 2));
+        int k = variant / 2;
+        int p = node(g, k < 2 ? KILN_OP_MAXPOOL : KILN_OP_AVERAGEPOOL, &y, 1);
+        ints(g, p, "kernel_shape", 2, k == 4 ? 2 : 3, 3);
+        ints(g, p, "strides", 2, k == 4 ? 1 : 2, 2);
+        if (k == 0)
+            kiln_node_set_int(g, p, "ceil_mode", 1);
+        else
+            ints(g, p, "pads", 4, 1, 1, 1, 1);
+        if (k == 3)
+            kiln_node_set_int(g, p, "count_include_pad", 1);
+        if (k == 4)
+            ints(g, p, "dilations", 2, 2, 2);
+        int z = out(g, p);
+        if (variant % 3 == 0)
+            z = out(g, node(g, KILN_OP_RELU, &z, 1));
+        check(g, z, variant % 4 == 0 ? 3300 + (uint64_t)variant : 0);
     }
 }
 
@@ -407,7 +507,8 @@ int main(void)
     dir = kt_tempdir();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_fixed),       cmocka_unit_test(test_conv_random),
-        cmocka_unit_test(test_pool),             cmocka_unit_test(test_pool_8x8),
+        cmocka_unit_test(test_conv_padded_channels),
+        cmocka_unit_test(test_pool),             cmocka_unit_test(test_pool_interior),             cmocka_unit_test(test_pool_8x8),
         cmocka_unit_test(test_pad),
         cmocka_unit_test(test_dense),
         cmocka_unit_test(test_matmul_softmax_norm), cmocka_unit_test(test_elemwise_movement),
