@@ -60,22 +60,14 @@ def kiln_gmacs(kiln):
     return macs
 
 
-def measure_peak(threads, reps=7):
-    """Builds and runs bench/peak.c; returns the best of `reps` short
-    measurements on `threads` threads and on 1 (on a shared machine the best
-    is the estimate of what the hardware can do right now)."""
-    exe = os.path.join(ROOT, "build", "bench_peak_compare")
-    src = os.path.join(HERE, "peak.c")
-    if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
-        os.makedirs(os.path.dirname(exe), exist_ok=True)
-        run(["cc", "-O3", "-march=native", "-pthread", src, "-o", exe])
-    out = run([exe, str(reps)])
-    vals = {}
-    for line in out.splitlines():
-        m = re.search(r"(\d+) threads?\s*:.*max ([\d.]+)", line)
-        if m:
-            vals[int(m.group(1))] = float(m.group(2))
-    return vals.get(threads), vals.get(1)
+def measure_peak(kiln, threads):
+    """The FP32 peak as kiln measures it (src/report/peak.c: register-only FMA
+    loop, AVX-512 when available, best of three), read from the configuration
+    block of a profile of the tiny mlp; returns (peak of `threads`, of 1)."""
+    env = dict(os.environ, KILN_NUM_THREADS=str(threads))
+    out = run([kiln, "profile", "mlp", "--threads", str(threads), "--format", "json"], env=env)
+    j = json.loads(out[out.index("{"):])
+    return find_key(j, "peak_gflops"), find_key(j, "peak_gflops_1")
 
 
 def bench_kiln(kiln, name, threads):
@@ -155,7 +147,7 @@ def main():
         kw = {"aux_logits": False, "init_weights": True} if tv == "inception_v3" else {}
         net = ctor(weights=None, **kw).eval()
         x = torch.randn(1, 3, size, size)
-        peak, peak1 = measure_peak(args.threads)
+        peak, peak1 = measure_peak(args.kiln, args.threads)
         peaks.append((peak, peak1))
         ks, ts = [], []
         for r in range(args.rounds):
@@ -203,8 +195,8 @@ def main():
         f"- kiln: zoo networks compiled with no tuning records, `kiln bench --repeat 10 "
         f"--min-repeat-ms 200` median; PyTorch: torchvision {torchvision.__version__}, median of "
         f"20 runs after 3 warm-ups; {args.rounds} interleaved rounds, median of the rounds.",
-        "- Peak: measured with `bench/peak.c` (register-only AVX-512 FMA loop, best of 7 "
-        "short runs) just before each network, because this shared VM's speed drifts: "
+        "- Peak: measured by kiln itself (`kiln profile`'s register-only AVX-512 FMA loop, "
+        "best of three) just before each network, because this shared VM's speed drifts: "
         + ", ".join(f"{n[0]} {p[0]:.0f}" for n, p in zip(nets, peaks))
         + f" GFLOP/s on {args.threads} threads.",
         "",
