@@ -40,10 +40,12 @@ rm -rf "$corpus"
 mkdir -p "$corpus"
 for m in "$src"/tests/data/onnx/*/model.onnx; do cp "$m" "$corpus/$(basename "$(dirname "$m")").onnx"; done
 if [ -d /usr/share/libonnx-testdata/data/node ]; then
-  find /usr/share/libonnx-testdata/data/node -name model.onnx -size -2k | sort | head -200 |
-    while read -r m; do cp "$m" "$corpus/$(basename "$(dirname "$m")").onnx"; done
+  # (no `| head` here: with pipefail, the writer's SIGPIPE would fail the run)
+  mapfile -t small < <(find /usr/share/libonnx-testdata/data/node -name model.onnx -size -2k | sort)
+  for m in "${small[@]:0:200}"; do cp "$m" "$corpus/$(basename "$(dirname "$m")").onnx"; done
 fi
-echo "fuzz smoke: $(ls "$corpus" | wc -l) seeds, ${secs}s"
+seeds=("$corpus"/*)
+echo "fuzz smoke: ${#seeds[@]} seeds, ${secs}s"
 cd "$out"
 "$bin" "${opts[@]}" -max_total_time="$secs" -print_final_stats=1 "$corpus"
 echo "fuzz smoke: no crash, leak or hang in ${secs}s"
