@@ -65,9 +65,13 @@ def measure_peak(kiln, threads):
     loop, AVX-512 when available, best of three), read from the configuration
     block of a profile of the tiny mlp; returns (peak of `threads`, of 1)."""
     env = dict(os.environ, KILN_NUM_THREADS=str(threads))
-    out = run([kiln, "profile", "mlp", "--threads", str(threads), "--format", "json"], env=env)
-    j = json.loads(out[out.index("{"):])
-    return find_key(j, "peak_gflops"), find_key(j, "peak_gflops_1")
+    best = (0.0, 0.0)
+    for _ in range(2):  # the better of two: a busy moment only lowers it
+        out = run([kiln, "profile", "mlp", "--threads", str(threads), "--format", "json"], env=env)
+        j = json.loads(out[out.index("{"):])
+        p, p1 = find_key(j, "peak_gflops") or 0.0, find_key(j, "peak_gflops_1") or 0.0
+        best = (max(best[0], p), max(best[1], p1))
+    return best
 
 
 def bench_kiln(kiln, name, threads):
@@ -155,12 +159,18 @@ def main():
             ts.append(bench_torch(torch, net, x))
         k, t = statistics.median(ks), statistics.median(ts)
         gf = 2 * gmacs.get(name, 0) / k if gmacs.get(name) else None
-        rows.append((name, k * 1e3, t * 1e3, k / t, gf, gf / peak if gf and peak else None))
+        rows.append((name, k * 1e3, t * 1e3, k / t, gf, peak))
         r = rows[-1]
         print(f"{name:15s} kiln {r[1]:8.2f} ms  PyTorch {r[2]:8.2f} ms  ratio {r[3]:.3f} "
-              f"(target <= {TARGET.get(name, float('nan')):.2f})  {r[4]:.1f} GFLOP/s  "
-              f"{100 * r[5]:.1f}% of the {peak:.0f} GFLOP/s peak measured just before",
-              flush=True)
+              f"(target <= {TARGET.get(name, float('nan')):.2f})  {r[4]:.1f} GFLOP/s", flush=True)
+
+    # The hardware's peak does not change during a run; a low reading only
+    # means the machine was busy at that moment: use the best one seen.
+    best_peak = max(p[0] for p in peaks) if peaks else None
+    rows = [r[:5] + ((r[4] / best_peak) if r[4] and best_peak else None,) for r in rows]
+    for r in rows:
+        print(f"{r[0]:15s} {100 * r[5]:.1f}% of the best peak measured in this run "
+              f"({best_peak:.0f} GFLOP/s)")
 
     conv = None
     if any(n[0] == "resnet-50" for n in nets):
@@ -196,9 +206,11 @@ def main():
         f"--min-repeat-ms 200` median; PyTorch: torchvision {torchvision.__version__}, median of "
         f"20 runs after 3 warm-ups; {args.rounds} interleaved rounds, median of the rounds.",
         "- Peak: measured by kiln itself (`kiln profile`'s register-only AVX-512 FMA loop, "
-        "best of three) just before each network, because this shared VM's speed drifts: "
+        "best of three, the better of two such measurements) before each network: "
         + ", ".join(f"{n[0]} {p[0]:.0f}" for n, p in zip(nets, peaks))
-        + f" GFLOP/s on {args.threads} threads.",
+        + f" GFLOP/s on {args.threads} threads; fractions use the best of them, "
+        f"{max(p[0] for p in peaks):.0f} GFLOP/s (a lower reading means the shared VM "
+        "was busy at that moment).",
         "",
         "| network | kiln ms | PyTorch ms | kiln/PyTorch | target (TVM untuned) | GFLOP/s | "
         "fraction of peak |",
