@@ -60,23 +60,7 @@ static kiln_status norm_index(int64_t v, int64_t dim, int64_t i, int axis, int64
     return KILN_OK;
 }
 
-static kiln_status same_dtype(const kiln_tensor *x, const kiln_tensor *y, kiln_error *err)
-{
-    if (x->dtype != y->dtype || kiln_dtype_size(x->dtype) == 0)
-        return kiln_errorf(err, KILN_ERR_TYPE_MISMATCH, "input is %s but output is %s",
-                           kiln_dtype_name(x->dtype), kiln_dtype_name(y->dtype));
-    return KILN_OK;
-}
 
-static kiln_status want_shape(const kiln_shape *got, const kiln_shape *want, kiln_error *err)
-{
-    if (!kiln_shape_equal(got, want)) {
-        kiln_shape_buf a, b;
-        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "output is %s, expected %s",
-                           kiln_shape_fmt(got, &a), kiln_shape_fmt(want, &b));
-    }
-    return KILN_OK;
-}
 
 /* Advances a row-major coordinate counter over `s` by one; false at the end. */
 static bool next_coord(const kiln_shape *s, int64_t *idx)
@@ -96,7 +80,7 @@ kiln_status kiln_ref_tile(const kiln_node *n, const kiln_tensor *const *in,
 {
     const kiln_tensor *x = in[0];
     kiln_tensor *y = out[0];
-    kiln_status s = same_dtype(x, y, err);
+    kiln_status s = kiln_ref_check_same_dtype(x, y, err);
     if (s != KILN_OK)
         return s;
     int r = x->shape.rank;
@@ -109,7 +93,7 @@ kiln_status kiln_ref_tile(const kiln_node *n, const kiln_tensor *const *in,
             return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "negative repeat");
         want.dims[d] = x->shape.dims[d] * rep[d];
     }
-    s = want_shape(&y->shape, &want, err);
+    s = kiln_ref_check_shape(&y->shape, &want, err);
     if (s != KILN_OK)
         return s;
     size_t es = kiln_dtype_size(x->dtype);
@@ -145,7 +129,7 @@ kiln_status kiln_ref_expand(const kiln_node *n, const kiln_tensor *const *in,
     (void)n;
     const kiln_tensor *x = in[0];
     kiln_tensor *y = out[0];
-    kiln_status s = same_dtype(x, y, err);
+    kiln_status s = kiln_ref_check_same_dtype(x, y, err);
     if (s != KILN_OK)
         return s;
     if (!kiln_broadcasts_to(&x->shape, &y->shape)) {
@@ -177,11 +161,11 @@ kiln_status kiln_ref_gather_elements(const kiln_node *n, const kiln_tensor *cons
 {
     const kiln_tensor *x = in[0], *ix = in[1];
     kiln_tensor *y = out[0];
-    kiln_status s = same_dtype(x, y, err);
+    kiln_status s = kiln_ref_check_same_dtype(x, y, err);
     if (s == KILN_OK)
         s = check_index_dtype(ix, "indices", err);
     if (s == KILN_OK)
-        s = want_shape(&y->shape, &ix->shape, err);
+        s = kiln_ref_check_shape(&y->shape, &ix->shape, err);
     if (s != KILN_OK)
         return s;
     int r = x->shape.rank, axis;
@@ -237,7 +221,7 @@ kiln_status kiln_ref_gather_nd(const kiln_node *n, const kiln_tensor *const *in,
 {
     const kiln_tensor *x = in[0], *ix = in[1];
     kiln_tensor *y = out[0];
-    kiln_status s = same_dtype(x, y, err);
+    kiln_status s = kiln_ref_check_same_dtype(x, y, err);
     if (s == KILN_OK)
         s = check_index_dtype(ix, "indices", err);
     if (s != KILN_OK)
@@ -258,7 +242,7 @@ kiln_status kiln_ref_gather_nd(const kiln_node *n, const kiln_tensor *const *in,
         want.dims[k++] = is->dims[d];
     for (int d = (int)(bd + m); d < xs->rank; d++)
         want.dims[k++] = xs->dims[d];
-    s = want_shape(&y->shape, &want, err);
+    s = kiln_ref_check_shape(&y->shape, &want, err);
     if (s != KILN_OK)
         return s;
     for (int d = 0; d < bd; d++)
@@ -372,13 +356,13 @@ static kiln_status scatter_begin(const kiln_node *n, const kiln_tensor *const *i
 {
     const kiln_tensor *x = in[0], *ix = in[1], *u = in[2];
     kiln_tensor *y = out[0];
-    kiln_status s = same_dtype(x, y, err);
+    kiln_status s = kiln_ref_check_same_dtype(x, y, err);
     if (s == KILN_OK)
-        s = same_dtype(u, y, err);
+        s = kiln_ref_check_same_dtype(u, y, err);
     if (s == KILN_OK)
         s = check_index_dtype(ix, "indices", err);
     if (s == KILN_OK)
-        s = want_shape(&y->shape, &x->shape, err);
+        s = kiln_ref_check_shape(&y->shape, &x->shape, err);
     if (s == KILN_OK)
         s = read_reduction(n, x->dtype, red, err);
     if (s != KILN_OK)
@@ -469,7 +453,7 @@ kiln_status kiln_ref_depth_to_space(const kiln_node *n, const kiln_tensor *const
 {
     const kiln_tensor *x = in[0];
     kiln_tensor *y = out[0];
-    kiln_status s = same_dtype(x, y, err);
+    kiln_status s = kiln_ref_check_same_dtype(x, y, err);
     if (s != KILN_OK)
         return s;
     int64_t bs = kiln_attr_int(n, "blocksize", 0);
@@ -479,7 +463,7 @@ kiln_status kiln_ref_depth_to_space(const kiln_node *n, const kiln_tensor *const
         return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "bad input shape or blocksize");
     int64_t N = xd[0], C = xd[1] / (bs * bs), H = xd[2], W = xd[3];
     kiln_shape want = {.rank = 4, .dims = {N, C, H * bs, W * bs}};
-    s = want_shape(&y->shape, &want, err);
+    s = kiln_ref_check_shape(&y->shape, &want, err);
     if (s != KILN_OK)
         return s;
     size_t es = kiln_dtype_size(x->dtype);
@@ -501,7 +485,7 @@ kiln_status kiln_ref_space_to_depth(const kiln_node *n, const kiln_tensor *const
 {
     const kiln_tensor *x = in[0];
     kiln_tensor *y = out[0];
-    kiln_status s = same_dtype(x, y, err);
+    kiln_status s = kiln_ref_check_same_dtype(x, y, err);
     if (s != KILN_OK)
         return s;
     int64_t bs = kiln_attr_int(n, "blocksize", 0);
@@ -510,7 +494,7 @@ kiln_status kiln_ref_space_to_depth(const kiln_node *n, const kiln_tensor *const
         return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "bad input shape or blocksize");
     int64_t N = xd[0], C = xd[1], OH = xd[2] / bs, OW = xd[3] / bs;
     kiln_shape want = {.rank = 4, .dims = {N, C * bs * bs, OH, OW}};
-    s = want_shape(&y->shape, &want, err);
+    s = kiln_ref_check_shape(&y->shape, &want, err);
     if (s != KILN_OK)
         return s;
     size_t es = kiln_dtype_size(x->dtype);
@@ -535,9 +519,9 @@ kiln_status kiln_ref_trilu(const kiln_node *n, const kiln_tensor *const *in,
 {
     const kiln_tensor *x = in[0];
     kiln_tensor *y = out[0];
-    kiln_status s = same_dtype(x, y, err);
+    kiln_status s = kiln_ref_check_same_dtype(x, y, err);
     if (s == KILN_OK)
-        s = want_shape(&y->shape, &x->shape, err);
+        s = kiln_ref_check_shape(&y->shape, &x->shape, err);
     if (s != KILN_OK)
         return s;
     int r = x->shape.rank;
@@ -595,7 +579,7 @@ kiln_status kiln_ref_onehot(const kiln_node *n, const kiln_tensor *const *in,
 {
     const kiln_tensor *ix = in[0], *vals = in[1];
     kiln_tensor *y = out[0];
-    kiln_status s = same_dtype(vals, y, err);
+    kiln_status s = kiln_ref_check_same_dtype(vals, y, err);
     if (s != KILN_OK)
         return s;
     if (kiln_shape_numel(&vals->shape) != 2)
@@ -611,7 +595,7 @@ kiln_status kiln_ref_onehot(const kiln_node *n, const kiln_tensor *const *in,
     kiln_shape want = {.rank = rank};
     for (int d = 0, k = 0; d < rank; d++)
         want.dims[d] = d == axis ? depth : ix->shape.dims[k++];
-    s = want_shape(&y->shape, &want, err);
+    s = kiln_ref_check_shape(&y->shape, &want, err);
     if (s != KILN_OK)
         return s;
     size_t es = kiln_dtype_size(vals->dtype);
@@ -643,9 +627,9 @@ kiln_status kiln_ref_reverse_sequence(const kiln_node *n, const kiln_tensor *con
 {
     const kiln_tensor *x = in[0], *sl = in[1];
     kiln_tensor *y = out[0];
-    kiln_status s = same_dtype(x, y, err);
+    kiln_status s = kiln_ref_check_same_dtype(x, y, err);
     if (s == KILN_OK)
-        s = want_shape(&y->shape, &x->shape, err);
+        s = kiln_ref_check_shape(&y->shape, &x->shape, err);
     if (s == KILN_OK)
         s = check_index_dtype(sl, "sequence_lens", err);
     if (s != KILN_OK)

@@ -80,30 +80,13 @@ static void strided_walk(void *dst, const void *src, const kiln_shape *shape, in
     }
 }
 
-/* Same dtype in and out, and a known element size. */
-static kiln_status check_dtype(const kiln_tensor *x, const kiln_tensor *y, kiln_error *err)
-{
-    if (x->dtype != y->dtype || kiln_dtype_size(x->dtype) == 0)
-        return kiln_errorf(err, KILN_ERR_TYPE_MISMATCH, "input is %s but output is %s",
-                           kiln_dtype_name(x->dtype), kiln_dtype_name(y->dtype));
-    return KILN_OK;
-}
 
-static kiln_status check_shape(const kiln_shape *got, const kiln_shape *want, kiln_error *err)
-{
-    if (!kiln_shape_equal(got, want)) {
-        kiln_shape_buf a, b;
-        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "output is %s, expected %s",
-                           kiln_shape_fmt(got, &a), kiln_shape_fmt(want, &b));
-    }
-    return KILN_OK;
-}
 
 kiln_status kiln_ref_copy(const kiln_node *n, const kiln_tensor *const *in,
                           kiln_tensor *const *out, kiln_error *err)
 {
     (void)n;
-    kiln_status s = check_dtype(in[0], out[0], err);
+    kiln_status s = kiln_ref_check_same_dtype(in[0], out[0], err);
     if (s != KILN_OK)
         return s;
     int64_t nb = kiln_tensor_nbytes(in[0]);
@@ -119,7 +102,7 @@ kiln_status kiln_ref_transpose(const kiln_node *n, const kiln_tensor *const *in,
 {
     const kiln_tensor *x = in[0];
     kiln_tensor *y = out[0];
-    kiln_status s = check_dtype(x, y, err);
+    kiln_status s = kiln_ref_check_same_dtype(x, y, err);
     if (s != KILN_OK)
         return s;
     int r = x->shape.rank;
@@ -143,7 +126,7 @@ kiln_status kiln_ref_transpose(const kiln_node *n, const kiln_tensor *const *in,
         want.dims[i] = x->shape.dims[perm[i]];
         st[i] = ist[perm[i]];
     }
-    s = check_shape(&y->shape, &want, err);
+    s = kiln_ref_check_shape(&y->shape, &want, err);
     if (s != KILN_OK)
         return s;
     strided_walk(y->data, x->data, &y->shape, 0, st, kiln_dtype_size(x->dtype));
@@ -173,7 +156,7 @@ kiln_status kiln_ref_concat(const kiln_node *n, const kiln_tensor *const *in,
         const kiln_tensor *x = in[i];
         if (!x)
             return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "input %d is missing", i);
-        s = check_dtype(x, y, err);
+        s = kiln_ref_check_same_dtype(x, y, err);
         if (s != KILN_OK)
             return s;
         bool ok = x->shape.rank == r;
@@ -217,7 +200,7 @@ kiln_status kiln_ref_split(const kiln_node *n, const kiln_tensor *const *in,
         const kiln_tensor *y = out[k];
         if (!y)
             return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "output %d is missing", k);
-        s = check_dtype(x, y, err);
+        s = kiln_ref_check_same_dtype(x, y, err);
         if (s != KILN_OK)
             return s;
         bool ok = y->shape.rank == r;
@@ -252,14 +235,14 @@ kiln_status kiln_ref_slice(const kiln_node *n, const kiln_tensor *const *in,
 {
     const kiln_tensor *x = in[0];
     kiln_tensor *y = out[0];
-    kiln_status s = check_dtype(x, y, err);
+    kiln_status s = kiln_ref_check_same_dtype(x, y, err);
     if (s != KILN_OK)
         return s;
     int64_t start[KILN_MAX_RANK], step[KILN_MAX_RANK], ist[KILN_MAX_RANK], st[KILN_MAX_RANK];
     kiln_shape want;
     s = kiln_slice_resolve(n, &x->shape, start, step, &want, err);
     if (s == KILN_OK)
-        s = check_shape(&y->shape, &want, err);
+        s = kiln_ref_check_shape(&y->shape, &want, err);
     if (s != KILN_OK)
         return s;
     kiln_ref_strides(&x->shape, ist);
@@ -279,7 +262,7 @@ kiln_status kiln_ref_gather(const kiln_node *n, const kiln_tensor *const *in,
 {
     const kiln_tensor *x = in[0], *ix = in[1];
     kiln_tensor *y = out[0];
-    kiln_status s = check_dtype(x, y, err);
+    kiln_status s = kiln_ref_check_same_dtype(x, y, err);
     if (s != KILN_OK)
         return s;
     if (ix->dtype != KILN_DTYPE_INT32 && ix->dtype != KILN_DTYPE_INT64)
@@ -300,7 +283,7 @@ kiln_status kiln_ref_gather(const kiln_node *n, const kiln_tensor *const *in,
         want.dims[k++] = ix->shape.dims[d];
     for (int d = axis + 1; d < r; d++)
         want.dims[k++] = x->shape.dims[d];
-    s = check_shape(&y->shape, &want, err);
+    s = kiln_ref_check_shape(&y->shape, &want, err);
     if (s != KILN_OK)
         return s;
     size_t es = kiln_dtype_size(x->dtype);
@@ -397,7 +380,7 @@ kiln_status kiln_ref_pad(const kiln_node *n, const kiln_tensor *const *in,
 {
     const kiln_tensor *x = in[0];
     kiln_tensor *y = out[0];
-    kiln_status s = check_dtype(x, y, err);
+    kiln_status s = kiln_ref_check_same_dtype(x, y, err);
     if (s != KILN_OK)
         return s;
     int r = x->shape.rank;
@@ -429,7 +412,7 @@ kiln_status kiln_ref_pad(const kiln_node *n, const kiln_tensor *const *in,
                                "pads (%lld, %lld) do not fit dimension %d of size %lld",
                                (long long)b, (long long)e, d, (long long)dim);
     }
-    s = check_shape(&y->shape, &want, err);
+    s = kiln_ref_check_shape(&y->shape, &want, err);
     if (s != KILN_OK)
         return s;
     size_t es = kiln_dtype_size(x->dtype);
