@@ -62,7 +62,7 @@ def kiln_gmacs(kiln):
 
 def measure_peak(kiln, threads):
     """The FP32 peak as kiln measures it (src/report/peak.c: register-only FMA
-    loop, AVX-512 when available, best of three), read from the configuration
+    loop, AVX-512 when available, best of five), read from the configuration
     block of a profile of the tiny mlp; returns (peak of `threads`, of 1)."""
     env = dict(os.environ, KILN_NUM_THREADS=str(threads))
     best = (0.0, 0.0)
@@ -175,9 +175,12 @@ def main():
     conv = None
     if any(n[0] == "resnet-50" for n in nets):
         conv = conv_share(args.kiln, args.threads)
+        if conv and conv[4] and best_peak and best_peak > conv[4]:
+            # the profile's own reading was taken at a busy moment: use the best one
+            conv = (conv[0], conv[0] / best_peak) + conv[2:4] + (best_peak,)
         if conv:
             print(f"resnet-50 convolutions: {conv[0]:.1f} GFLOP/s = {100 * conv[1]:.1f}% of the "
-                  f"{conv[4]:.0f} GFLOP/s {args.threads}-thread peak measured by kiln profile "
+                  f"{conv[4]:.0f} GFLOP/s {args.threads}-thread peak (the best measured in this run) "
                   f"({conv[2]:.2f} ms of {conv[3]:.2f} ms)")
 
     if args.no_results:
@@ -206,7 +209,7 @@ def main():
         f"--min-repeat-ms 200` median; PyTorch: torchvision {torchvision.__version__}, median of "
         f"20 runs after 3 warm-ups; {args.rounds} interleaved rounds, median of the rounds.",
         "- Peak: measured by kiln itself (`kiln profile`'s register-only AVX-512 FMA loop, "
-        "best of three, the better of two such measurements) before each network: "
+        "best of five, the better of two such measurements) before each network: "
         + ", ".join(f"{n[0]} {p[0]:.0f}" for n, p in zip(nets, peaks))
         + f" GFLOP/s on {args.threads} threads; fractions use the best of them, "
         f"{max(p[0] for p in peaks):.0f} GFLOP/s (a lower reading means the shared VM "
@@ -221,8 +224,8 @@ def main():
                      f"{TARGET.get(r[0], float('nan')):.2f} | {r[4]:.1f} | {100 * r[5]:.1f}% |")
     if conv:
         lines += ["", f"resnet-50's convolutions: {conv[0]:.1f} GFLOP/s, {100 * conv[1]:.1f}% of "
-                  f"the {conv[4]:.0f} GFLOP/s {args.threads}-thread peak that `kiln profile "
-                  f"resnet-50 --aggregate op` measured in the same process ({conv[2]:.2f} ms "
+                  f"the {conv[4]:.0f} GFLOP/s {args.threads}-thread peak (the best measured in this "
+                  f"run), from `kiln profile resnet-50 --aggregate op` ({conv[2]:.2f} ms "
                   f"of a {conv[3]:.2f} ms run)."]
     with open(os.path.join(HERE, "RESULTS.md"), "w") as f:
         f.write("\n".join(lines) + "\n")

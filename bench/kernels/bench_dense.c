@@ -6,8 +6,12 @@
  *
  * Usage: bench_dense [--reps N] [--knobs T,O,mg,ng] */
 #define _GNU_SOURCE
-#define KILN_BENCH_PEAK_NO_MAIN
-#include "../peak.c"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "report/report.h"
 
 #include <sched.h>
 #include <string.h>
@@ -119,8 +123,8 @@ int main(int argc, char **argv)
     pthread_create(&th, NULL, helper_main, NULL);
     double peak[3];
     for (int t = 1; t <= 2; t++) {
-        double med = kiln_bench_peak(t, 41, NULL, &peak[t]);
-        printf("measured peak %d thread(s): best %.1f GFLOP/s (median %.1f)\n", t, peak[t], med);
+        peak[t] = kiln_peak_measure(t, NULL, 0);
+        printf("measured peak %d thread(s): %.1f GFLOP/s (best of five)\n", t, peak[t]);
     }
     printf("%-26s | %-44s | %-44s\n", "shape", "1 thread: ms GFLOP/s %peak GB/s(weights)",
            "2 threads: ms GFLOP/s %peak GB/s(weights)");

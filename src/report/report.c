@@ -2,14 +2,17 @@
  *
  * Steps: for each step, its duration in each instrumented run is the time
  * between the stamps around it; the step's time is the median over the runs
- * (min and max kept), robust to a run the OS interrupted. Total is the mean
- * over the runs of the wall time of the whole run: the statistic of the
- * bench it is checked against (kiln_module_bench's mean), so the two compare
- * like for like. Sum is the sum of the steps' medians; on a quiet machine it
- * is Total less the time between kernels, on a busy one it is lower (the
- * medians drop the slow runs the mean keeps), and the report says so. The
- * run whose wall time is closest to the median is the "representative" run:
- * its stamps place the events of the Chrome trace.
+ * (min and max kept), robust to a run the OS interrupted. Total is the
+ * median over the runs of the wall time of the whole run: the same statistic
+ * as the rows', so one slow run (a shared machine's other tenant) moves
+ * neither. Sum is the sum of the steps' medians; it is Total less the time
+ * between kernels, give or take how the medians of the parts differ from
+ * the median of the whole. The means are kept too: the per-kernel means add
+ * up to the mean run exactly (less the time between kernels), which is the
+ * check that no time is missing from the profile, and the mean run is what
+ * a bench's mean measures. The run whose wall time is closest to the median
+ * is the "representative" run: its stamps place the events of the Chrome
+ * trace.
  *
  * Rows: aggregate the steps (none / by workload hash / by op), sort, cut to
  * --top. A row's time is the sum of its steps' medians; its FLOPs are known
@@ -187,12 +190,12 @@ kiln_status kiln_report_from_stamps(kiln_report *r, const int64_t *stamps, int r
     double mean = 0;
     for (int i = 0; i < runs; i++)
         mean += v[i];
-    r->total_us = mean / runs;
-    r->total_median_us = median_of(copy, runs);
+    r->total_mean_us = mean / runs;
+    r->total_us = median_of(copy, runs);
     r->total_min_us = copy[0];
     r->total_max_us = copy[runs - 1];
     for (int i = 1; i < runs; i++)
-        if (fabs(v[i] - r->total_median_us) < fabs(v[rep] - r->total_median_us))
+        if (fabs(v[i] - r->total_us) < fabs(v[rep] - r->total_us))
             rep = i;
     free(copy);
     r->sum_us = r->sum_mean_us = 0;
@@ -395,15 +398,16 @@ void kiln_report_agreement_text(const kiln_report *r, char *buf, size_t size)
     human_us(r->between_us, btw, sizeof btw);
     ADD("Sum is %.1f%% of Total (%s apart). Between kernels (the step loop and the timer "
         "reads, measured in each run): %s per run. Sum adds per-kernel medians, Total is the "
-        "mean run (median run %.1f us, min %.1f, max %.1f); the per-kernel means add up to "
-        "%.1f%% of Total, so the rest of the gap is slow runs, not time missing from the "
-        "profile.\n",
-        sum_pct, gap, btw, r->total_median_us, r->total_min_us, r->total_max_us,
-        r->sum_mean_us > 0 ? 100.0 * r->sum_mean_us / r->total_us : 0);
+        "median run (runs: mean %.1f us, min %.1f, max %.1f); the per-kernel means add up to "
+        "%.1f%% of the mean run, so no time is missing from the profile.\n",
+        sum_pct, gap, btw, r->total_mean_us, r->total_min_us, r->total_max_us,
+        r->sum_mean_us > 0 && r->total_mean_us > 0 ? 100.0 * r->sum_mean_us / r->total_mean_us
+                                                   : 0);
     if (fabs(100.0 - sum_pct) > 3.0)
-        ADD("  The gap is above 3%%: the runs varied (%.1f..%.1f us): the medians leave out "
-            "the slow runs that the mean keeps, so the machine was busy (other processes on "
-            "the cores). Rerun on an idle machine.\n",
+        ADD("  The gap is above 3%%: the runs varied (%.1f..%.1f us), and the kernels were "
+            "slowed in different runs, so the median of the whole is above the sum of the "
+            "medians of the parts: the machine was busy (other processes on the cores). Rerun "
+            "on an idle machine, or with more --runs.\n",
             r->total_min_us, r->total_max_us);
     if (r->clock_ns > 0)
         ADD("Profiler overhead: 2 clock reads per kernel (%d kernels) at %.0f ns each: ~%.1f us "
@@ -415,10 +419,12 @@ void kiln_report_agreement_text(const kiln_report *r, char *buf, size_t size)
         human_us(r->bench_mean_us, mean, sizeof mean);
         human_us(r->bench_min_us, lo, sizeof lo);
         human_us(r->bench_max_us, hi, sizeof hi);
-        ADD("Total is %.1f%% %s the bench mean (bench: mean %s over %dx%d runs, min %s, max %s; "
-            "same process, module, build, executor and %d thread%s).\n",
-            fabs(gap), gap >= 0 ? "above" : "below", mean, r->bench_number, r->bench_repeat, lo,
-            hi, r->cfg.threads, r->cfg.threads == 1 ? "" : "s");
+        char med[32];
+        human_us(r->bench_median_us, med, sizeof med);
+        ADD("Total is %.1f%% %s the bench mean (bench: mean %s, median %s over %dx%d runs, min "
+            "%s, max %s; same process, module, build, executor and %d thread%s).\n",
+            fabs(gap), gap >= 0 ? "above" : "below", mean, med, r->bench_number,
+            r->bench_repeat, lo, hi, r->cfg.threads, r->cfg.threads == 1 ? "" : "s");
         if (fabs(gap) > 3.0) {
             double spread = 100.0 * (r->bench_max_us - r->bench_min_us) / r->bench_mean_us;
             ADD("  The gap is above 3%%. Build, executor and threads cannot differ here (one "

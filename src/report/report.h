@@ -62,10 +62,10 @@ typedef struct kiln_report {
     kiln_report_row *rows;
     char aggregate[16], sort[16];
     double sum_us;             /* sum of every step's median */
-    double sum_mean_us;        /* sum of every step's mean (= Total - between_us) */
+    double sum_mean_us;        /* sum of every step's mean (= total_mean_us - between_us) */
     int sum_count;             /* steps */
-    double total_us;           /* mean wall time of an instrumented run (bench's statistic) */
-    double total_median_us, total_min_us, total_max_us;
+    double total_us;           /* median wall time of an instrumented run */
+    double total_mean_us, total_min_us, total_max_us;
     double between_us;         /* median over the runs of (run wall time - its kernels' time) */
     double clock_ns;           /* one clock read */
     double overhead_us;        /* estimated profiler overhead per run */

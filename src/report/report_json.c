@@ -119,7 +119,7 @@ kiln_status kiln_report_write_json(FILE *f, const kiln_report *r, kiln_error *er
     cJSON *tot = cJSON_CreateObject();
     if (tot) {
         add(tot, "duration_us", cJSON_CreateNumber(r->total_us), &ok);
-        add(tot, "median_us", cJSON_CreateNumber(r->total_median_us), &ok);
+        add(tot, "mean_us", cJSON_CreateNumber(r->total_mean_us), &ok);
         add(tot, "min_us", cJSON_CreateNumber(r->total_min_us), &ok);
         add(tot, "max_us", cJSON_CreateNumber(r->total_max_us), &ok);
         add(tot, "device", str("cpu"), &ok);
@@ -459,7 +459,7 @@ kiln_status kiln_report_parse_json(const char *text, const char *what, kiln_repo
     const cJSON *tot = get_obj(&x, root, "", "total", 0);
     if (tot) {
         r.total_us = get_num(&x, tot, "total", "duration_us", 0);
-        r.total_median_us = get_num(&x, tot, "total", "median_us", 0);
+        r.total_mean_us = get_num(&x, tot, "total", "mean_us", 0);
         r.total_min_us = get_num(&x, tot, "total", "min_us", 0);
         r.total_max_us = get_num(&x, tot, "total", "max_us", 0);
         get_int(&x, tot, "total", "count", 1, 1);

@@ -93,7 +93,7 @@ static void config_block(FILE *f, const kiln_report *r)
             fprintf(f, "  %s\n", c->fallbacks[i]);
     }
     fprintf(f, "Runs: %d instrumented after %d warm-up; durations are per-kernel medians, "
-               "Total the mean run\n",
+               "Total the median run\n",
             c->runs, c->warmup);
     if (c->peak_gflops > 0) {
         fprintf(f, "Peak: %.1f GFLOP/s on %d thread%s (%s", c->peak_gflops, c->threads,

@@ -46,7 +46,7 @@ static void profile_help(void)
            "instrumented runs (each kernel timed with CLOCK_MONOTONIC; durations are\n"
            "per-kernel medians). Prints a table like TVM's debug executor (Name,\n"
            "Duration (us), Percent, Device, Count, Argument Shapes, Layouts, Hash,\n"
-           "GFLOP/s, %% of peak), a Sum row, a Total row (mean wall time of an\n"
+           "GFLOP/s, %% of peak), a Sum row, a Total row (median wall time of an\n"
            "instrumented run), the configuration, and how the profile agrees with a\n"
            "bench of the same module and threads run in the same process.\n"
            "\n"
