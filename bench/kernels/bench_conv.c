@@ -6,9 +6,11 @@
  * time-weighted total (sum of count x median time, total FLOPs / that time).
  *
  * Usage: bench_conv [network-prefix] [--reps N] [--threads 1|2|12]
- *                   [--knobs T,O,ic,order,ohb,ocg]
- * Knobs are the analytic defaults (kiln_conv_default_params with 96 KiB L1,
- * 4 MiB L2 and the thread count) unless given. Two threads split the task
+ *                   [--knobs T,O,ic,order,ohb,ocg] [--shape SUBSTRING] [--cold]
+ * Knobs are the analytic defaults (kiln_conv_default_params with this
+ * machine's L1d and L2 from sysconf, as the compiler uses, and the thread
+ * count) unless given. --cold streams the weights from DRAM on every run (as
+ * in a network whose weights exceed the caches) instead of reusing them. Two threads split the task
  * range in two halves, the second half on a spinning helper thread (no pool:
  * that is the runtime's business). */
 #define _GNU_SOURCE
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "report/report.h"
 
@@ -74,6 +77,7 @@ static const shape SHAPES[] = {
     {"resnet18", "l4 ds 1x1/2 256>512", 1,  256,  512,  14,  14, 1, 1, 2, 0, 0, 0},
     /* vgg-16 */
     {"vgg16", "3x3 3>64 @224",          1,    3,   64, 224, 224, 3, 3, 1, 1, 1, 0},
+    {"squeezenet11", "3x3/2 3>64 @224", 1,    3,   64, 224, 224, 3, 3, 2, 0, 0, 0},
     {"vgg16", "3x3 64 @224",            1,   64,   64, 224, 224, 3, 3, 1, 1, 1, 0},
     {"vgg16", "3x3 64>128 @112",        1,   64,  128, 112, 112, 3, 3, 1, 1, 1, 0},
     {"vgg16", "3x3 128 @112",           1,  128,  128, 112, 112, 3, 3, 1, 1, 1, 0},
@@ -200,13 +204,17 @@ typedef struct result {
     double ms, mn, mx, gflops;
 } result;
 
-static int g_knobs[6], g_have_knobs;
+static int g_knobs[6], g_have_knobs, g_cold;
+static int64_t g_l1 = 48 << 10, g_l2 = 1 << 20; /* the compiler's (sysconf), set in main */
 
 /* Median time of a shape on `threads` threads (1 or 2). */
 static result bench_shape(const shape *s, int threads, int reps)
 {
     job j = {.s = s};
+    /* the blocks the compiler picks: NCHW{c}c for a 3-channel image; KB_CBI=N overrides */
     int cbi = s->cin == 3 ? 3 : 16;
+    if (getenv("KB_CBI"))
+        cbi = atoi(getenv("KB_CBI"));
     int oh = (s->h + 2 * s->ph - s->kh) / s->s + 1, ow = (s->w + 2 * s->pw - s->kw) / s->s + 1;
     double flops;
     int64_t nin, nw, nout;
@@ -217,7 +225,7 @@ static result bench_shape(const shape *s, int threads, int reps)
                                 .pad_r = s->pw, .cb = 16,
                                 .epilogue = KILN_EPI_BIAS | KILN_EPI_CLIP, .clip_min = 0,
                                 .clip_max = 6};
-        kiln_dwconv_default_params(&p, 96 << 10, 4 << 20, threads);
+        kiln_dwconv_default_params(&p, g_l1, g_l2, threads);
         if (g_have_knobs) {
             p.ow_tile = g_knobs[0];
             p.oh_tile = g_knobs[4];
@@ -233,7 +241,7 @@ static result bench_shape(const shape *s, int threads, int reps)
                               .sw = s->s, .dh = 1, .dw = 1, .pad_t = s->ph, .pad_l = s->pw,
                               .pad_b = s->ph, .pad_r = s->pw, .groups = 1, .cb_in = cbi,
                               .cb_out = 16, .epilogue = KILN_EPI_BIAS | KILN_EPI_RELU};
-        kiln_conv_default_params(&p, 96 << 10, 4 << 20, threads);
+        kiln_conv_default_params(&p, g_l1, g_l2, threads);
         if (g_have_knobs) {
             p.ow_tile = g_knobs[0];
             p.oc_tile = g_knobs[1];
@@ -256,6 +264,20 @@ static result bench_shape(const shape *s, int threads, int reps)
     }
     float *in = rand_buf(nin, 1), *w = rand_buf(nw, 2), *bias = rand_buf(nout, 3);
     float *out = rand_buf(nout, 4);
+    /* --cold: rotate through copies of the weights adding up to >= 256 MiB, so
+     * each run reads its weights from DRAM, as in a network whose weights do
+     * not fit the caches */
+    int ncopies = 1;
+    float **wc = &w;
+    if (g_cold) {
+        ncopies = (int)((256LL << 20) / (nw * 4) + 1);
+        wc = malloc(sizeof *wc * (size_t)ncopies);
+        wc[0] = w;
+        for (int c = 1; c < ncopies; c++) {
+            wc[c] = aligned_alloc(64, (size_t)((nw * 4 + 63) / 64 * 64));
+            memcpy(wc[c], w, (size_t)nw * 4);
+        }
+    }
     j.in = in;
     j.w = w;
     j.bias = bias;
@@ -272,6 +294,7 @@ static result bench_shape(const shape *s, int threads, int reps)
         n = 2000;
     double *ts = malloc(sizeof(double) * (size_t)n);
     for (int i = 0; i < n; i++) {
+        j.w = wc[i % ncopies];
         double a = now_s();
         run_threads(&j, threads);
         ts[i] = now_s() - a;
@@ -280,6 +303,10 @@ static result bench_shape(const shape *s, int threads, int reps)
     result r = {ts[n / 2] * 1e3, ts[0] * 1e3, ts[n - 1] * 1e3, flops / ts[n / 2] * 1e-9};
     free(ts);
     free(in);
+    for (int c = 1; c < ncopies; c++)
+        free(wc[c]);
+    if (wc != &w)
+        free(wc);
     free(w);
     free(bias);
     free(out);
@@ -290,7 +317,7 @@ static result bench_shape(const shape *s, int threads, int reps)
 
 int main(int argc, char **argv)
 {
-    const char *filter = NULL;
+    const char *filter = NULL, *only = NULL;
     int reps = 20, tmask = 3;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc)
@@ -301,9 +328,18 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--knobs") && i + 1 < argc) {
             g_have_knobs = sscanf(argv[++i], "%d,%d,%d,%d,%d,%d", &g_knobs[0], &g_knobs[1],
                                   &g_knobs[2], &g_knobs[3], &g_knobs[4], &g_knobs[5]) == 6;
+        } else if (!strcmp(argv[i], "--cold")) {
+            g_cold = 1;
+        } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+            only = argv[++i];
         } else
             filter = argv[i];
     }
+    long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (l1 > 0)
+        g_l1 = l1;
+    if (l2 > 0)
+        g_l2 = l2;
     pthread_t th;
     pthread_create(&th, NULL, helper_main, NULL);
     double peak[3] = {0, 0, 0};
@@ -318,6 +354,8 @@ int main(int argc, char **argv)
     for (int i = 0; i <= nshapes; i++) {
         const shape *s = i < nshapes ? &SHAPES[i] : NULL;
         if (s && filter && strncmp(s->net, filter, strlen(filter)))
+            continue;
+        if (s && only && !strstr(s->name, only))
             continue;
         if (cur && (!s || strcmp(cur, s->net))) {
             printf("== %s total (count-weighted): %.1f GFLOP", cur, tot_f * 1e-9);

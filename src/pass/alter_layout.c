@@ -3,8 +3,12 @@
  * Algorithm (one forward walk in node order, building a new graph):
  *  - A 2-D float32 Conv with constant weights that the blocked template
  *    handles (groups == 1, or whole channel blocks per group) reads its input
- *    in whatever NCHW{b}c it arrives in (row-major NCHW is NCHW1c, so the
- *    first conv of a network needs no transform at all) and writes NCHW{cb}c,
+ *    in whatever NCHW{b}c it arrives in, except that a row-major input of 2
+ *    to 4 channels (an image) is first transformed to NCHW{C}c, one block of
+ *    all its channels: the microkernel then walks a filter row's taps and
+ *    channels as one contiguous run (with NCHW1c it loops over each channel
+ *    plane and each tap for a single FMA group: 49% of peak against 70% on
+ *    squeezenet's first conv, 69% against 88% on resnet's 7x7). It writes NCHW{cb}c,
  *    cb the largest of vec, vec/2, .., 1 dividing C_out, or vec with the
  *    channels padded up to a multiple of vec when groups == 1 and the padding
  *    costs at most 1/16 of C_out (e.g. 1000 classes -> 1008: the vec-wide
@@ -230,6 +234,8 @@ static int lay_conv(state *s, const kiln_node *n, int *in)
     int cb_in = block_of(g->values[in[0]]->layout);
     if (grp > 1 && (c_in / grp) % cb_in != 0)
         cb_in = 1;
+    if (grp == 1 && cb_in == 1 && c_in >= 2 && c_in <= 4)
+        cb_in = (int)c_in; /* an image: one block of all its channels, see the top */
     if (grp > 1 && cb_out == 1 && cb_in == 1) {
         in[1] = kiln_rewrite_value(&s->rw, n->inputs[1]);
         in[0] = as_layout(s, in[0], ROW_MAJOR);

@@ -395,6 +395,14 @@ kiln_status kiln_emit_layout(kiln_sb *b, const kiln_lowered *l, const kiln_task 
                    "    for (int64_t task = begin_; task < end_; task++) {\n"
                    "        int64_t h = task %% H_, nc = task / H_, c2 = nc %% CB2_, n = nc / CB2_;\n"
                    "        float *dst = o0 + task * W_ * B2_;\n"
+                   "        if (B1_ == 1 && B2_ <= 4 && (c2 + 1) * B2_ <= C_) {\n"
+                   "            /* an image into one block: interleave the planes, pixel by pixel */\n"
+                   "            const float *src = a%d + ((n * C_ + c2 * B2_) * H_ + h) * W_;\n"
+                   "            for (int64_t w = 0; w < W_; w++)\n"
+                   "                for (int j = 0; j < B2_; j++)\n"
+                   "                    dst[w * B2_ + j] = src[j * H_ * W_ + w];\n"
+                   "            continue;\n"
+                   "        }\n"
                    "        for (int j = 0; j < B2_; j++) {\n"
                    "            int64_t c = c2 * B2_ + j;\n"
                    "            if (c >= C_) {\n"
@@ -406,7 +414,7 @@ kiln_status kiln_emit_layout(kiln_sb *b, const kiln_lowered *l, const kiln_task 
                    "            for (int64_t w = 0; w < W_; w++)\n"
                    "                dst[w * B2_ + j] = src[w * B1_];\n"
                    "        }\n    }\n}\n",
-                   kiln_task_arg(t, n->inputs[0]));
+                   kiln_task_arg(t, n->inputs[0]), kiln_task_arg(t, n->inputs[0]));
     char nt[64];
     snprintf(nt, sizeof nt, "%lld", (long long)(N * cb2 * H));
     kiln_emit_entry(b, t, nt, 1);
