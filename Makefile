@@ -18,7 +18,7 @@ build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
-# Builds and runs the default job: a zoo network through the reference executor.
+# Builds and runs the default job: a zoo network, compiled (through the cache) and run.
 run: build
 	./$(BUILD)/kiln run $(MODEL)
 
