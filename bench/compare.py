@@ -4,12 +4,16 @@
 For every network: `kiln bench NAME --json` (the zoo network, compiled through
 the cache, no tuning records) and PyTorch (Debian's python3-torch, the same
 torchvision architecture, torch.set_num_threads(THREADS), eval, no_grad),
-interleaved: ROUNDS rounds, each timing kiln then PyTorch. The figure per
-side is the median over rounds of each round's median. Prints per network:
-kiln ms, PyTorch ms, ratio kiln/PyTorch, kiln GFLOP/s and fraction of the
-measured FP32 peak of THREADS threads; then resnet-50's convolutions' share
-of peak from `kiln profile` (aggregated by op). Writes bench/RESULTS.md with
-the command, the date and the machine.
+interleaved: ROUNDS rounds, each going over all the networks and timing, per
+network, kiln then PyTorch. A shared VM has slow phases that last minutes;
+going round the networks spreads each network's measurements over the whole
+run, so a slow phase costs one round, not a network. The figure per side is
+the median over rounds of each round's median, and the ratio is the median
+of the rounds' ratios (each from a kiln and a PyTorch figure taken seconds
+apart). Prints per network: kiln ms, PyTorch ms, ratio kiln/PyTorch, kiln
+GFLOP/s and fraction of the measured FP32 peak of THREADS threads; then
+resnet-50's convolutions' share of peak from `kiln profile` (aggregated by
+op). Writes bench/RESULTS.md with the command, the date and the machine.
 
 Usage: /usr/bin/python3 bench/compare.py [--kiln build/kiln] [--threads 2]
        [--rounds 3] [--only resnet-50,...] [--no-results]
@@ -99,7 +103,7 @@ def conv_share(kiln, threads):
     the FP32 peak the profiler measured in the same process."""
     env = dict(os.environ, KILN_NUM_THREADS=str(threads))
     out = run([kiln, "profile", "resnet-50", "--threads", str(threads), "--aggregate", "op",
-               "--format", "json"], env=env)
+               "--format", "json", "--no-bench"], env=env)
     j = json.loads(out[out.index("{"):])
     us, flops = 0.0, 0.0
     for r in j["rows"]:
@@ -143,23 +147,31 @@ def main():
     gmacs = kiln_gmacs(args.kiln)
     peaks = []
 
-    rows = []
+    models = []
     for name, tv, size in nets:
         print(f"{name}: compiling and warming up ...", flush=True)
         bench_kiln(args.kiln, name, args.threads)  # compiles through the cache
         ctor = getattr(torchvision.models, tv)
         kw = {"aux_logits": False, "init_weights": True} if tv == "inception_v3" else {}
-        net = ctor(weights=None, **kw).eval()
-        x = torch.randn(1, 3, size, size)
-        peak, peak1 = measure_peak(args.kiln, args.threads)
-        peaks.append((peak, peak1))
-        ks, ts = [], []
-        for r in range(args.rounds):
-            ks.append(bench_kiln(args.kiln, name, args.threads))
-            ts.append(bench_torch(torch, net, x))
-        k, t = statistics.median(ks), statistics.median(ts)
+        models.append((ctor(weights=None, **kw).eval(), torch.randn(1, 3, size, size)))
+    ks = {n[0]: [] for n in nets}
+    convs = []  # resnet-50's convolutions, once per round
+    ts = {n[0]: [] for n in nets}
+    for r in range(args.rounds):
+        peaks.append(measure_peak(args.kiln, args.threads))
+        for (name, _, _), (net, x) in zip(nets, models):
+            ks[name].append(bench_kiln(args.kiln, name, args.threads))
+            ts[name].append(bench_torch(torch, net, x))
+        if any(n[0] == "resnet-50" for n in nets):
+            convs.append(conv_share(args.kiln, args.threads))
+        print(f"round {r + 1}/{args.rounds}: " + ", ".join(
+            f"{n[0]} {ks[n[0]][-1] / ts[n[0]][-1]:.3f}" for n in nets), flush=True)
+    rows = []
+    for name, _, _ in nets:
+        k, t = statistics.median(ks[name]), statistics.median(ts[name])
+        ratio = statistics.median(a / b for a, b in zip(ks[name], ts[name]))
         gf = 2 * gmacs.get(name, 0) / k if gmacs.get(name) else None
-        rows.append((name, k * 1e3, t * 1e3, k / t, gf, peak))
+        rows.append((name, k * 1e3, t * 1e3, ratio, gf))
         r = rows[-1]
         print(f"{name:15s} kiln {r[1]:8.2f} ms  PyTorch {r[2]:8.2f} ms  ratio {r[3]:.3f} "
               f"(target <= {TARGET.get(name, float('nan')):.2f})  {r[4]:.1f} GFLOP/s", flush=True)
@@ -173,15 +185,16 @@ def main():
               f"({best_peak:.0f} GFLOP/s)")
 
     conv = None
-    if any(n[0] == "resnet-50" for n in nets):
-        conv = conv_share(args.kiln, args.threads)
-        if conv and conv[4] and best_peak and best_peak > conv[4]:
-            # the profile's own reading was taken at a busy moment: use the best one
-            conv = (conv[0], conv[0] / best_peak) + conv[2:4] + (best_peak,)
-        if conv:
-            print(f"resnet-50 convolutions: {conv[0]:.1f} GFLOP/s = {100 * conv[1]:.1f}% of the "
-                  f"{conv[4]:.0f} GFLOP/s {args.threads}-thread peak (the best measured in this run) "
-                  f"({conv[2]:.2f} ms of {conv[3]:.2f} ms)")
+    convs = [c for c in convs if c]
+    if convs:
+        # the round in the middle by GFLOP/s, against the best peak of the run
+        c = sorted(convs, key=lambda c: c[0])[len(convs) // 2]
+        conv = (c[0], c[0] / best_peak if best_peak else None) + c[2:4] + (best_peak,)
+        print(f"resnet-50 convolutions: {conv[0]:.1f} GFLOP/s = {100 * conv[1]:.1f}% of the "
+              f"{conv[4]:.0f} GFLOP/s {args.threads}-thread peak (the best measured in this run); "
+              f"median of {len(convs)} rounds: "
+              + ", ".join(f"{x[0]:.0f}" for x in convs) + f" GFLOP/s ({conv[2]:.2f} ms of "
+              f"{conv[3]:.2f} ms)")
 
     if args.no_results:
         return 0
@@ -207,10 +220,12 @@ def main():
         "torch.set_num_threads)",
         f"- kiln: zoo networks compiled with no tuning records, `kiln bench --repeat 10 "
         f"--min-repeat-ms 200` median; PyTorch: torchvision {torchvision.__version__}, median of "
-        f"20 runs after 3 warm-ups; {args.rounds} interleaved rounds, median of the rounds.",
+        f"20 runs after 3 warm-ups; {args.rounds} rounds, each over all the networks (kiln then "
+        "PyTorch per network); ms: the median of the rounds, ratio: the median of the rounds' "
+        "ratios.",
         "- Peak: measured by kiln itself (`kiln profile`'s register-only AVX-512 FMA loop, "
-        "best of five, the better of two such measurements) before each network: "
-        + ", ".join(f"{n[0]} {p[0]:.0f}" for n, p in zip(nets, peaks))
+        "best of five, the better of two such measurements) before each round: "
+        + ", ".join(f"{p[0]:.0f}" for p in peaks)
         + f" GFLOP/s on {args.threads} threads; fractions use the best of them, "
         f"{max(p[0] for p in peaks):.0f} GFLOP/s (a lower reading means the shared VM "
         "was busy at that moment).",
@@ -225,8 +240,9 @@ def main():
     if conv:
         lines += ["", f"resnet-50's convolutions: {conv[0]:.1f} GFLOP/s, {100 * conv[1]:.1f}% of "
                   f"the {conv[4]:.0f} GFLOP/s {args.threads}-thread peak (the best measured in this "
-                  f"run), from `kiln profile resnet-50 --aggregate op` ({conv[2]:.2f} ms "
-                  f"of a {conv[3]:.2f} ms run)."]
+                  f"run), from `kiln profile resnet-50 --aggregate op` once per round, the median "
+                  f"round ({conv[2]:.2f} ms of a {conv[3]:.2f} ms run; the rounds: "
+                  + ", ".join(f"{x[0]:.0f}" for x in convs) + " GFLOP/s)."]
     with open(os.path.join(HERE, "RESULTS.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"wrote {os.path.join(HERE, 'RESULTS.md')}")
