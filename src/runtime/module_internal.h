@@ -12,6 +12,7 @@ struct kiln_module {
     kiln_pool *pool;
     kiln_rt rt;                 /* handed to every kernel */
     void *arena;                /* 64-byte aligned, desc->arena_bytes rounded up */
+    unsigned char *weights;     /* a copy of desc->weights on huge pages, or NULL */
     void *workspace;            /* num_threads slices of rt.workspace_bytes */
     void **args;                /* every step's argument pointers, back to back */
     void ***step_args;          /* step s: args + (sum of earlier n_args) */
