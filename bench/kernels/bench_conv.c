@@ -10,7 +10,9 @@
  * Knobs are the analytic defaults (kiln_conv_default_params with this
  * machine's L1d and L2 from sysconf, as the compiler uses, and the thread
  * count) unless given. --cold streams the weights from DRAM on every run (as
- * in a network whose weights exceed the caches) instead of reusing them. Two threads split the task
+ * in a network whose weights exceed the caches) instead of reusing them.
+ * Environment: KB_VERBOSE=1 prints the knobs, KB_CBI=N forces the input
+ * block, KB_RES=1 adds a residual to the epilogue.  Two threads split the task
  * range in two halves, the second half on a spinning helper thread (no pool:
  * that is the runtime's business). */
 #define _GNU_SOURCE
@@ -261,6 +263,8 @@ static result bench_shape(const shape *s, int threads, int reps)
                               .sw = s->s, .dh = 1, .dw = 1, .pad_t = s->ph, .pad_l = s->pw,
                               .pad_b = s->ph, .pad_r = s->pw, .groups = 1, .cb_in = cbi,
                               .cb_out = 16, .epilogue = KILN_EPI_BIAS | KILN_EPI_RELU};
+        if (getenv("KB_RES")) /* KB_RES=1: a residual added in the epilogue, as in a resnet */
+            p.epilogue |= KILN_EPI_RESIDUAL;
         kiln_conv_default_params(&p, g_l1, g_l2, threads);
         if (g_have_knobs) {
             p.ow_tile = g_knobs[0];
@@ -298,6 +302,8 @@ static result bench_shape(const shape *s, int threads, int reps)
             memcpy(wc[c], w, (size_t)nw * 4);
         }
     }
+    float *res = getenv("KB_RES") ? rand_buf(nout, 5) : NULL;
+    j.res = res;
     j.in = in;
     j.w = w;
     j.bias = bias;
@@ -322,6 +328,7 @@ static result bench_shape(const shape *s, int threads, int reps)
     qsort(ts, (size_t)n, sizeof(double), cmp_d);
     result r = {ts[n / 2] * 1e3, ts[0] * 1e3, ts[n - 1] * 1e3, flops / ts[n / 2] * 1e-9};
     free(ts);
+    free(res);
     free(in);
     for (int c = 1; c < ncopies; c++)
         free(wc[c]);
