@@ -17,48 +17,13 @@
 #include "ir/infer_transform.h"
 #include "util/error.h"
 
-/* ---- shared checks -------------------------------------------------------- */
+/* ---- inputs ---------------------------------------------------------------- */
 
-static kiln_status need(const kiln_node *n, const kiln_value *const *in, int k, const char *what,
-                        kiln_error *err)
-{
-    if (k >= n->n_inputs || !in[k])
-        return kiln_errorf(err, KILN_ERR_INVALID_GRAPH, "input %d (%s) is missing", k, what);
-    return KILN_OK;
-}
-
-/* A data input: typed and with a static shape. */
-static kiln_status check_data(const kiln_value *v, int k, const char *what, kiln_error *err)
-{
-    kiln_shape_buf b;
-    if (kiln_dtype_size(v->dtype) == 0)
-        return kiln_errorf(err, KILN_ERR_TYPE_MISMATCH, "input %d (%s, '%s') has no type", k, what,
-                           v->name ? v->name : "");
-    if (kiln_shape_numel(&v->shape) < 0)
-        return kiln_errorf(err, KILN_ERR_UNSUPPORTED,
-                           "input %d (%s, '%s') has shape %s: symbolic or too large", k, what,
-                           v->name ? v->name : "", kiln_shape_fmt(&v->shape, &b));
-    return KILN_OK;
-}
-
-/* An index input: int32 or int64 with a static shape. */
-static kiln_status check_index(const kiln_value *v, int k, const char *what, kiln_error *err)
-{
-    kiln_status s = check_data(v, k, what, err);
-    if (s != KILN_OK)
-        return s;
-    if (v->dtype != KILN_DTYPE_INT32 && v->dtype != KILN_DTYPE_INT64)
-        return kiln_errorf(err, KILN_ERR_TYPE_MISMATCH, "input %d (%s, '%s') is %s, expected "
-                           "int32 or int64", k, what, v->name ? v->name : "",
-                           kiln_dtype_name(v->dtype));
-    return KILN_OK;
-}
-
-static void set_out(kiln_value *o, kiln_dtype dt, const kiln_shape *s)
-{
-    o->dtype = dt;
-    o->shape = *s;
-}
+/* The data input of the single-input ops, and the inputs of the gathers
+ * (the first two) and the scatters. */
+static const kiln_infer_input input_only[] = {{"input", KILN_INFER_DATA}};
+static const kiln_infer_input data_indices_updates[] = {
+    {"data", KILN_INFER_DATA}, {"indices", KILN_INFER_INDEX}, {"updates", KILN_INFER_DATA}};
 
 /* ---- Tile, Expand ------------------------------------------------------------ */
 
@@ -66,11 +31,7 @@ kiln_status kiln_infer_tile(const kiln_node *n, const kiln_value *const *in,
                             kiln_value *const *out, kiln_error *err)
 {
     static const kiln_attr_spec specs[] = {{"repeats", KILN_ATTR_INTS}};
-    kiln_status s = need(n, in, 0, "input", err);
-    if (s == KILN_OK)
-        s = check_data(in[0], 0, "input", err);
-    if (s == KILN_OK)
-        s = kiln_node_attrs_check(n, specs, 1, err);
+    kiln_status s = kiln_infer_check_inputs(n, in, input_only, 1, specs, 1, err);
     if (s != KILN_OK)
         return s;
     const kiln_shape *x = &in[0]->shape;
@@ -98,7 +59,7 @@ kiln_status kiln_infer_tile(const kiln_node *n, const kiln_value *const *in,
     if (kiln_shape_numel(&r) < 0)
         return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "the tiled shape %s is too large",
                            kiln_shape_fmt(&r, &b));
-    set_out(out[0], in[0]->dtype, &r);
+    kiln_infer_set_out(out[0], in[0]->dtype, &r);
     return KILN_OK;
 }
 
@@ -106,11 +67,7 @@ kiln_status kiln_infer_expand(const kiln_node *n, const kiln_value *const *in,
                               kiln_value *const *out, kiln_error *err)
 {
     static const kiln_attr_spec specs[] = {{"shape", KILN_ATTR_INTS}};
-    kiln_status s = need(n, in, 0, "input", err);
-    if (s == KILN_OK)
-        s = check_data(in[0], 0, "input", err);
-    if (s == KILN_OK)
-        s = kiln_node_attrs_check(n, specs, 1, err);
+    kiln_status s = kiln_infer_check_inputs(n, in, input_only, 1, specs, 1, err);
     if (s != KILN_OK)
         return s;
     const int64_t *sh = NULL;
@@ -136,50 +93,60 @@ kiln_status kiln_infer_expand(const kiln_node *n, const kiln_value *const *in,
     if (kiln_shape_numel(&r) < 0)
         return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "the expanded shape %s is too large",
                            kiln_shape_fmt(&r, &b));
-    set_out(out[0], in[0]->dtype, &r);
+    kiln_infer_set_out(out[0], in[0]->dtype, &r);
     return KILN_OK;
 }
 
 /* ---- GatherElements, GatherND -------------------------------------------------- */
 
-kiln_status kiln_infer_gather_elements(const kiln_node *n, const kiln_value *const *in,
-                                       kiln_value *const *out, kiln_error *err)
+/* The shape checks GatherElements and ScatterElements share (`u`, the
+ * updates' shape, is NULL for the gather): non-scalar data `x`, indices `ix`
+ * of its rank (and of the updates' shape), a valid `axis`, indices within
+ * the data off the axis, and no index into an empty axis. */
+static kiln_status check_elements(const kiln_node *n, const kiln_shape *x, const kiln_shape *ix,
+                                  const kiln_shape *u, kiln_error *err)
 {
-    static const kiln_attr_spec specs[] = {{"axis", KILN_ATTR_INT}};
-    kiln_status s = need(n, in, 0, "data", err);
-    if (s == KILN_OK)
-        s = need(n, in, 1, "indices", err);
-    if (s == KILN_OK)
-        s = check_data(in[0], 0, "data", err);
-    if (s == KILN_OK)
-        s = check_index(in[1], 1, "indices", err);
-    if (s == KILN_OK)
-        s = kiln_node_attrs_check(n, specs, 1, err);
-    if (s != KILN_OK)
-        return s;
-    const kiln_shape *x = &in[0]->shape, *ix = &in[1]->shape;
-    kiln_shape_buf a, b;
+    const char *verb = u ? "scatter" : "gather";
+    kiln_shape_buf a, b, c;
     if (x->rank == 0)
         return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "input 0 (data) is a scalar");
-    if (ix->rank != x->rank)
+    if (u && (!kiln_shape_equal(ix, u) || ix->rank != x->rank))
+        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
+                           "indices %s and updates %s must have the same shape, of the rank "
+                           "of data %s",
+                           kiln_shape_fmt(ix, &a), kiln_shape_fmt(u, &b), kiln_shape_fmt(x, &c));
+    if (!u && ix->rank != x->rank)
         return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
                            "indices %s and data %s must have the same rank",
                            kiln_shape_fmt(ix, &a), kiln_shape_fmt(x, &b));
     int axis;
-    s = kiln_axis_resolve(kiln_attr_int(n, "axis", 0), x->rank, false, "axis", &axis, err);
+    kiln_status s =
+        kiln_axis_resolve(kiln_attr_int(n, "axis", 0), x->rank, false, "axis", &axis, err);
     if (s != KILN_OK)
         return s;
     for (int d = 0; d < x->rank; d++)
         if (d != axis && ix->dims[d] > x->dims[d])
             return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
-                               "indices %s exceed data %s on dimension %d (not the gather axis "
-                               "%d)",
-                               kiln_shape_fmt(ix, &a), kiln_shape_fmt(x, &b), d, axis);
+                               "indices %s exceed data %s on dimension %d (not the %s axis %d)",
+                               kiln_shape_fmt(ix, &a), kiln_shape_fmt(x, &b), d, verb, axis);
     if (x->dims[axis] == 0 && kiln_shape_numel(ix) > 0)
-        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
-                           "gathering from the empty axis %d of data %s", axis,
-                           kiln_shape_fmt(x, &b));
-    set_out(out[0], in[0]->dtype, ix);
+        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "%s the empty axis %d of data %s",
+                           u ? "scattering into" : "gathering from", axis, kiln_shape_fmt(x, &b));
+    return KILN_OK;
+}
+
+kiln_status kiln_infer_gather_elements(const kiln_node *n, const kiln_value *const *in,
+                                       kiln_value *const *out, kiln_error *err)
+{
+    static const kiln_attr_spec specs[] = {{"axis", KILN_ATTR_INT}};
+    kiln_status s = kiln_infer_check_inputs(n, in, data_indices_updates, 2, specs, 1, err);
+    if (s != KILN_OK)
+        return s;
+    const kiln_shape *ix = &in[1]->shape;
+    s = check_elements(n, &in[0]->shape, ix, NULL, err);
+    if (s != KILN_OK)
+        return s;
+    kiln_infer_set_out(out[0], in[0]->dtype, ix);
     return KILN_OK;
 }
 
@@ -187,15 +154,7 @@ kiln_status kiln_infer_gather_nd(const kiln_node *n, const kiln_value *const *in
                                  kiln_value *const *out, kiln_error *err)
 {
     static const kiln_attr_spec specs[] = {{"batch_dims", KILN_ATTR_INT}};
-    kiln_status s = need(n, in, 0, "data", err);
-    if (s == KILN_OK)
-        s = need(n, in, 1, "indices", err);
-    if (s == KILN_OK)
-        s = check_data(in[0], 0, "data", err);
-    if (s == KILN_OK)
-        s = check_index(in[1], 1, "indices", err);
-    if (s == KILN_OK)
-        s = kiln_node_attrs_check(n, specs, 1, err);
+    kiln_status s = kiln_infer_check_inputs(n, in, data_indices_updates, 2, specs, 1, err);
     if (s != KILN_OK)
         return s;
     const kiln_shape *x = &in[0]->shape, *ix = &in[1]->shape;
@@ -232,7 +191,7 @@ kiln_status kiln_infer_gather_nd(const kiln_node *n, const kiln_value *const *in
         r.dims[k++] = ix->dims[d];
     for (int d = (int)(bd + m); d < x->rank; d++)
         r.dims[k++] = x->dims[d];
-    set_out(out[0], in[0]->dtype, &r);
+    kiln_infer_set_out(out[0], in[0]->dtype, &r);
     return KILN_OK;
 }
 
@@ -243,19 +202,7 @@ kiln_status kiln_infer_scatter(const kiln_node *n, const kiln_value *const *in,
 {
     static const kiln_attr_spec specs[] = {{"axis", KILN_ATTR_INT},
                                            {"reduction", KILN_ATTR_STRING}};
-    kiln_status s = need(n, in, 0, "data", err);
-    if (s == KILN_OK)
-        s = need(n, in, 1, "indices", err);
-    if (s == KILN_OK)
-        s = need(n, in, 2, "updates", err);
-    if (s == KILN_OK)
-        s = check_data(in[0], 0, "data", err);
-    if (s == KILN_OK)
-        s = check_index(in[1], 1, "indices", err);
-    if (s == KILN_OK)
-        s = check_data(in[2], 2, "updates", err);
-    if (s == KILN_OK)
-        s = kiln_node_attrs_check(n, specs, 2, err);
+    kiln_status s = kiln_infer_check_inputs(n, in, data_indices_updates, 3, specs, 2, err);
     if (s != KILN_OK)
         return s;
     const kiln_value *xv = in[0], *uv = in[2];
@@ -274,28 +221,9 @@ kiln_status kiln_infer_scatter(const kiln_node *n, const kiln_value *const *in,
     if (!plain && xv->dtype == KILN_DTYPE_BOOL)
         return kiln_errorf(err, KILN_ERR_TYPE_MISMATCH, "reduction '%s' on bool data", red);
     if (n->op == KILN_OP_SCATTERELEMENTS) {
-        if (x->rank == 0)
-            return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "input 0 (data) is a scalar");
-        if (!kiln_shape_equal(ix, u) || ix->rank != x->rank)
-            return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
-                               "indices %s and updates %s must have the same shape, of the rank "
-                               "of data %s",
-                               kiln_shape_fmt(ix, &a), kiln_shape_fmt(u, &b),
-                               kiln_shape_fmt(x, &c));
-        int axis;
-        s = kiln_axis_resolve(kiln_attr_int(n, "axis", 0), x->rank, false, "axis", &axis, err);
+        s = check_elements(n, x, ix, u, err);
         if (s != KILN_OK)
             return s;
-        for (int d = 0; d < x->rank; d++)
-            if (d != axis && ix->dims[d] > x->dims[d])
-                return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
-                                   "indices %s exceed data %s on dimension %d (not the scatter "
-                                   "axis %d)",
-                                   kiln_shape_fmt(ix, &a), kiln_shape_fmt(x, &b), d, axis);
-        if (x->dims[axis] == 0 && kiln_shape_numel(ix) > 0)
-            return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
-                               "scattering into the empty axis %d of data %s", axis,
-                               kiln_shape_fmt(x, &b));
     } else {
         if (kiln_node_attr(n, "axis"))
             return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
@@ -324,7 +252,7 @@ kiln_status kiln_infer_scatter(const kiln_node *n, const kiln_value *const *in,
                                kiln_shape_fmt(u, &c), (long long)m, kiln_shape_fmt(ix, &a),
                                kiln_shape_fmt(x, &b));
     }
-    set_out(out[0], xv->dtype, x);
+    kiln_infer_set_out(out[0], xv->dtype, x);
     return KILN_OK;
 }
 
@@ -336,11 +264,7 @@ static kiln_status block_common(const kiln_node *n, const kiln_value *const *in,
 {
     static const kiln_attr_spec specs[] = {{"blocksize", KILN_ATTR_INT},
                                            {"mode", KILN_ATTR_STRING}};
-    kiln_status s = need(n, in, 0, "input", err);
-    if (s == KILN_OK)
-        s = check_data(in[0], 0, "input", err);
-    if (s == KILN_OK)
-        s = kiln_node_attrs_check(n, specs, 2, err);
+    kiln_status s = kiln_infer_check_inputs(n, in, input_only, 1, specs, 2, err);
     if (s != KILN_OK)
         return s;
     kiln_shape_buf b;
@@ -378,7 +302,7 @@ kiln_status kiln_infer_depth_to_space(const kiln_node *n, const kiln_value *cons
     kiln_shape r = {.rank = 4,
                     .dims = {x->dims[0], x->dims[1] / (bs * bs), x->dims[2] * bs,
                              x->dims[3] * bs}};
-    set_out(out[0], in[0]->dtype, &r);
+    kiln_infer_set_out(out[0], in[0]->dtype, &r);
     return KILN_OK;
 }
 
@@ -403,7 +327,7 @@ kiln_status kiln_infer_space_to_depth(const kiln_node *n, const kiln_value *cons
     kiln_shape r = {.rank = 4,
                     .dims = {x->dims[0], x->dims[1] * bs * bs, x->dims[2] / bs,
                              x->dims[3] / bs}};
-    set_out(out[0], in[0]->dtype, &r);
+    kiln_infer_set_out(out[0], in[0]->dtype, &r);
     return KILN_OK;
 }
 
@@ -413,11 +337,7 @@ kiln_status kiln_infer_trilu(const kiln_node *n, const kiln_value *const *in,
                              kiln_value *const *out, kiln_error *err)
 {
     static const kiln_attr_spec specs[] = {{"upper", KILN_ATTR_INT}, {"k", KILN_ATTR_INT}};
-    kiln_status s = need(n, in, 0, "input", err);
-    if (s == KILN_OK)
-        s = check_data(in[0], 0, "input", err);
-    if (s == KILN_OK)
-        s = kiln_node_attrs_check(n, specs, 2, err);
+    kiln_status s = kiln_infer_check_inputs(n, in, input_only, 1, specs, 2, err);
     if (s != KILN_OK)
         return s;
     int64_t up = kiln_attr_int(n, "upper", 1);
@@ -428,7 +348,7 @@ kiln_status kiln_infer_trilu(const kiln_node *n, const kiln_value *const *in,
     if (in[0]->shape.rank < 2)
         return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "input %s must have rank >= 2",
                            kiln_shape_fmt(&in[0]->shape, &b));
-    set_out(out[0], in[0]->dtype, &in[0]->shape);
+    kiln_infer_set_out(out[0], in[0]->dtype, &in[0]->shape);
     return KILN_OK;
 }
 
@@ -443,16 +363,10 @@ static bool numeric(kiln_dtype t)
 kiln_status kiln_infer_onehot(const kiln_node *n, const kiln_value *const *in,
                               kiln_value *const *out, kiln_error *err)
 {
+    static const kiln_infer_input ins[] = {{"indices", KILN_INFER_DATA},
+                                           {"values", KILN_INFER_DATA}};
     static const kiln_attr_spec specs[] = {{"depth", KILN_ATTR_INT}, {"axis", KILN_ATTR_INT}};
-    kiln_status s = need(n, in, 0, "indices", err);
-    if (s == KILN_OK)
-        s = need(n, in, 1, "values", err);
-    if (s == KILN_OK)
-        s = check_data(in[0], 0, "indices", err);
-    if (s == KILN_OK)
-        s = check_data(in[1], 1, "values", err);
-    if (s == KILN_OK)
-        s = kiln_node_attrs_check(n, specs, 2, err);
+    kiln_status s = kiln_infer_check_inputs(n, in, ins, 2, specs, 2, err);
     if (s != KILN_OK)
         return s;
     const kiln_shape *ix = &in[0]->shape;
@@ -484,7 +398,7 @@ kiln_status kiln_infer_onehot(const kiln_node *n, const kiln_value *const *in,
     if (kiln_shape_numel(&r) < 0)
         return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "output shape %s is too large",
                            kiln_shape_fmt(&r, &b));
-    set_out(out[0], in[1]->dtype, &r);
+    kiln_infer_set_out(out[0], in[1]->dtype, &r);
     return KILN_OK;
 }
 
@@ -493,17 +407,11 @@ kiln_status kiln_infer_onehot(const kiln_node *n, const kiln_value *const *in,
 kiln_status kiln_infer_reverse_sequence(const kiln_node *n, const kiln_value *const *in,
                                         kiln_value *const *out, kiln_error *err)
 {
+    static const kiln_infer_input ins[] = {{"input", KILN_INFER_DATA},
+                                           {"sequence_lens", KILN_INFER_INDEX}};
     static const kiln_attr_spec specs[] = {{"batch_axis", KILN_ATTR_INT},
                                            {"time_axis", KILN_ATTR_INT}};
-    kiln_status s = need(n, in, 0, "input", err);
-    if (s == KILN_OK)
-        s = need(n, in, 1, "sequence_lens", err);
-    if (s == KILN_OK)
-        s = check_data(in[0], 0, "input", err);
-    if (s == KILN_OK)
-        s = check_index(in[1], 1, "sequence_lens", err);
-    if (s == KILN_OK)
-        s = kiln_node_attrs_check(n, specs, 2, err);
+    kiln_status s = kiln_infer_check_inputs(n, in, ins, 2, specs, 2, err);
     if (s != KILN_OK)
         return s;
     const kiln_shape *x = &in[0]->shape, *sl = &in[1]->shape;
@@ -521,6 +429,6 @@ kiln_status kiln_infer_reverse_sequence(const kiln_node *n, const kiln_value *co
         return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
                            "sequence_lens %s must be [%lld] (the batch extent of input %s)",
                            kiln_shape_fmt(sl, &b), (long long)x->dims[ba], kiln_shape_fmt(x, &a));
-    set_out(out[0], in[0]->dtype, x);
+    kiln_infer_set_out(out[0], in[0]->dtype, x);
     return KILN_OK;
 }

@@ -3,7 +3,9 @@
  * dtype-generic: the output has the data input's dtype. Each function checks
  * the types of the attributes it reads, then derives the output shape by the
  * ONNX rules (latest opset, with the constant-input parameters as attributes:
- * Reshape shape, Split split, Slice starts/ends/axes/steps, Pad pads/value). */
+ * Reshape shape, Split split, Slice starts/ends/axes/steps, Pad pads/value).
+ * The input checks (kiln_infer_check_inputs) and kiln_axis_resolve here serve
+ * ir/infer_movement.c too. */
 #include "ir/infer_transform.h"
 
 #include <limits.h>
@@ -11,13 +13,65 @@
 
 #include "util/error.h"
 
-static kiln_status need_input(const kiln_node *n, const kiln_value *const *in, int i,
-                              kiln_error *err)
+/* Input k present; `what`, when not NULL, names it in the message. */
+static kiln_status need(const kiln_node *n, const kiln_value *const *in, int k, const char *what,
+                        kiln_error *err)
 {
-    if (i >= n->n_inputs || !in[i])
-        return kiln_errorf(err, KILN_ERR_INVALID_GRAPH, "input %d is missing", i);
+    if (k < n->n_inputs && in[k])
+        return KILN_OK;
+    if (!what)
+        return kiln_errorf(err, KILN_ERR_INVALID_GRAPH, "input %d is missing", k);
+    return kiln_errorf(err, KILN_ERR_INVALID_GRAPH, "input %d (%s) is missing", k, what);
+}
+
+/* A data input: typed and with a static shape. */
+static kiln_status check_data(const kiln_value *v, int k, const char *what, kiln_error *err)
+{
+    kiln_shape_buf b;
+    if (kiln_dtype_size(v->dtype) == 0)
+        return kiln_errorf(err, KILN_ERR_TYPE_MISMATCH, "input %d (%s, '%s') has no type", k, what,
+                           v->name ? v->name : "");
+    if (kiln_shape_numel(&v->shape) < 0)
+        return kiln_errorf(err, KILN_ERR_UNSUPPORTED,
+                           "input %d (%s, '%s') has shape %s: symbolic or too large", k, what,
+                           v->name ? v->name : "", kiln_shape_fmt(&v->shape, &b));
     return KILN_OK;
 }
+
+/* An index input: int32 or int64 with a static shape. */
+static kiln_status check_index(const kiln_value *v, int k, const char *what, kiln_error *err)
+{
+    kiln_status s = check_data(v, k, what, err);
+    if (s != KILN_OK)
+        return s;
+    if (v->dtype != KILN_DTYPE_INT32 && v->dtype != KILN_DTYPE_INT64)
+        return kiln_errorf(err, KILN_ERR_TYPE_MISMATCH, "input %d (%s, '%s') is %s, expected "
+                           "int32 or int64", k, what, v->name ? v->name : "",
+                           kiln_dtype_name(v->dtype));
+    return KILN_OK;
+}
+
+kiln_status kiln_infer_check_inputs(const kiln_node *n, const kiln_value *const *in,
+                                    const kiln_infer_input *ins, int n_ins,
+                                    const kiln_attr_spec *specs, int n_specs, kiln_error *err)
+{
+    kiln_status s = KILN_OK;
+    for (int k = 0; k < n_ins && s == KILN_OK; k++)
+        s = need(n, in, k, ins[k].what, err);
+    for (int k = 0; k < n_ins && s == KILN_OK; k++) {
+        if (ins[k].type == KILN_INFER_DATA)
+            s = check_data(in[k], k, ins[k].what, err);
+        else if (ins[k].type == KILN_INFER_INDEX)
+            s = check_index(in[k], k, ins[k].what, err);
+    }
+    if (s == KILN_OK)
+        s = kiln_node_attrs_check(n, specs, n_specs, err);
+    return s;
+}
+
+/* The ops here check only the presence of their inputs (named by number):
+ * the data input, and Gather's indices. */
+static const kiln_infer_input any_inputs[] = {{NULL, KILN_INFER_ANY}, {NULL, KILN_INFER_ANY}};
 
 kiln_status kiln_axis_resolve(int64_t axis, int rank, bool allow_end, const char *attr,
                               int *out, kiln_error *err)
@@ -35,9 +89,7 @@ kiln_status kiln_infer_flatten(const kiln_node *n, const kiln_value *const *in,
                                kiln_value *const *out, kiln_error *err)
 {
     static const kiln_attr_spec specs[] = {{"axis", KILN_ATTR_INT}};
-    kiln_status s = need_input(n, in, 0, err);
-    if (s == KILN_OK)
-        s = kiln_node_attrs_check(n, specs, 1, err);
+    kiln_status s = kiln_infer_check_inputs(n, in, any_inputs, 1, specs, 1, err);
     if (s != KILN_OK)
         return s;
     const kiln_shape *x = &in[0]->shape;
@@ -57,8 +109,7 @@ kiln_status kiln_infer_flatten(const kiln_node *n, const kiln_value *const *in,
             return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "flattened size overflows");
         *p *= d;
     }
-    out[0]->dtype = in[0]->dtype;
-    out[0]->shape = r;
+    kiln_infer_set_out(out[0], in[0]->dtype, &r);
     return KILN_OK;
 }
 
@@ -66,9 +117,7 @@ kiln_status kiln_infer_reshape(const kiln_node *n, const kiln_value *const *in,
                                kiln_value *const *out, kiln_error *err)
 {
     static const kiln_attr_spec specs[] = {{"shape", KILN_ATTR_INTS}, {"allowzero", KILN_ATTR_INT}};
-    kiln_status s = need_input(n, in, 0, err);
-    if (s == KILN_OK)
-        s = kiln_node_attrs_check(n, specs, 2, err);
+    kiln_status s = kiln_infer_check_inputs(n, in, any_inputs, 1, specs, 2, err);
     if (s != KILN_OK)
         return s;
     const kiln_shape *x = &in[0]->shape;
@@ -138,8 +187,7 @@ kiln_status kiln_infer_reshape(const kiln_node *n, const kiln_value *const *in,
                            kiln_shape_fmt(x, &b), (long long)numel, kiln_shape_fmt(&r, &c),
                            (long long)known);
     }
-    out[0]->dtype = in[0]->dtype;
-    out[0]->shape = r;
+    kiln_infer_set_out(out[0], in[0]->dtype, &r);
     return KILN_OK;
 }
 
@@ -147,9 +195,7 @@ kiln_status kiln_infer_transpose(const kiln_node *n, const kiln_value *const *in
                                  kiln_value *const *out, kiln_error *err)
 {
     static const kiln_attr_spec specs[] = {{"perm", KILN_ATTR_INTS}};
-    kiln_status s = need_input(n, in, 0, err);
-    if (s == KILN_OK)
-        s = kiln_node_attrs_check(n, specs, 1, err);
+    kiln_status s = kiln_infer_check_inputs(n, in, any_inputs, 1, specs, 1, err);
     if (s != KILN_OK)
         return s;
     const kiln_shape *x = &in[0]->shape;
@@ -175,8 +221,7 @@ kiln_status kiln_infer_transpose(const kiln_node *n, const kiln_value *const *in
             r.dims[i] = x->dims[perm[i]];
         }
     }
-    out[0]->dtype = in[0]->dtype;
-    out[0]->shape = r;
+    kiln_infer_set_out(out[0], in[0]->dtype, &r);
     return KILN_OK;
 }
 
@@ -190,7 +235,7 @@ kiln_status kiln_infer_concat(const kiln_node *n, const kiln_value *const *in,
     if (n->n_inputs < 1)
         return kiln_errorf(err, KILN_ERR_INVALID_GRAPH, "no inputs");
     for (int i = 0; i < n->n_inputs && s == KILN_OK; i++)
-        s = need_input(n, in, i, err);
+        s = need(n, in, i, NULL, err);
     if (s != KILN_OK)
         return s;
     if (!kiln_node_attr(n, "axis"))
@@ -226,8 +271,7 @@ kiln_status kiln_infer_concat(const kiln_node *n, const kiln_value *const *in,
         else
             r.dims[axis] += xi->dims[axis];
     }
-    out[0]->dtype = in[0]->dtype;
-    out[0]->shape = r;
+    kiln_infer_set_out(out[0], in[0]->dtype, &r);
     return KILN_OK;
 }
 
@@ -235,9 +279,7 @@ kiln_status kiln_infer_split(const kiln_node *n, const kiln_value *const *in,
                              kiln_value *const *out, kiln_error *err)
 {
     static const kiln_attr_spec specs[] = {{"axis", KILN_ATTR_INT}, {"split", KILN_ATTR_INTS}};
-    kiln_status s = need_input(n, in, 0, err);
-    if (s == KILN_OK)
-        s = kiln_node_attrs_check(n, specs, 2, err);
+    kiln_status s = kiln_infer_check_inputs(n, in, any_inputs, 1, specs, 2, err);
     if (s != KILN_OK)
         return s;
     const kiln_shape *x = &in[0]->shape;
@@ -288,8 +330,7 @@ kiln_status kiln_infer_split(const kiln_node *n, const kiln_value *const *in,
             r.dims[axis] = split[k];
         else
             r.dims[axis] = k < n_out - 1 ? chunk : dim - chunk * (n_out - 1);
-        out[k]->dtype = in[0]->dtype;
-        out[k]->shape = r;
+        kiln_infer_set_out(out[k], in[0]->dtype, &r);
     }
     return KILN_OK;
 }
@@ -389,7 +430,7 @@ kiln_status kiln_slice_resolve(const kiln_node *n, const kiln_shape *x, int64_t 
 kiln_status kiln_infer_slice(const kiln_node *n, const kiln_value *const *in,
                              kiln_value *const *out, kiln_error *err)
 {
-    kiln_status s = need_input(n, in, 0, err);
+    kiln_status s = need(n, in, 0, NULL, err);
     if (s != KILN_OK)
         return s;
     int64_t start[KILN_MAX_RANK], step[KILN_MAX_RANK];
@@ -397,8 +438,7 @@ kiln_status kiln_infer_slice(const kiln_node *n, const kiln_value *const *in,
     s = kiln_slice_resolve(n, &in[0]->shape, start, step, &r, err);
     if (s != KILN_OK)
         return s;
-    out[0]->dtype = in[0]->dtype;
-    out[0]->shape = r;
+    kiln_infer_set_out(out[0], in[0]->dtype, &r);
     return KILN_OK;
 }
 
@@ -406,11 +446,7 @@ kiln_status kiln_infer_gather(const kiln_node *n, const kiln_value *const *in,
                               kiln_value *const *out, kiln_error *err)
 {
     static const kiln_attr_spec specs[] = {{"axis", KILN_ATTR_INT}};
-    kiln_status s = need_input(n, in, 0, err);
-    if (s == KILN_OK)
-        s = need_input(n, in, 1, err);
-    if (s == KILN_OK)
-        s = kiln_node_attrs_check(n, specs, 1, err);
+    kiln_status s = kiln_infer_check_inputs(n, in, any_inputs, 2, specs, 1, err);
     if (s != KILN_OK)
         return s;
     const kiln_shape *x = &in[0]->shape, *ix = &in[1]->shape;
@@ -436,8 +472,7 @@ kiln_status kiln_infer_gather(const kiln_node *n, const kiln_value *const *in,
         r.dims[k++] = ix->dims[d];
     for (int d = axis + 1; d < x->rank; d++)
         r.dims[k++] = x->dims[d];
-    out[0]->dtype = in[0]->dtype;
-    out[0]->shape = r;
+    kiln_infer_set_out(out[0], in[0]->dtype, &r);
     return KILN_OK;
 }
 
@@ -446,9 +481,7 @@ kiln_status kiln_infer_pad(const kiln_node *n, const kiln_value *const *in,
 {
     static const kiln_attr_spec specs[] = {
         {"pads", KILN_ATTR_INTS}, {"mode", KILN_ATTR_STRING}, {"value", KILN_ATTR_FLOAT}};
-    kiln_status s = need_input(n, in, 0, err);
-    if (s == KILN_OK)
-        s = kiln_node_attrs_check(n, specs, 3, err);
+    kiln_status s = kiln_infer_check_inputs(n, in, any_inputs, 1, specs, 3, err);
     if (s != KILN_OK)
         return s;
     const kiln_shape *x = &in[0]->shape;
@@ -489,7 +522,6 @@ kiln_status kiln_infer_pad(const kiln_node *n, const kiln_value *const *in,
                                "edge padding of the empty dimension %d", d);
         r.dims[d] = dim + b + e;
     }
-    out[0]->dtype = in[0]->dtype;
-    out[0]->shape = r;
+    kiln_infer_set_out(out[0], in[0]->dtype, &r);
     return KILN_OK;
 }

@@ -30,48 +30,12 @@
 
 /* ---- helpers ------------------------------------------------------------------ */
 
+/* The scatter reductions; GatherElements shares the ScatterElements walk
+ * (elements_walk) with RED_NONE, so they are declared ahead of it. */
+typedef enum scatter_red { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN } scatter_red;
 
-static int64_t load_index(const kiln_tensor *t, int64_t i)
-{
-    return t->dtype == KILN_DTYPE_INT32 ? ((const int32_t *)t->data)[i]
-                                        : ((const int64_t *)t->data)[i];
-}
-
-static kiln_status check_index_dtype(const kiln_tensor *t, const char *what, kiln_error *err)
-{
-    if (t->dtype != KILN_DTYPE_INT32 && t->dtype != KILN_DTYPE_INT64)
-        return kiln_errorf(err, KILN_ERR_TYPE_MISMATCH, "%s are %s, expected int32 or int64",
-                           what, kiln_dtype_name(t->dtype));
-    return KILN_OK;
-}
-
-/* Normalizes index `v` (element `i` of the index tensor) against extent
- * `dim` (negative counts from the end) into *out; an error when out of range. */
-static kiln_status norm_index(int64_t v, int64_t dim, int64_t i, int axis, int64_t *out,
-                              kiln_error *err)
-{
-    int64_t p = v < 0 ? v + dim : v;
-    if (p < 0 || p >= dim)
-        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
-                           "index %lld (element %lld of indices) is out of range for dimension "
-                           "%d of size %lld",
-                           (long long)v, (long long)i, axis, (long long)dim);
-    *out = p;
-    return KILN_OK;
-}
-
-
-
-/* Advances a row-major coordinate counter over `s` by one; false at the end. */
-static bool next_coord(const kiln_shape *s, int64_t *idx)
-{
-    for (int d = s->rank - 1; d >= 0; d--) {
-        if (++idx[d] < s->dims[d])
-            return true;
-        idx[d] = 0;
-    }
-    return false;
-}
+static void reduce_into(kiln_dtype dt, scatter_red red, void *dst, const void *src,
+                        int64_t count);
 
 /* ---- Tile, Expand -------------------------------------------------------------- */
 
@@ -96,14 +60,9 @@ kiln_status kiln_ref_tile(const kiln_node *n, const kiln_tensor *const *in,
     s = kiln_ref_check_shape(&y->shape, &want, err);
     if (s != KILN_OK)
         return s;
+    if (kiln_ref_rows_trivial(x, y))
+        return KILN_OK;
     size_t es = kiln_dtype_size(x->dtype);
-    int64_t numel = kiln_shape_numel(&y->shape);
-    if (numel <= 0)
-        return KILN_OK;
-    if (r == 0) {
-        memcpy(y->data, x->data, es);
-        return KILN_OK;
-    }
     int64_t ist[KILN_MAX_RANK];
     kiln_ref_strides(&x->shape, ist);
     int64_t xrow = x->shape.dims[r - 1], yrow = y->shape.dims[r - 1];
@@ -119,7 +78,7 @@ kiln_status kiln_ref_tile(const kiln_node *n, const kiln_tensor *const *in,
         const char *src = (const char *)x->data + (size_t)off * es;
         for (int64_t k = 0; k < yrow / xrow; k++, o += rowbytes)
             memcpy(o, src, rowbytes);
-    } while (next_coord(&outer, idx));
+    } while (kiln_ref_next_coord(&outer, idx));
     return KILN_OK;
 }
 
@@ -156,24 +115,23 @@ kiln_status kiln_ref_expand(const kiln_node *n, const kiln_tensor *const *in,
 
 /* ---- GatherElements, GatherND --------------------------------------------------- */
 
-kiln_status kiln_ref_gather_elements(const kiln_node *n, const kiln_tensor *const *in,
-                                     kiln_tensor *const *out, kiln_error *err)
+/* The walk shared by GatherElements (u NULL: y[i] = x[at(i)]) and
+ * ScatterElements (y[at(i)] = y[at(i)] (red) u[i]): element i of the indices,
+ * at coordinate idx, addresses the data at idx with its `axis` coordinate
+ * replaced by the index read there. Resolves `axis` and checks that the
+ * indices (and updates) fit the data off the axis first. */
+static kiln_status elements_walk(const kiln_node *n, const kiln_tensor *x, const kiln_tensor *ix,
+                                 const kiln_tensor *u, scatter_red red, kiln_tensor *y,
+                                 kiln_error *err)
 {
-    const kiln_tensor *x = in[0], *ix = in[1];
-    kiln_tensor *y = out[0];
-    kiln_status s = kiln_ref_check_same_dtype(x, y, err);
-    if (s == KILN_OK)
-        s = check_index_dtype(ix, "indices", err);
-    if (s == KILN_OK)
-        s = kiln_ref_check_shape(&y->shape, &ix->shape, err);
-    if (s != KILN_OK)
-        return s;
     int r = x->shape.rank, axis;
-    s = kiln_axis_resolve(kiln_attr_int(n, "axis", 0), r, false, "axis", &axis, err);
+    kiln_status s = kiln_axis_resolve(kiln_attr_int(n, "axis", 0), r, false, "axis", &axis, err);
     if (s != KILN_OK)
         return s;
-    if (ix->shape.rank != r)
-        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "indices and data ranks differ");
+    if (ix->shape.rank != r || (u && !kiln_shape_equal(&ix->shape, &u->shape)))
+        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "%s",
+                           u ? "indices and updates shapes differ"
+                             : "indices and data ranks differ");
     for (int d = 0; d < r; d++)
         if (d != axis && ix->shape.dims[d] > x->shape.dims[d])
             return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "indices exceed data on dim %d", d);
@@ -183,17 +141,36 @@ kiln_status kiln_ref_gather_elements(const kiln_node *n, const kiln_tensor *cons
     size_t es = kiln_dtype_size(x->dtype);
     int64_t xst[KILN_MAX_RANK], idx[KILN_MAX_RANK] = {0};
     kiln_ref_strides(&x->shape, xst);
-    for (int64_t i = 0; i < numel; i++, next_coord(&ix->shape, idx)) {
+    for (int64_t i = 0; i < numel; i++, kiln_ref_next_coord(&ix->shape, idx)) {
         int64_t p = 0;
-        s = norm_index(load_index(ix, i), x->shape.dims[axis], i, axis, &p, err);
+        s = kiln_ref_norm_index(kiln_ref_load_index(ix, i), x->shape.dims[axis], i, axis, &p,
+                                err);
         if (s != KILN_OK)
             return s;
         int64_t off = 0;
         for (int d = 0; d < r; d++)
             off += (d == axis ? p : idx[d]) * xst[d];
-        memcpy((char *)y->data + (size_t)i * es, (const char *)x->data + (size_t)off * es, es);
+        if (u)
+            reduce_into(x->dtype, red, (char *)y->data + (size_t)off * es,
+                        (const char *)u->data + (size_t)i * es, 1);
+        else
+            memcpy((char *)y->data + (size_t)i * es, (const char *)x->data + (size_t)off * es,
+                   es);
     }
     return KILN_OK;
+}
+
+kiln_status kiln_ref_gather_elements(const kiln_node *n, const kiln_tensor *const *in,
+                                     kiln_tensor *const *out, kiln_error *err)
+{
+    const kiln_tensor *x = in[0], *ix = in[1];
+    kiln_tensor *y = out[0];
+    kiln_status s = kiln_ref_check_gather_dtypes(x, ix, y, err);
+    if (s == KILN_OK)
+        s = kiln_ref_check_shape(&y->shape, &ix->shape, err);
+    if (s != KILN_OK)
+        return s;
+    return elements_walk(n, x, ix, NULL, RED_NONE, y, err);
 }
 
 /* Source offset (in elements) of the slice addressed by the m-entry index
@@ -207,7 +184,8 @@ static kiln_status tuple_offset(const kiln_tensor *ix, int64_t t0, int64_t m,
     for (int64_t j = 0; j < m; j++) {
         int64_t p = 0;
         int d = first + (int)j;
-        kiln_status s = norm_index(load_index(ix, t0 + j), x->dims[d], t0 + j, d, &p, err);
+        kiln_status s = kiln_ref_norm_index(kiln_ref_load_index(ix, t0 + j), x->dims[d], t0 + j,
+                                            d, &p, err);
         if (s != KILN_OK)
             return s;
         o += p * xst[d];
@@ -221,9 +199,7 @@ kiln_status kiln_ref_gather_nd(const kiln_node *n, const kiln_tensor *const *in,
 {
     const kiln_tensor *x = in[0], *ix = in[1];
     kiln_tensor *y = out[0];
-    kiln_status s = kiln_ref_check_same_dtype(x, y, err);
-    if (s == KILN_OK)
-        s = check_index_dtype(ix, "indices", err);
+    kiln_status s = kiln_ref_check_gather_dtypes(x, ix, y, err);
     if (s != KILN_OK)
         return s;
     int64_t bd = kiln_attr_int(n, "batch_dims", 0);
@@ -271,8 +247,6 @@ kiln_status kiln_ref_gather_nd(const kiln_node *n, const kiln_tensor *const *in,
 }
 
 /* ---- ScatterElements, ScatterND --------------------------------------------------- */
-
-typedef enum scatter_red { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN } scatter_red;
 
 static kiln_status read_reduction(const kiln_node *n, kiln_dtype dt, scatter_red *r,
                                   kiln_error *err)
@@ -360,7 +334,7 @@ static kiln_status scatter_begin(const kiln_node *n, const kiln_tensor *const *i
     if (s == KILN_OK)
         s = kiln_ref_check_same_dtype(u, y, err);
     if (s == KILN_OK)
-        s = check_index_dtype(ix, "indices", err);
+        s = kiln_ref_check_index_dtype(ix, "indices", err);
     if (s == KILN_OK)
         s = kiln_ref_check_shape(&y->shape, &x->shape, err);
     if (s == KILN_OK)
@@ -376,45 +350,17 @@ static kiln_status scatter_begin(const kiln_node *n, const kiln_tensor *const *i
 kiln_status kiln_ref_scatter_elements(const kiln_node *n, const kiln_tensor *const *in,
                                       kiln_tensor *const *out, kiln_error *err)
 {
-    scatter_red red;
+    scatter_red red = RED_NONE;
     kiln_status s = scatter_begin(n, in, out, &red, err);
     if (s != KILN_OK)
         return s;
-    const kiln_tensor *x = in[0], *ix = in[1], *u = in[2];
-    kiln_tensor *y = out[0];
-    int r = x->shape.rank, axis;
-    s = kiln_axis_resolve(kiln_attr_int(n, "axis", 0), r, false, "axis", &axis, err);
-    if (s != KILN_OK)
-        return s;
-    if (!kiln_shape_equal(&ix->shape, &u->shape) || ix->shape.rank != r)
-        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "indices and updates shapes differ");
-    for (int d = 0; d < r; d++)
-        if (d != axis && ix->shape.dims[d] > x->shape.dims[d])
-            return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "indices exceed data on dim %d", d);
-    int64_t numel = kiln_shape_numel(&ix->shape);
-    if (numel <= 0)
-        return KILN_OK;
-    size_t es = kiln_dtype_size(x->dtype);
-    int64_t xst[KILN_MAX_RANK], idx[KILN_MAX_RANK] = {0};
-    kiln_ref_strides(&x->shape, xst);
-    for (int64_t i = 0; i < numel; i++, next_coord(&ix->shape, idx)) {
-        int64_t p = 0;
-        s = norm_index(load_index(ix, i), x->shape.dims[axis], i, axis, &p, err);
-        if (s != KILN_OK)
-            return s;
-        int64_t off = 0;
-        for (int d = 0; d < r; d++)
-            off += (d == axis ? p : idx[d]) * xst[d];
-        reduce_into(x->dtype, red, (char *)y->data + (size_t)off * es,
-                    (const char *)u->data + (size_t)i * es, 1);
-    }
-    return KILN_OK;
+    return elements_walk(n, in[0], in[1], in[2], red, out[0], err);
 }
 
 kiln_status kiln_ref_scatter_nd(const kiln_node *n, const kiln_tensor *const *in,
                                 kiln_tensor *const *out, kiln_error *err)
 {
-    scatter_red red;
+    scatter_red red = RED_NONE;
     kiln_status s = scatter_begin(n, in, out, &red, err);
     if (s != KILN_OK)
         return s;
@@ -631,7 +577,7 @@ kiln_status kiln_ref_reverse_sequence(const kiln_node *n, const kiln_tensor *con
     if (s == KILN_OK)
         s = kiln_ref_check_shape(&y->shape, &x->shape, err);
     if (s == KILN_OK)
-        s = check_index_dtype(sl, "sequence_lens", err);
+        s = kiln_ref_check_index_dtype(sl, "sequence_lens", err);
     if (s != KILN_OK)
         return s;
     int64_t ba = kiln_attr_int(n, "batch_axis", 1), ta = kiln_attr_int(n, "time_axis", 0);
@@ -646,7 +592,7 @@ kiln_status kiln_ref_reverse_sequence(const kiln_node *n, const kiln_tensor *con
     int64_t bst = ba == 0 ? T * inner : inner, tst = ta == 0 ? B * inner : inner;
     size_t es = kiln_dtype_size(x->dtype), nb = (size_t)inner * es;
     for (int64_t b = 0; b < B; b++) {
-        int64_t len = load_index(sl, b);
+        int64_t len = kiln_ref_load_index(sl, b);
         if (len < 0 || len > T)
             return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
                                "sequence_lens[%lld] = %lld is outside [0, %lld]", (long long)b,

@@ -3,6 +3,8 @@
 #ifndef KILN_REF_REF_H
 #define KILN_REF_REF_H
 
+#include <string.h>
+
 #include "ir/graph.h"
 #include "util/error.h"
 
@@ -50,6 +52,81 @@ static inline int64_t kiln_ref_prod(const kiln_shape *s, int from, int to)
     for (int i = from; i < to; i++)
         p *= s->dims[i];
     return p;
+}
+
+/* Advances a row-major coordinate counter over `s` by one; false (and all
+ * zeros again) at the end. */
+static inline bool kiln_ref_next_coord(const kiln_shape *s, int64_t *idx)
+{
+    for (int d = s->rank - 1; d >= 0; d--) {
+        if (++idx[d] < s->dims[d])
+            return true;
+        idx[d] = 0;
+    }
+    return false;
+}
+
+/* Tile and Pad fill y row by row (its last dim) from rows of x; this settles
+ * the cases without rows: an empty y needs nothing, and a scalar y (x is one
+ * too) is x's element. Returns whether it settled y. */
+static inline bool kiln_ref_rows_trivial(const kiln_tensor *x, kiln_tensor *y)
+{
+    if (kiln_shape_numel(&y->shape) <= 0)
+        return true;
+    if (y->shape.rank == 0) {
+        memcpy(y->data, x->data, kiln_dtype_size(x->dtype));
+        return true;
+    }
+    return false;
+}
+
+/* ---- index tensors (Gather, GatherElements, GatherND, the scatters,
+ * ReverseSequence): int32 or int64 values read as int64. The values are
+ * only known at run time, so every one read is checked before it addresses
+ * data. */
+
+/* `what` names the tensor in the message ("indices", "sequence_lens"). */
+static inline kiln_status kiln_ref_check_index_dtype(const kiln_tensor *t, const char *what,
+                                                     kiln_error *err)
+{
+    if (t->dtype != KILN_DTYPE_INT32 && t->dtype != KILN_DTYPE_INT64)
+        return kiln_errorf(err, KILN_ERR_TYPE_MISMATCH, "%s are %s, expected int32 or int64",
+                           what, kiln_dtype_name(t->dtype));
+    return KILN_OK;
+}
+
+/* The gathers: data `x` and output `y` of the same dtype, indices `ix` int32
+ * or int64. */
+static inline kiln_status kiln_ref_check_gather_dtypes(const kiln_tensor *x, const kiln_tensor *ix,
+                                                       const kiln_tensor *y, kiln_error *err)
+{
+    kiln_status s = kiln_ref_check_same_dtype(x, y, err);
+    if (s == KILN_OK)
+        s = kiln_ref_check_index_dtype(ix, "indices", err);
+    return s;
+}
+
+/* Element i of an index tensor (int32 or int64). */
+static inline int64_t kiln_ref_load_index(const kiln_tensor *t, int64_t i)
+{
+    return t->dtype == KILN_DTYPE_INT32 ? ((const int32_t *)t->data)[i]
+                                        : ((const int64_t *)t->data)[i];
+}
+
+/* Normalizes index `v` (element `i` of the index tensor) against extent
+ * `dim` of data dimension `axis` (negative counts from the end) into *out;
+ * an error when out of range. */
+static inline kiln_status kiln_ref_norm_index(int64_t v, int64_t dim, int64_t i, int axis,
+                                              int64_t *out, kiln_error *err)
+{
+    int64_t p = v < 0 ? v + dim : v;
+    if (p < 0 || p >= dim)
+        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
+                           "index %lld (element %lld of indices) is out of range for dimension "
+                           "%d of size %lld",
+                           (long long)v, (long long)i, axis, (long long)dim);
+    *out = p;
+    return KILN_OK;
 }
 
 #endif

@@ -80,8 +80,6 @@ static void strided_walk(void *dst, const void *src, const kiln_shape *shape, in
     }
 }
 
-
-
 kiln_status kiln_ref_copy(const kiln_node *n, const kiln_tensor *const *in,
                           kiln_tensor *const *out, kiln_error *err)
 {
@@ -133,101 +131,75 @@ kiln_status kiln_ref_transpose(const kiln_node *n, const kiln_tensor *const *in,
     return KILN_OK;
 }
 
-/* prod(dims[from:to]) */
-static int64_t prod(const kiln_shape *s, int from, int to)
+/* Concat and Split move the same blocks in opposite directions: per outer
+ * index (dims before `axis`), each part's block of dims[axis:] in turn, the
+ * blocks contiguous in `whole`. `parts` are Concat's inputs (`whole` its
+ * output) or, with `split`, Split's outputs (`whole` its input); either
+ * side's data is written through its (non-const) data pointer. The parts are
+ * checked against the whole first, and the messages name them so. */
+static kiln_status concat_split(const kiln_node *n, const kiln_tensor *whole,
+                                const kiln_tensor *const *parts, int n_parts, bool split,
+                                kiln_error *err)
 {
-    int64_t p = 1;
-    for (int i = from; i < to; i++)
-        p *= s->dims[i];
-    return p;
+    const char *part = split ? "output" : "input", *other = split ? "input" : "output";
+    int r = whole->shape.rank;
+    int axis;
+    kiln_status s = kiln_axis_resolve(kiln_attr_int(n, "axis", 0), r, false, "axis", &axis, err);
+    if (s != KILN_OK)
+        return s;
+    int64_t total = 0;
+    for (int k = 0; k < n_parts; k++) {
+        const kiln_tensor *p = parts[k];
+        if (!p)
+            return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "%s %d is missing", part, k);
+        s = split ? kiln_ref_check_same_dtype(whole, p, err)
+                  : kiln_ref_check_same_dtype(p, whole, err);
+        if (s != KILN_OK)
+            return s;
+        bool ok = p->shape.rank == r;
+        for (int d = 0; d < r && ok; d++)
+            ok = d == axis || p->shape.dims[d] == whole->shape.dims[d];
+        if (!ok)
+            return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "%s %d does not fit the %s", part,
+                               k, other);
+        total += p->shape.dims[axis];
+    }
+    if (total != whole->shape.dims[axis])
+        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
+                           "%ss sum to %lld on axis %d, %s has %lld", part, (long long)total,
+                           axis, other, (long long)whole->shape.dims[axis]);
+    size_t es = kiln_dtype_size(whole->dtype);
+    int64_t outer = kiln_ref_prod(&whole->shape, 0, axis);
+    int64_t inner = kiln_ref_prod(&whole->shape, axis + 1, r);
+    char *w = whole->data;
+    for (int64_t j = 0; j < outer; j++) {
+        for (int k = 0; k < n_parts; k++) {
+            size_t block = (size_t)(parts[k]->shape.dims[axis] * inner) * es;
+            if (block == 0)
+                continue;
+            char *p = (char *)parts[k]->data + (size_t)j * block;
+            if (split)
+                memcpy(p, w, block);
+            else
+                memcpy(w, p, block);
+            w += block;
+        }
+    }
+    return KILN_OK;
 }
 
 kiln_status kiln_ref_concat(const kiln_node *n, const kiln_tensor *const *in,
                             kiln_tensor *const *out, kiln_error *err)
 {
-    kiln_tensor *y = out[0];
-    int r = y->shape.rank;
-    int axis;
-    kiln_status s = kiln_axis_resolve(kiln_attr_int(n, "axis", 0), r, false, "axis", &axis, err);
-    if (s != KILN_OK)
-        return s;
-    int64_t total = 0;
-    for (int i = 0; i < n->n_inputs; i++) {
-        const kiln_tensor *x = in[i];
-        if (!x)
-            return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "input %d is missing", i);
-        s = kiln_ref_check_same_dtype(x, y, err);
-        if (s != KILN_OK)
-            return s;
-        bool ok = x->shape.rank == r;
-        for (int d = 0; d < r && ok; d++)
-            ok = d == axis || x->shape.dims[d] == y->shape.dims[d];
-        if (!ok)
-            return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "input %d does not fit the output",
-                               i);
-        total += x->shape.dims[axis];
-    }
-    if (total != y->shape.dims[axis])
-        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
-                           "inputs sum to %lld on axis %d, output has %lld", (long long)total,
-                           axis, (long long)y->shape.dims[axis]);
-    size_t es = kiln_dtype_size(y->dtype);
-    int64_t outer = prod(&y->shape, 0, axis), inner = prod(&y->shape, axis + 1, r);
-    char *o = y->data;
-    for (int64_t k = 0; k < outer; k++) {
-        for (int i = 0; i < n->n_inputs; i++) {
-            size_t block = (size_t)(in[i]->shape.dims[axis] * inner) * es;
-            if (block == 0)
-                continue;
-            memcpy(o, (const char *)in[i]->data + (size_t)k * block, block);
-            o += block;
-        }
-    }
-    return KILN_OK;
+    return concat_split(n, out[0], in, n->n_inputs, false, err);
 }
 
 kiln_status kiln_ref_split(const kiln_node *n, const kiln_tensor *const *in,
                            kiln_tensor *const *out, kiln_error *err)
 {
-    const kiln_tensor *x = in[0];
-    int r = x->shape.rank;
-    int axis;
-    kiln_status s = kiln_axis_resolve(kiln_attr_int(n, "axis", 0), r, false, "axis", &axis, err);
-    if (s != KILN_OK)
-        return s;
-    int64_t total = 0;
-    for (int k = 0; k < n->n_outputs; k++) {
-        const kiln_tensor *y = out[k];
-        if (!y)
-            return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "output %d is missing", k);
-        s = kiln_ref_check_same_dtype(x, y, err);
-        if (s != KILN_OK)
-            return s;
-        bool ok = y->shape.rank == r;
-        for (int d = 0; d < r && ok; d++)
-            ok = d == axis || x->shape.dims[d] == y->shape.dims[d];
-        if (!ok)
-            return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "output %d does not fit the input",
-                               k);
-        total += y->shape.dims[axis];
-    }
-    if (total != x->shape.dims[axis])
-        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
-                           "outputs sum to %lld on axis %d, input has %lld", (long long)total,
-                           axis, (long long)x->shape.dims[axis]);
-    size_t es = kiln_dtype_size(x->dtype);
-    int64_t outer = prod(&x->shape, 0, axis), inner = prod(&x->shape, axis + 1, r);
-    const char *src = x->data;
-    for (int64_t j = 0; j < outer; j++) {
-        for (int k = 0; k < n->n_outputs; k++) {
-            size_t block = (size_t)(out[k]->shape.dims[axis] * inner) * es;
-            if (block == 0)
-                continue;
-            memcpy((char *)out[k]->data + (size_t)j * block, src, block);
-            src += block;
-        }
-    }
-    return KILN_OK;
+    /* C does not convert T *const * to const T *const * implicitly; the
+     * outputs are still written through their (non-const) data pointers. */
+    return concat_split(n, in[0], (const kiln_tensor *const *)out, n->n_outputs, true, err);
 }
 
 kiln_status kiln_ref_slice(const kiln_node *n, const kiln_tensor *const *in,
@@ -262,12 +234,9 @@ kiln_status kiln_ref_gather(const kiln_node *n, const kiln_tensor *const *in,
 {
     const kiln_tensor *x = in[0], *ix = in[1];
     kiln_tensor *y = out[0];
-    kiln_status s = kiln_ref_check_same_dtype(x, y, err);
+    kiln_status s = kiln_ref_check_gather_dtypes(x, ix, y, err);
     if (s != KILN_OK)
         return s;
-    if (ix->dtype != KILN_DTYPE_INT32 && ix->dtype != KILN_DTYPE_INT64)
-        return kiln_errorf(err, KILN_ERR_TYPE_MISMATCH, "indices are %s, expected int32 or int64",
-                           kiln_dtype_name(ix->dtype));
     int r = x->shape.rank;
     int axis;
     s = kiln_axis_resolve(kiln_attr_int(n, "axis", 0), r, false, "axis", &axis, err);
@@ -287,21 +256,17 @@ kiln_status kiln_ref_gather(const kiln_node *n, const kiln_tensor *const *in,
     if (s != KILN_OK)
         return s;
     size_t es = kiln_dtype_size(x->dtype);
-    int64_t outer = prod(&x->shape, 0, axis), dim = x->shape.dims[axis];
-    int64_t block = prod(&x->shape, axis + 1, r) * (int64_t)es;
+    int64_t outer = kiln_ref_prod(&x->shape, 0, axis), dim = x->shape.dims[axis];
+    int64_t block = kiln_ref_prod(&x->shape, axis + 1, r) * (int64_t)es;
     int64_t n_idx = kiln_shape_numel(&ix->shape);
     const char *src = x->data;
     char *dst = y->data;
     for (int64_t j = 0; j < outer; j++) {
         for (int64_t i = 0; i < n_idx; i++) {
-            int64_t v = ix->dtype == KILN_DTYPE_INT32 ? ((const int32_t *)ix->data)[i]
-                                                      : ((const int64_t *)ix->data)[i];
-            int64_t p = v < 0 ? v + dim : v;
-            if (p < 0 || p >= dim)
-                return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
-                                   "index %lld (element %lld of indices) is out of range for "
-                                   "dimension %d of size %lld",
-                                   (long long)v, (long long)i, axis, (long long)dim);
+            int64_t p = 0;
+            s = kiln_ref_norm_index(kiln_ref_load_index(ix, i), dim, i, axis, &p, err);
+            if (s != KILN_OK)
+                return s;
             if (block > 0)
                 memcpy(dst + (j * n_idx + i) * block, src + (j * dim + p) * block, (size_t)block);
         }
@@ -418,23 +383,22 @@ kiln_status kiln_ref_pad(const kiln_node *n, const kiln_tensor *const *in,
     size_t es = kiln_dtype_size(x->dtype);
     unsigned char val[8];
     pad_value(x->dtype, kiln_attr_float(n, "value", 0.0f), val);
-    int64_t numel = kiln_shape_numel(&y->shape);
-    if (numel <= 0)
+    if (kiln_ref_rows_trivial(x, y))
         return KILN_OK;
-    if (r == 0) {
-        memcpy(y->data, x->data, es);
-        return KILN_OK;
-    }
     int64_t ist[KILN_MAX_RANK];
     kiln_ref_strides(&x->shape, ist);
     const pad_dim *pl = &pd[r - 1];
     int64_t inner = y->shape.dims[r - 1];
     int64_t mid_begin = pl->b > 0 ? pl->b : 0;       /* first output column read from input */
     int64_t mid_end = pl->b + pl->hi;                /* one past the last */
+    kiln_shape outer = y->shape; /* the rows' coordinates */
+    outer.dims[r - 1] = 1;
+    int64_t rows = kiln_ref_prod(&outer, 0, r);
     int64_t idx[KILN_MAX_RANK] = {0};
     char *o = y->data;
     const char *src = x->data;
-    for (int64_t row = 0; row < numel / inner; row++, o += (size_t)inner * es) {
+    for (int64_t row = 0; row < rows;
+         row++, o += (size_t)inner * es, kiln_ref_next_coord(&outer, idx)) {
         int64_t off = 0;
         bool constant_row = false;
         for (int d = 0; d < r - 1; d++) {
@@ -460,11 +424,6 @@ kiln_status kiln_ref_pad(const kiln_node *n, const kiln_tensor *const *in,
                 int64_t i = pad_map(pl, c, mode);
                 memcpy(o + (size_t)c * es, i < 0 ? (const char *)val : srow + i * (int64_t)es, es);
             }
-        }
-        for (int d = r - 2; d >= 0; d--) {
-            if (++idx[d] < y->shape.dims[d])
-                break;
-            idx[d] = 0;
         }
     }
     return KILN_OK;
