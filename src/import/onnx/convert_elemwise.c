@@ -17,17 +17,6 @@
 #include "io/tensor_io.h"
 #include "util/error.h"
 
-/* Binds output 0 to a folded tensor, releasing it. */
-static kiln_status bind_folded(onnx_ctx *c, kiln_status s, kiln_tensor *t, kiln_error *err)
-{
-    if (s != KILN_OK)
-        return kiln_error_prefix(err, s, "node '%s' (%s, opset %lld): ", c->node_name,
-                                 c->node->op_type, (long long)c->opset);
-    s = onnx_bind_const(c, 0, t, err);
-    kiln_tensor_release(t);
-    return s;
-}
-
 /* opset < 7: "broadcast" with an "axis" aligned B elsewhere than at the end
  * is not numpy broadcasting. */
 static kiln_status legacy_axis(onnx_ctx *c, kiln_error *err)
@@ -54,7 +43,7 @@ static kiln_status binary_fold(onnx_ctx *c, kiln_op op, onnx_binop bop, kiln_err
         kiln_tensor r;
         s = onnx_fold_binary(bop, &a, &b, &r, err);
         if (s == KILN_OK || s != KILN_ERR_UNSUPPORTED)
-            return bind_folded(c, s, &r, err);
+            return onnx_bind_folded(c, s, &r, err);
         /* too large (or a type fold.c does not handle): compute it at run time */
     }
     return onnx_convert_simple(c, op, NULL, err);
@@ -95,11 +84,6 @@ CONV_BINARY(conv_xor, KILN_OP_XOR)
 CONV_BINARY(conv_prelu, KILN_OP_PRELU)
 
 /* One kiln op, the listed attributes copied. */
-#define CONV_SIMPLE(NAME, OP, ATTRS)                                                              \
-    static kiln_status NAME(onnx_ctx *c, kiln_error *err)                                         \
-    {                                                                                             \
-        return onnx_convert_simple(c, OP, ATTRS, err);                                            \
-    }
 CONV_SIMPLE(conv_relu, KILN_OP_RELU, NULL)
 CONV_SIMPLE(conv_sigmoid, KILN_OP_SIGMOID, NULL)
 CONV_SIMPLE(conv_erf, KILN_OP_ERF, NULL)
@@ -185,10 +169,7 @@ static kiln_status conv_prelu6(onnx_ctx *c, kiln_error *err)
         sid = kiln_graph_node_output(c->g, node, 0);
     }
     int ins[2] = {x->id, sid};
-    int node = onnx_emit(c, KILN_OP_PRELU, NULL, ins, 2, 1, err);
-    if (node < 0)
-        return KILN_ERR_OUT_OF_MEMORY;
-    return onnx_bind(c, 0, kiln_graph_node_output(c->g, node, 0), err);
+    return onnx_emit_bind(c, KILN_OP_PRELU, ins, 2, NULL, 0, NULL, 1, err);
 }
 
 static kiln_status conv_where(onnx_ctx *c, kiln_error *err)
@@ -200,7 +181,7 @@ static kiln_status conv_where(onnx_ctx *c, kiln_error *err)
         kiln_tensor r;
         kiln_status s = onnx_fold_where(&k, &x, &y, &r, err);
         if (s == KILN_OK || s != KILN_ERR_UNSUPPORTED)
-            return bind_folded(c, s, &r, err);
+            return onnx_bind_folded(c, s, &r, err);
     }
     return onnx_convert_simple(c, KILN_OP_WHERE, NULL, err);
 }
@@ -218,16 +199,11 @@ static kiln_status emit_cast(onnx_ctx *c, const kiln_value *x, kiln_dtype to, ki
         kiln_tensor t = onnx_value_tensor(x), r;
         s = onnx_fold_cast(&t, to, &r, err);
         if (s == KILN_OK || s != KILN_ERR_UNSUPPORTED)
-            return bind_folded(c, s, &r, err);
+            return onnx_bind_folded(c, s, &r, err);
     }
     int in = x->id;
-    int node = onnx_emit(c, KILN_OP_CAST, NULL, &in, 1, 1, err);
-    if (node < 0)
-        return KILN_ERR_OUT_OF_MEMORY;
-    s = kiln_node_set_int(c->g, node, "to", (int64_t)to);
-    if (s != KILN_OK)
-        return kiln_errorf(err, s, "out of memory");
-    return onnx_bind(c, 0, kiln_graph_node_output(c->g, node, 0), err);
+    kiln_attr a = onnx_attr_i("to", (int64_t)to);
+    return onnx_emit_bind(c, KILN_OP_CAST, &in, 1, &a, 1, NULL, 1, err);
 }
 
 static kiln_status conv_cast(onnx_ctx *c, kiln_error *err)
@@ -265,6 +241,18 @@ static kiln_status conv_identity(onnx_ctx *c, kiln_error *err)
         return err ? err->status : KILN_ERR_INVALID_GRAPH;
     return onnx_bind(c, 0, x->id, err);
 }
+
+/* The tensor of value_float(s) / value_int(s): a scalar, or a vector of n. */
+static kiln_status list_tensor(kiln_tensor *t, kiln_dtype dt, bool scalar, size_t n,
+                               const void *v, kiln_error *err)
+{
+    kiln_shape sh = {.rank = scalar ? 0 : 1, .dims = {(int64_t)n}};
+    kiln_status s = kiln_tensor_alloc(t, dt, &sh, err);
+    if (s == KILN_OK && n)
+        memcpy(t->data, v, n * kiln_dtype_size(dt));
+    return s;
+}
+
 static kiln_status conv_constant(onnx_ctx *c, kiln_error *err)
 {
     static const char *const keys[] = {"value",      "value_float",  "value_floats",
@@ -293,27 +281,12 @@ static kiln_status conv_constant(onnx_ctx *c, kiln_error *err)
             return onnx_node_error(c, KILN_ERR_PARSE, err, "attribute 'value' holds no tensor");
         s = onnx_tensor_load(c, a->t, &t, err);
         if (s != KILN_OK)
-            return kiln_error_prefix(err, s, "node '%s' (Constant, opset %lld): ", c->node_name,
-                                     (long long)c->opset);
+            return onnx_node_prefix(c, s, err);
         break;
-    case 1:
-    case 2: {
-        size_t n = which == 1 ? 1 : a->n_floats;
-        kiln_shape sh = {.rank = which == 1 ? 0 : 1, .dims = {(int64_t)n}};
-        s = kiln_tensor_alloc(&t, KILN_DTYPE_FLOAT32, &sh, err);
-        if (s == KILN_OK && n)
-            memcpy(t.data, which == 1 ? &a->f : a->floats, n * sizeof(float));
-        break;
-    }
-    case 3:
-    case 4: {
-        size_t n = which == 3 ? 1 : a->n_ints;
-        kiln_shape sh = {.rank = which == 3 ? 0 : 1, .dims = {(int64_t)n}};
-        s = kiln_tensor_alloc(&t, KILN_DTYPE_INT64, &sh, err);
-        if (s == KILN_OK && n)
-            memcpy(t.data, which == 3 ? &a->i : a->ints, n * sizeof(int64_t));
-        break;
-    }
+    case 1: s = list_tensor(&t, KILN_DTYPE_FLOAT32, true, 1, &a->f, err); break;
+    case 2: s = list_tensor(&t, KILN_DTYPE_FLOAT32, false, a->n_floats, a->floats, err); break;
+    case 3: s = list_tensor(&t, KILN_DTYPE_INT64, true, 1, &a->i, err); break;
+    case 4: s = list_tensor(&t, KILN_DTYPE_INT64, false, a->n_ints, a->ints, err); break;
     default:
         return onnx_node_error(c, KILN_ERR_UNSUPPORTED, err,
                                "'%s' constants are not supported (kiln has no string or sparse "
@@ -330,80 +303,66 @@ static kiln_status conv_constant(onnx_ctx *c, kiln_error *err)
 }
 
 /* Clip before opset 11: min/max attributes, as in kiln. */
-static kiln_status conv_clip6(onnx_ctx *c, kiln_error *err)
-{
-    return onnx_convert_simple(c, KILN_OP_CLIP, "min max", err);
-}
+CONV_SIMPLE(conv_clip6, KILN_OP_CLIP, "min max")
 
 /* Clip from opset 11: min and max are optional constant inputs. */
 static kiln_status conv_clip11(onnx_ctx *c, kiln_error *err)
 {
-    kiln_status s = onnx_no_outputs_from(c, 1, err);
+    const kiln_value *x;
+    kiln_status s = onnx_need_in0(c, "input", &x, err);
     if (s != KILN_OK)
         return s;
-    const kiln_value *x = onnx_need(c, 0, "input", err);
-    if (!x)
-        return err ? err->status : KILN_ERR_INVALID_GRAPH;
     double lo = 0, hi = 0;
-    bool has_lo = onnx_in(c, 1) >= 0, has_hi = onnx_in(c, 2) >= 0;
-    if (has_lo && (s = onnx_in_scalar(c, 1, "min", &lo, err)) != KILN_OK)
-        return s;
-    if (has_hi && (s = onnx_in_scalar(c, 2, "max", &hi, err)) != KILN_OK)
-        return s;
+    kiln_attr a[2];
+    int na = 0;
+    if (onnx_in(c, 1) >= 0) {
+        if ((s = onnx_in_scalar(c, 1, "min", &lo, err)) != KILN_OK)
+            return s;
+        a[na++] = onnx_attr_f("min", (float)lo);
+    }
+    if (onnx_in(c, 2) >= 0) {
+        if ((s = onnx_in_scalar(c, 2, "max", &hi, err)) != KILN_OK)
+            return s;
+        a[na++] = onnx_attr_f("max", (float)hi);
+    }
     int in = x->id;
-    int node = onnx_emit(c, KILN_OP_CLIP, NULL, &in, 1, 1, err);
-    if (node < 0)
-        return KILN_ERR_OUT_OF_MEMORY;
-    if (has_lo)
-        s = kiln_node_set_float(c->g, node, "min", (float)lo);
-    if (s == KILN_OK && has_hi)
-        s = kiln_node_set_float(c->g, node, "max", (float)hi);
-    if (s != KILN_OK)
-        return kiln_errorf(err, s, "out of memory");
-    return onnx_bind(c, 0, kiln_graph_node_output(c->g, node, 0), err);
+    return onnx_emit_bind(c, KILN_OP_CLIP, &in, 1, a, na, NULL, 1, err);
 }
-
 
 #define LEGACY_BINARY "axis:int broadcast:int"
 #define LEGACY_UNARY "consumed_inputs:ints"
 
 /* An op unchanged since opset 1 but for `consumed_inputs` (dropped in 6). */
 #define UNARY_1_6(NAME, FN) {NAME, 1, FN, LEGACY_UNARY}, {NAME, 6, FN, ""}
+/* The same with attributes of its own. */
+#define UNARY_ATTRS_1_6(NAME, FN, ATTRS)                                                          \
+    {NAME, 1, FN, ATTRS " " LEGACY_UNARY}, {NAME, 6, FN, ATTRS}
+/* A binary op whose legacy `broadcast` / `axis` attributes went in opset 7. */
+#define BINARY_1_7(NAME, FN) {NAME, 1, FN, LEGACY_BINARY}, {NAME, 7, FN, ""}
+/* The same, for the arithmetic that also had `consumed_inputs` until 6. */
+#define ARITH_1_6_7(NAME, FN)                                                                     \
+    {NAME, 1, FN, LEGACY_BINARY " " LEGACY_UNARY}, {NAME, 6, FN, LEGACY_BINARY},                  \
+        {NAME, 7, FN, ""}
 
 const onnx_converter onnx_elemwise_converters[] = {
-    {"Add", 1, conv_add, LEGACY_BINARY " consumed_inputs:ints"},
-    {"Add", 6, conv_add, LEGACY_BINARY},
-    {"Add", 7, conv_add, ""},
-    {"Sub", 1, conv_sub, LEGACY_BINARY " consumed_inputs:ints"},
-    {"Sub", 6, conv_sub, LEGACY_BINARY},
-    {"Sub", 7, conv_sub, ""},
-    {"Mul", 1, conv_mul, LEGACY_BINARY " consumed_inputs:ints"},
-    {"Mul", 6, conv_mul, LEGACY_BINARY},
-    {"Mul", 7, conv_mul, ""},
-    {"Div", 1, conv_div, LEGACY_BINARY " consumed_inputs:ints"},
-    {"Div", 6, conv_div, LEGACY_BINARY},
-    {"Div", 7, conv_div, ""},
-    {"Pow", 1, conv_pow, LEGACY_BINARY},
-    {"Pow", 7, conv_pow, ""},
+    ARITH_1_6_7("Add", conv_add),
+    ARITH_1_6_7("Sub", conv_sub),
+    ARITH_1_6_7("Mul", conv_mul),
+    ARITH_1_6_7("Div", conv_div),
+    BINARY_1_7("Pow", conv_pow),
     {"Mod", 10, conv_mod, "fmod:int"},
     {"BitShift", 11, conv_bitshift, "direction:string"},
     {"PRelu", 1, conv_prelu6, LEGACY_UNARY},
     {"PRelu", 6, conv_prelu6, ""},
     {"PRelu", 7, conv_prelu, ""},
-    {"Equal", 1, conv_equal, LEGACY_BINARY},
-    {"Equal", 7, conv_equal, ""},
-    {"Greater", 1, conv_greater, LEGACY_BINARY},
-    {"Greater", 7, conv_greater, ""},
-    {"Less", 1, conv_less, LEGACY_BINARY},
-    {"Less", 7, conv_less, ""},
+    BINARY_1_7("Equal", conv_equal),
+    BINARY_1_7("Greater", conv_greater),
+    BINARY_1_7("Less", conv_less),
     {"GreaterOrEqual", 12, conv_greaterorequal, ""},
     {"LessOrEqual", 12, conv_lessorequal, ""},
-    {"And", 1, conv_and, LEGACY_BINARY},
-    {"And", 7, conv_and, ""},
-    {"Or", 1, conv_or, LEGACY_BINARY},
-    {"Or", 7, conv_or, ""},
-    {"Xor", 1, conv_xor, LEGACY_BINARY},
-    {"Xor", 7, conv_xor, ""},
+    BINARY_1_7("And", conv_and),
+    BINARY_1_7("Or", conv_or),
+    BINARY_1_7("Xor", conv_xor),
     {"Not", 1, conv_not, ""},
     UNARY_1_6("Min", conv_min),
     UNARY_1_6("Max", conv_max),
@@ -448,20 +407,15 @@ const onnx_converter onnx_elemwise_converters[] = {
     {"Gelu", 20, conv_gelu, "approximate:string"},
     {"IsNaN", 9, conv_isnan, ""},
     {"IsInf", 10, conv_isinf, "detect_negative:int detect_positive:int"},
-    {"Elu", 1, conv_elu, "alpha:float " LEGACY_UNARY},
-    {"Elu", 6, conv_elu, "alpha:float"},
-    {"Selu", 1, conv_selu, "alpha:float gamma:float " LEGACY_UNARY},
-    {"Selu", 6, conv_selu, "alpha:float gamma:float"},
+    UNARY_ATTRS_1_6("Elu", conv_elu, "alpha:float"),
+    UNARY_ATTRS_1_6("Selu", conv_selu, "alpha:float gamma:float"),
     {"Celu", 12, conv_celu, "alpha:float"},
-    {"LeakyRelu", 1, conv_leakyrelu, "alpha:float " LEGACY_UNARY},
-    {"LeakyRelu", 6, conv_leakyrelu, "alpha:float"},
+    UNARY_ATTRS_1_6("LeakyRelu", conv_leakyrelu, "alpha:float"),
     {"ThresholdedRelu", 10, conv_thresholdedrelu, "alpha:float"},
     {"Shrink", 9, conv_shrink, "bias:float lambd:float"},
-    {"HardSigmoid", 1, conv_hardsigmoid, "alpha:float beta:float " LEGACY_UNARY},
-    {"HardSigmoid", 6, conv_hardsigmoid, "alpha:float beta:float"},
+    UNARY_ATTRS_1_6("HardSigmoid", conv_hardsigmoid, "alpha:float beta:float"),
     {"HardSwish", 14, conv_hardswish, ""},
-    {"Clip", 1, conv_clip6, "min:float max:float " LEGACY_UNARY},
-    {"Clip", 6, conv_clip6, "min:float max:float"},
+    UNARY_ATTRS_1_6("Clip", conv_clip6, "min:float max:float"),
     {"Clip", 11, conv_clip11, ""},
     {NULL, 0, NULL, NULL},
 };

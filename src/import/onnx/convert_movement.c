@@ -22,24 +22,6 @@
 #include "io/tensor_io.h"
 #include "util/error.h"
 
-static kiln_status node_prefix(onnx_ctx *c, kiln_status s, kiln_error *err)
-{
-    return kiln_error_prefix(err, s, "node '%s' (%s, opset %lld): ", c->node_name,
-                             c->node->op_type, (long long)c->opset);
-}
-
-static kiln_status set_attr(kiln_graph *g, int node, const kiln_attr *a)
-{
-    switch (a->type) {
-    case KILN_ATTR_INT: return kiln_node_set_int(g, node, a->name, a->i);
-    case KILN_ATTR_FLOAT: return kiln_node_set_float(g, node, a->name, a->f);
-    case KILN_ATTR_STRING: return kiln_node_set_string(g, node, a->name, a->s);
-    case KILN_ATTR_INTS: return kiln_node_set_ints(g, node, a->name, a->ints, a->n);
-    case KILN_ATTR_FLOATS: return kiln_node_set_floats(g, node, a->name, a->floats, a->n);
-    }
-    return KILN_ERR_INTERNAL;
-}
-
 kiln_status onnx_emit_or_fold(onnx_ctx *c, kiln_op op, const int *ins, int n_in,
                               const kiln_attr *attrs, int n_attrs, int n_out, kiln_error *err)
 {
@@ -76,23 +58,10 @@ kiln_status onnx_emit_or_fold(onnx_ctx *c, kiln_op op, const int *ins, int n_in,
             return s;
         }
         if (s != KILN_ERR_UNSUPPORTED)
-            return node_prefix(c, s, err);
+            return onnx_node_prefix(c, s, err);
         /* too large to fold: computed at run time */
     }
-    int node = onnx_emit(c, op, NULL, ins, n_in, n_out, err);
-    if (node < 0)
-        return err ? err->status : KILN_ERR_OUT_OF_MEMORY;
-    for (int i = 0; i < n_attrs; i++) {
-        s = set_attr(c->g, node, &attrs[i]);
-        if (s != KILN_OK)
-            return kiln_errorf(err, s, "out of memory");
-    }
-    for (int k = 0; k < n_out; k++) {
-        s = onnx_bind(c, k, kiln_graph_node_output(c->g, node, k), err);
-        if (s != KILN_OK)
-            return s;
-    }
-    return KILN_OK;
+    return onnx_emit_bind(c, op, ins, n_in, attrs, n_attrs, NULL, n_out, err);
 }
 
 /* ---- parameter inputs computed from constants --------------------------------
@@ -231,18 +200,40 @@ static kiln_status gather_inputs(onnx_ctx *c, int n, int need, const char *const
     return KILN_OK;
 }
 
-/* Appends ONNX INT attribute `name` (when present) to attrs. */
-static void pass_int(onnx_ctx *c, const char *name, kiln_attr *attrs, int *na)
+/* Appends ONNX attribute `name` (when present) to attrs: an INT or a STRING,
+ * the registry having checked its type against the converter's list. */
+static void pass_attr(onnx_ctx *c, const char *name, kiln_attr *attrs, int *na)
 {
-    if (onnx_attr(c, name))
+    const Onnx__AttributeProto *a = onnx_attr(c, name);
+    if (!a)
+        return;
+    if (onnx_attr_type(a) == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING)
+        attrs[(*na)++] = onnx_attr_s(name, onnx_attr_string(c, name, ""));
+    else
         attrs[(*na)++] = onnx_attr_i(name, onnx_attr_int(c, name, 0));
 }
 
-static void pass_string(onnx_ctx *c, const char *name, kiln_attr *attrs, int *na)
+/* The converters that only pass things on: inputs 0..n-1 (n <= 3), all
+ * required, named by `what` in messages; the attributes `attrs` (at most two,
+ * NULL-terminated) passed on when present; one output. */
+static kiln_status convert_passing(onnx_ctx *c, kiln_op op, int n, const char *const *what,
+                                   const char *const *attrs, kiln_error *err)
 {
-    if (onnx_attr(c, name))
-        attrs[(*na)++] = onnx_attr_s(name, onnx_attr_string(c, name, ""));
+    int ins[3];
+    kiln_attr a[2];
+    int na = 0;
+    kiln_status s = gather_inputs(c, n, n, what, ins, err);
+    if (s != KILN_OK)
+        return s;
+    for (; *attrs; attrs++)
+        pass_attr(c, *attrs, a, &na);
+    return onnx_emit_or_fold(c, op, ins, n, a, na, 1, err);
 }
+
+static const char *const scatter_in[] = {"data", "indices", "updates"};
+static const char *const scatter_attrs[] = {"axis", "reduction", NULL};
+static const char *const block_in[] = {"input"};
+static const char *const block_attrs[] = {"blocksize", "mode", NULL};
 
 /* ---- kiln ops ----------------------------------------------------------------- */
 
@@ -263,76 +254,34 @@ kiln_status onnx_convert_tile(onnx_ctx *c, kiln_error *err)
 
 kiln_status onnx_convert_gather_elements(onnx_ctx *c, kiln_error *err)
 {
-    static const char *const what[] = {"data", "indices"};
-    int ins[2];
-    kiln_attr a[1];
-    int na = 0;
-    kiln_status s = gather_inputs(c, 2, 2, what, ins, err);
-    if (s != KILN_OK)
-        return s;
-    pass_int(c, "axis", a, &na);
-    return onnx_emit_or_fold(c, KILN_OP_GATHERELEMENTS, ins, 2, a, na, 1, err);
+    static const char *const what[] = {"data", "indices"}, *const attrs[] = {"axis", NULL};
+    return convert_passing(c, KILN_OP_GATHERELEMENTS, 2, what, attrs, err);
 }
 
 kiln_status onnx_convert_gather_nd(onnx_ctx *c, kiln_error *err)
 {
-    static const char *const what[] = {"data", "indices"};
-    int ins[2];
-    kiln_attr a[1];
-    int na = 0;
-    kiln_status s = gather_inputs(c, 2, 2, what, ins, err);
-    if (s != KILN_OK)
-        return s;
-    pass_int(c, "batch_dims", a, &na);
-    return onnx_emit_or_fold(c, KILN_OP_GATHERND, ins, 2, a, na, 1, err);
-}
-
-static kiln_status scatter_common(onnx_ctx *c, kiln_op op, kiln_error *err)
-{
-    static const char *const what[] = {"data", "indices", "updates"};
-    int ins[3];
-    kiln_attr a[2];
-    int na = 0;
-    kiln_status s = gather_inputs(c, 3, 3, what, ins, err);
-    if (s != KILN_OK)
-        return s;
-    pass_int(c, "axis", a, &na);
-    pass_string(c, "reduction", a, &na);
-    return onnx_emit_or_fold(c, op, ins, 3, a, na, 1, err);
+    static const char *const what[] = {"data", "indices"}, *const attrs[] = {"batch_dims", NULL};
+    return convert_passing(c, KILN_OP_GATHERND, 2, what, attrs, err);
 }
 
 kiln_status onnx_convert_scatter_elements(onnx_ctx *c, kiln_error *err)
 {
-    return scatter_common(c, KILN_OP_SCATTERELEMENTS, err);
+    return convert_passing(c, KILN_OP_SCATTERELEMENTS, 3, scatter_in, scatter_attrs, err);
 }
 
 kiln_status onnx_convert_scatter_nd(onnx_ctx *c, kiln_error *err)
 {
-    return scatter_common(c, KILN_OP_SCATTERND, err);
-}
-
-static kiln_status block_common(onnx_ctx *c, kiln_op op, kiln_error *err)
-{
-    static const char *const what[] = {"input"};
-    int in;
-    kiln_attr a[2];
-    int na = 0;
-    kiln_status s = gather_inputs(c, 1, 1, what, &in, err);
-    if (s != KILN_OK)
-        return s;
-    pass_int(c, "blocksize", a, &na);
-    pass_string(c, "mode", a, &na);
-    return onnx_emit_or_fold(c, op, &in, 1, a, na, 1, err);
+    return convert_passing(c, KILN_OP_SCATTERND, 3, scatter_in, scatter_attrs, err);
 }
 
 kiln_status onnx_convert_depth_to_space(onnx_ctx *c, kiln_error *err)
 {
-    return block_common(c, KILN_OP_DEPTHTOSPACE, err);
+    return convert_passing(c, KILN_OP_DEPTHTOSPACE, 1, block_in, block_attrs, err);
 }
 
 kiln_status onnx_convert_space_to_depth(onnx_ctx *c, kiln_error *err)
 {
-    return block_common(c, KILN_OP_SPACETODEPTH, err);
+    return convert_passing(c, KILN_OP_SPACETODEPTH, 1, block_in, block_attrs, err);
 }
 
 kiln_status onnx_convert_trilu(onnx_ctx *c, kiln_error *err)
@@ -344,7 +293,7 @@ kiln_status onnx_convert_trilu(onnx_ctx *c, kiln_error *err)
     kiln_status s = gather_inputs(c, 1, 1, what, &in, err);
     if (s != KILN_OK)
         return s;
-    pass_int(c, "upper", a, &na);
+    pass_attr(c, "upper", a, &na);
     if (onnx_in(c, 1) >= 0) {
         const int64_t *k = NULL;
         int n = 0;
@@ -374,23 +323,16 @@ kiln_status onnx_convert_onehot(onnx_ctx *c, kiln_error *err)
                                "input 1 (depth) is %g, expected a positive count", depth);
     kiln_attr a[2] = {onnx_attr_i("depth", (int64_t)depth)};
     int na = 1;
-    pass_int(c, "axis", a, &na);
+    pass_attr(c, "axis", a, &na);
     int kins[2] = {ins[0], ins[2]};
     return onnx_emit_or_fold(c, KILN_OP_ONEHOT, kins, 2, a, na, 1, err);
 }
 
 kiln_status onnx_convert_reverse_sequence(onnx_ctx *c, kiln_error *err)
 {
-    static const char *const what[] = {"input", "sequence_lens"};
-    int ins[2];
-    kiln_attr a[2];
-    int na = 0;
-    kiln_status s = gather_inputs(c, 2, 2, what, ins, err);
-    if (s != KILN_OK)
-        return s;
-    pass_int(c, "batch_axis", a, &na);
-    pass_int(c, "time_axis", a, &na);
-    return onnx_emit_or_fold(c, KILN_OP_REVERSESEQUENCE, ins, 2, a, na, 1, err);
+    static const char *const what[] = {"input", "sequence_lens"},
+                            *const attrs[] = {"batch_axis", "time_axis", NULL};
+    return convert_passing(c, KILN_OP_REVERSESEQUENCE, 2, what, attrs, err);
 }
 
 /* ---- import-time constants ------------------------------------------------------- */
@@ -413,13 +355,6 @@ static void store_num(kiln_dtype t, void *data, int64_t i, int64_t iv, double fv
     case KILN_DTYPE_FLOAT16: ((uint16_t *)data)[i] = 0x3c00; break; /* only ever 1.0 */
     default: break;
     }
-}
-
-static kiln_status bind_result(onnx_ctx *c, kiln_tensor *t, kiln_error *err)
-{
-    kiln_status s = onnx_bind_const(c, 0, t, err);
-    kiln_tensor_release(t);
-    return s;
 }
 
 kiln_status onnx_convert_range(onnx_ctx *c, kiln_error *err)
@@ -484,7 +419,7 @@ kiln_status onnx_convert_range(onnx_ctx *c, kiln_error *err)
     for (int64_t i = 0; i < count; i++)
         store_num(dt, t.data, i, (int64_t)((uint64_t)is + (uint64_t)i * (uint64_t)id),
                   fs + (double)i * fd, is_int);
-    return bind_result(c, &t, err);
+    return onnx_bind_folded(c, KILN_OK, &t, err);
 }
 
 /* The input's shape, which must be static. */
@@ -513,7 +448,7 @@ kiln_status onnx_convert_size(onnx_ctx *c, kiln_error *err)
     if (s != KILN_OK)
         return s;
     *(int64_t *)t.data = kiln_shape_numel(&x->shape);
-    return bind_result(c, &t, err);
+    return onnx_bind_folded(c, KILN_OK, &t, err);
 }
 
 kiln_status onnx_convert_eyelike(onnx_ctx *c, kiln_error *err)
@@ -546,5 +481,5 @@ kiln_status onnx_convert_eyelike(onnx_ctx *c, kiln_error *err)
         if (j >= 0 && j < cols)
             store_num(dt, t.data, i * cols + j, 1, 1.0, true);
     }
-    return bind_result(c, &t, err);
+    return onnx_bind_folded(c, KILN_OK, &t, err);
 }

@@ -15,11 +15,7 @@
 #include "import/onnx/onnx.h"
 #include "util/error.h"
 
-static kiln_status conv_conv(onnx_ctx *c, kiln_error *err)
-{
-    return onnx_convert_simple(c, KILN_OP_CONV,
-                               "auto_pad dilations group kernel_shape pads strides", err);
-}
+CONV_SIMPLE(conv_conv, KILN_OP_CONV, "auto_pad dilations group kernel_shape pads strides")
 
 /* Emits kiln op `op` with the ONNX node's inputs (absent ones as -1) and
  * `n_out` outputs, copies `attrs` and binds every requested output. Returns
@@ -77,23 +73,10 @@ static kiln_status conv_lppool(onnx_ctx *c, kiln_error *err)
     return KILN_OK;
 }
 
-static kiln_status conv_global_maxpool(onnx_ctx *c, kiln_error *err)
-{
-    return onnx_convert_simple(c, KILN_OP_GLOBALMAXPOOL, NULL, err);
-}
-
-static kiln_status conv_conv_transpose(onnx_ctx *c, kiln_error *err)
-{
-    return onnx_convert_simple(c, KILN_OP_CONVTRANSPOSE,
-                               "auto_pad dilations group kernel_shape output_padding output_shape "
-                               "pads strides",
-                               err);
-}
-
-static kiln_status conv_grid_sample(onnx_ctx *c, kiln_error *err)
-{
-    return onnx_convert_simple(c, KILN_OP_GRIDSAMPLE, "align_corners mode padding_mode", err);
-}
+CONV_SIMPLE(conv_global_maxpool, KILN_OP_GLOBALMAXPOOL, NULL)
+CONV_SIMPLE(conv_conv_transpose, KILN_OP_CONVTRANSPOSE,
+            "auto_pad dilations group kernel_shape output_padding output_shape pads strides")
+CONV_SIMPLE(conv_grid_sample, KILN_OP_GRIDSAMPLE, "align_corners mode padding_mode")
 
 /* Whether input k is present with at least one element. */
 static bool in_nonempty(const onnx_ctx *c, int k)
@@ -102,46 +85,14 @@ static bool in_nonempty(const onnx_ctx *c, int k)
     return v && kiln_shape_numel(&v->shape) != 0;
 }
 
-/* Input k as a constant vector of floats (any numeric dtype), in scratch
- * memory. A non-constant input gets the standard "must be a constant"
- * message. */
-static kiln_status in_floats(onnx_ctx *c, int k, const char *what, const float **v, int *n,
-                             kiln_error *err)
-{
-    const kiln_value *x = onnx_in_value(c, k);
-    if (!x)
-        return onnx_node_error(c, KILN_ERR_INVALID_GRAPH, err, "input %d (%s) is missing", k,
-                               what);
-    if (x->kind != KILN_VALUE_CONST || !x->data)
-        return onnx_node_error(c, KILN_ERR_UNSUPPORTED, err,
-                               "input %d (%s, '%s') must be a constant: kiln takes it as an "
-                               "attribute and cannot compute it at run time",
-                               k, what, c->node->input[k]);
-    int64_t cnt = kiln_shape_numel(&x->shape);
-    if (x->shape.rank > 1 || cnt < 0 || cnt > ONNX_MAX_PARAM_INTS || x->dtype == KILN_DTYPE_BOOL)
-        return onnx_node_error(c, KILN_ERR_SHAPE_MISMATCH, err,
-                               "input %d (%s) must be a numeric vector of at most %d entries", k,
-                               what, ONNX_MAX_PARAM_INTS);
-    float *out = kiln_arena_alloc(c->scratch, sizeof(float) * (size_t)(cnt ? cnt : 1));
-    if (!out)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    for (int64_t i = 0; i < cnt; i++)
-        out[i] = (float)onnx_load_f64(x->dtype, x->data, i);
-    *v = out;
-    *n = (int)cnt;
-    return KILN_OK;
-}
-
 /* Resize (opset 10: X, scales; 11 on: X, roi, scales, sizes) and Upsample
  * (opset 7: scales attribute; 9: X, scales). */
 static kiln_status resize_common(onnx_ctx *c, bool legacy, kiln_error *err)
 {
-    kiln_status s = onnx_no_outputs_from(c, 1, err);
+    const kiln_value *x;
+    kiln_status s = onnx_need_in0(c, "X", &x, err);
     if (s != KILN_OK)
         return s;
-    const kiln_value *x = onnx_need(c, 0, "X", err);
-    if (!x)
-        return err ? err->status : KILN_ERR_INVALID_GRAPH;
     bool upsample = strcmp(c->node->op_type, "Upsample") == 0;
     int k_roi = legacy ? -1 : 1, k_scales = legacy ? 1 : 2, k_sizes = legacy ? -1 : 3;
     const float *scales = NULL, *roi = NULL;
@@ -152,7 +103,7 @@ static kiln_status resize_common(onnx_ctx *c, bool legacy, kiln_error *err)
         scales = sa->floats;
         ns = (int)sa->n_floats;
     } else if (in_nonempty(c, k_scales)) {
-        if ((s = in_floats(c, k_scales, "scales", &scales, &ns, err)) != KILN_OK)
+        if ((s = onnx_in_floats(c, k_scales, "scales", &scales, &ns, err)) != KILN_OK)
             return s;
     }
     if (k_sizes >= 0 && in_nonempty(c, k_sizes)) {
@@ -162,41 +113,33 @@ static kiln_status resize_common(onnx_ctx *c, bool legacy, kiln_error *err)
     const char *ct = legacy ? "asymmetric"
                             : onnx_attr_string(c, "coordinate_transformation_mode", "half_pixel");
     if (k_roi >= 0 && strcmp(ct, "tf_crop_and_resize") == 0 && in_nonempty(c, k_roi)) {
-        if ((s = in_floats(c, k_roi, "roi", &roi, &nr, err)) != KILN_OK)
+        if ((s = onnx_in_floats(c, k_roi, "roi", &roi, &nr, err)) != KILN_OK)
             return s;
     }
     if (ns < 0 && nz < 0)
         return onnx_node_error(c, KILN_ERR_INVALID_GRAPH, err,
                                "neither scales nor sizes is given");
-    int in = x->id;
-    int node = onnx_emit(c, KILN_OP_RESIZE, NULL, &in, 1, 1, err);
-    if (node < 0)
-        return err ? err->status : KILN_ERR_OUT_OF_MEMORY;
-    kiln_graph *g = c->g;
     const char *mode = onnx_attr_string(c, "mode", "nearest");
     if (upsample && strcmp(mode, "bilinear") == 0) /* Upsample-7 spelling */
         mode = "linear";
-    kiln_status a = kiln_node_set_string(g, node, "mode", mode);
-    if (a == KILN_OK && ns >= 0 && nz < 0)
-        a = kiln_node_set_floats(g, node, "scales", scales, ns);
-    if (a == KILN_OK && nz >= 0)
-        a = kiln_node_set_ints(g, node, "sizes", sizes, nz);
-    if (a == KILN_OK && nr >= 0)
-        a = kiln_node_set_floats(g, node, "roi", roi, nr);
-    if (a == KILN_OK && legacy) {
-        a = kiln_node_set_string(g, node, "coordinate_transformation_mode", "asymmetric");
-        if (a == KILN_OK)
-            a = kiln_node_set_string(g, node, "nearest_mode", "floor");
+    kiln_attr a[6] = {onnx_attr_s("mode", mode)};
+    int na = 1;
+    if (ns >= 0 && nz < 0)
+        a[na++] = onnx_attr_fs("scales", scales, ns);
+    if (nz >= 0)
+        a[na++] = onnx_attr_is("sizes", sizes, nz);
+    if (nr >= 0)
+        a[na++] = onnx_attr_fs("roi", roi, nr);
+    if (legacy) {
+        a[na++] = onnx_attr_s("coordinate_transformation_mode", "asymmetric");
+        a[na++] = onnx_attr_s("nearest_mode", "floor");
     }
-    if (a != KILN_OK)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    if (!legacy &&
-        (s = onnx_copy_attrs(c, node,
-                             "coordinate_transformation_mode cubic_coeff_a exclude_outside "
-                             "extrapolation_value nearest_mode",
-                             err)) != KILN_OK)
-        return s;
-    return onnx_bind(c, 0, kiln_graph_node_output(g, node, 0), err);
+    int in = x->id;
+    return onnx_emit_bind(c, KILN_OP_RESIZE, &in, 1, a, na,
+                          legacy ? NULL
+                                 : "coordinate_transformation_mode cubic_coeff_a exclude_outside "
+                                   "extrapolation_value nearest_mode",
+                          1, err);
 }
 
 static kiln_status conv_resize10(onnx_ctx *c, kiln_error *err)
@@ -266,33 +209,13 @@ static kiln_status conv_lstm(onnx_ctx *c, kiln_error *err)
     return recurrent(c, KILN_OP_LSTM, 3, err);
 }
 
-static kiln_status conv_averagepool(onnx_ctx *c, kiln_error *err)
-{
-    return onnx_convert_simple(c, KILN_OP_AVERAGEPOOL,
-                               "auto_pad ceil_mode count_include_pad kernel_shape pads strides",
-                               err);
-}
-
-static kiln_status conv_global_averagepool(onnx_ctx *c, kiln_error *err)
-{
-    return onnx_convert_simple(c, KILN_OP_GLOBALAVERAGEPOOL, NULL, err);
-}
-
-static kiln_status conv_gemm(onnx_ctx *c, kiln_error *err)
-{
-    /* opset < 7 "broadcast" only allowed C to broadcast, which kiln always does */
-    return onnx_convert_simple(c, KILN_OP_GEMM, "alpha beta transA transB", err);
-}
-
-static kiln_status conv_matmul(onnx_ctx *c, kiln_error *err)
-{
-    return onnx_convert_simple(c, KILN_OP_MATMUL, NULL, err);
-}
-
-static kiln_status conv_flatten(onnx_ctx *c, kiln_error *err)
-{
-    return onnx_convert_simple(c, KILN_OP_FLATTEN, "axis", err);
-}
+CONV_SIMPLE(conv_averagepool, KILN_OP_AVERAGEPOOL,
+            "auto_pad ceil_mode count_include_pad kernel_shape pads strides")
+CONV_SIMPLE(conv_global_averagepool, KILN_OP_GLOBALAVERAGEPOOL, NULL)
+/* opset < 7 "broadcast" only allowed C to broadcast, which kiln always does */
+CONV_SIMPLE(conv_gemm, KILN_OP_GEMM, "alpha beta transA transB")
+CONV_SIMPLE(conv_matmul, KILN_OP_MATMUL, NULL)
+CONV_SIMPLE(conv_flatten, KILN_OP_FLATTEN, "axis")
 
 /* Dropout: the identity at inference (training_mode a constant false, or
  * true with a constant ratio of 0); the mask output is an all-true constant. */

@@ -62,29 +62,18 @@ static kiln_status conv_layernorm(onnx_ctx *c, kiln_error *err)
     return convert_multi(c, KILN_OP_LAYERNORM, "axis epsilon", 3, err);
 }
 /* Softmax, LogSoftmax, Hardmax from opset 13 on: along one axis (default -1). */
-static kiln_status conv_softmax13(onnx_ctx *c, kiln_error *err)
-{
-    return onnx_convert_simple(c, KILN_OP_SOFTMAX, "axis", err);
-}
-static kiln_status conv_logsoftmax13(onnx_ctx *c, kiln_error *err)
-{
-    return onnx_convert_simple(c, KILN_OP_LOGSOFTMAX, "axis", err);
-}
-static kiln_status conv_hardmax13(onnx_ctx *c, kiln_error *err)
-{
-    return onnx_convert_simple(c, KILN_OP_HARDMAX, "axis", err);
-}
+CONV_SIMPLE(conv_softmax13, KILN_OP_SOFTMAX, "axis")
+CONV_SIMPLE(conv_logsoftmax13, KILN_OP_LOGSOFTMAX, "axis")
+CONV_SIMPLE(conv_hardmax13, KILN_OP_HARDMAX, "axis")
 /* The softmax family before opset 13 coerces the input to 2-D at `axis`
  * (default 1) and works on each row: Flatten(axis) -> op(-1) ->
  * Reshape(original), or a plain op(-1) when axis is the last one. */
 static kiln_status coerce_2d(onnx_ctx *c, kiln_op op, kiln_error *err)
 {
-    kiln_status s = onnx_no_outputs_from(c, 1, err);
+    const kiln_value *x;
+    kiln_status s = onnx_need_in0(c, "input", &x, err);
     if (s != KILN_OK)
         return s;
-    const kiln_value *x = onnx_need(c, 0, "input", err);
-    if (!x)
-        return err ? err->status : KILN_ERR_INVALID_GRAPH;
     int rank = x->shape.rank;
     int64_t axis = onnx_attr_int(c, "axis", 1);
     if (axis < -rank || axis > rank || rank == 0)
@@ -94,10 +83,8 @@ static kiln_status coerce_2d(onnx_ctx *c, kiln_op op, kiln_error *err)
         axis += rank;
     int in = x->id;
     if (axis == rank - 1) {
-        int node = onnx_emit(c, op, NULL, &in, 1, 1, err);
-        if (node < 0 || kiln_node_set_int(c->g, node, "axis", -1) != KILN_OK)
-            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-        return onnx_bind(c, 0, kiln_graph_node_output(c->g, node, 0), err);
+        kiln_attr a = onnx_attr_i("axis", -1);
+        return onnx_emit_bind(c, op, &in, 1, &a, 1, NULL, 1, err);
     }
     int flat = onnx_emit(c, KILN_OP_FLATTEN, "flatten", &in, 1, 1, err);
     if (flat < 0 || kiln_node_set_int(c->g, flat, "axis", axis) != KILN_OK)
@@ -109,19 +96,7 @@ static kiln_status coerce_2d(onnx_ctx *c, kiln_op op, kiln_error *err)
     int sm = onnx_emit(c, op, suffix, &fv, 1, 1, err);
     if (sm < 0 || kiln_node_set_int(c->g, sm, "axis", -1) != KILN_OK)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    int sv = kiln_graph_node_output(c->g, sm, 0);
-    int rs = onnx_emit(c, KILN_OP_RESHAPE, NULL, &sv, 1, 1, err);
-    if (rs < 0)
-        return KILN_ERR_OUT_OF_MEMORY;
-    s = kiln_node_set_ints(c->g, rs, "shape", x->shape.dims, rank);
-    bool has_zero = false;
-    for (int d = 0; d < rank; d++)
-        has_zero |= x->shape.dims[d] == 0;
-    if (s == KILN_OK && has_zero)
-        s = kiln_node_set_int(c->g, rs, "allowzero", 1);
-    if (s != KILN_OK)
-        return kiln_errorf(err, s, "out of memory");
-    return onnx_bind(c, 0, kiln_graph_node_output(c->g, rs, 0), err);
+    return onnx_emit_reshape(c, kiln_graph_node_output(c->g, sm, 0), &x->shape, err);
 }
 static kiln_status conv_softmax1(onnx_ctx *c, kiln_error *err)
 {
@@ -135,27 +110,12 @@ static kiln_status conv_hardmax1(onnx_ctx *c, kiln_error *err)
 {
     return coerce_2d(c, KILN_OP_HARDMAX, err);
 }
-static kiln_status conv_instancenorm(onnx_ctx *c, kiln_error *err)
-{
-    /* consumed_inputs (opset 1) is a legacy optimization hint */
-    return onnx_convert_simple(c, KILN_OP_INSTANCENORM, "epsilon", err);
-}
-static kiln_status conv_lrn(onnx_ctx *c, kiln_error *err)
-{
-    return onnx_convert_simple(c, KILN_OP_LRN, "alpha beta bias size", err);
-}
-static kiln_status conv_mvn(onnx_ctx *c, kiln_error *err)
-{
-    return onnx_convert_simple(c, KILN_OP_MVN, "axes", err);
-}
-static kiln_status conv_lpnorm(onnx_ctx *c, kiln_error *err)
-{
-    return onnx_convert_simple(c, KILN_OP_LPNORM, "axis p", err);
-}
-static kiln_status conv_nllloss(onnx_ctx *c, kiln_error *err)
-{
-    return onnx_convert_simple(c, KILN_OP_NLLLOSS, "ignore_index reduction", err);
-}
+/* consumed_inputs (opset 1) is a legacy optimization hint */
+CONV_SIMPLE(conv_instancenorm, KILN_OP_INSTANCENORM, "epsilon")
+CONV_SIMPLE(conv_lrn, KILN_OP_LRN, "alpha beta bias size")
+CONV_SIMPLE(conv_mvn, KILN_OP_MVN, "axes")
+CONV_SIMPLE(conv_lpnorm, KILN_OP_LPNORM, "axis p")
+CONV_SIMPLE(conv_nllloss, KILN_OP_NLLLOSS, "ignore_index reduction")
 static kiln_status conv_sceloss(onnx_ctx *c, kiln_error *err)
 {
     return convert_multi(c, KILN_OP_SCELOSS, "ignore_index reduction", 2, err);

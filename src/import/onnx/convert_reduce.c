@@ -12,23 +12,14 @@
 static kiln_status emit_reduce(onnx_ctx *c, kiln_op op, const int64_t *axes, int n_axes,
                                kiln_error *err)
 {
-    kiln_status s = onnx_no_outputs_from(c, 1, err);
+    const kiln_value *x;
+    kiln_status s = onnx_need_in0(c, "data", &x, err);
     if (s != KILN_OK)
         return s;
-    const kiln_value *x = onnx_need(c, 0, "data", err);
-    if (!x)
-        return err ? err->status : KILN_ERR_INVALID_GRAPH;
     int in = x->id;
-    int node = onnx_emit(c, op, NULL, &in, 1, 1, err);
-    if (node < 0)
-        return KILN_ERR_OUT_OF_MEMORY;
-    if (n_axes >= 0)
-        s = kiln_node_set_ints(c->g, node, "axes", axes, n_axes);
-    if (s == KILN_OK)
-        s = onnx_copy_attrs(c, node, "keepdims noop_with_empty_axes", err);
-    if (s != KILN_OK)
-        return s;
-    return onnx_bind(c, 0, kiln_graph_node_output(c->g, node, 0), err);
+    kiln_attr a = onnx_attr_is("axes", axes, n_axes);
+    return onnx_emit_bind(c, op, &in, 1, &a, n_axes >= 0 ? 1 : 0, "keepdims noop_with_empty_axes",
+                          1, err);
 }
 
 /* opsets with axes as an attribute */
@@ -74,42 +65,38 @@ REDUCE_CONVERTERS(reducelogsum, KILN_OP_REDUCELOGSUM)
 REDUCE_CONVERTERS(reducelogsumexp, KILN_OP_REDUCELOGSUMEXP)
 REDUCE_CONVERTERS(reducesumsquare, KILN_OP_REDUCESUMSQUARE)
 
-static kiln_status conv_argmax(onnx_ctx *c, kiln_error *err)
-{
-    return onnx_convert_simple(c, KILN_OP_ARGMAX, "axis keepdims select_last_index", err);
-}
+CONV_SIMPLE(conv_argmax, KILN_OP_ARGMAX, "axis keepdims select_last_index")
+CONV_SIMPLE(conv_argmin, KILN_OP_ARGMIN, "axis keepdims select_last_index")
 
-static kiln_status conv_argmin(onnx_ctx *c, kiln_error *err)
+/* Input 1, a constant 1-element vector of integers (CumSum's axis, TopK's K),
+ * into *v. */
+static kiln_status in_one_int(onnx_ctx *c, const char *what, int64_t *v, kiln_error *err)
 {
-    return onnx_convert_simple(c, KILN_OP_ARGMIN, "axis keepdims select_last_index", err);
+    const int64_t *p = NULL;
+    int n = 0;
+    kiln_status s = onnx_in_ints(c, 1, what, &p, &n, err);
+    if (s != KILN_OK)
+        return s;
+    if (n != 1)
+        return onnx_node_error(c, KILN_ERR_INVALID_ARGUMENT, err,
+                               "input 1 (%s) has %d entries, expected 1", what, n);
+    *v = p[0];
+    return KILN_OK;
 }
 
 /* CumSum: input 1 (axis, a scalar) becomes the attribute `axis`. */
 static kiln_status conv_cumsum(onnx_ctx *c, kiln_error *err)
 {
-    kiln_status s = onnx_no_outputs_from(c, 1, err);
+    const kiln_value *x;
+    kiln_status s = onnx_need_in0(c, "x", &x, err);
     if (s != KILN_OK)
         return s;
-    const kiln_value *x = onnx_need(c, 0, "x", err);
-    if (!x)
-        return err ? err->status : KILN_ERR_INVALID_GRAPH;
-    const int64_t *axis = NULL;
-    int n = 0;
-    if ((s = onnx_in_ints(c, 1, "axis", &axis, &n, err)) != KILN_OK)
+    int64_t axis = 0;
+    if ((s = in_one_int(c, "axis", &axis, err)) != KILN_OK)
         return s;
-    if (n != 1)
-        return onnx_node_error(c, KILN_ERR_INVALID_ARGUMENT, err,
-                               "input 1 (axis) has %d entries, expected 1", n);
     int in = x->id;
-    int node = onnx_emit(c, KILN_OP_CUMSUM, NULL, &in, 1, 1, err);
-    if (node < 0)
-        return KILN_ERR_OUT_OF_MEMORY;
-    s = kiln_node_set_int(c->g, node, "axis", axis[0]);
-    if (s == KILN_OK)
-        s = onnx_copy_attrs(c, node, "exclusive reverse", err);
-    if (s != KILN_OK)
-        return s;
-    return onnx_bind(c, 0, kiln_graph_node_output(c->g, node, 0), err);
+    kiln_attr a = onnx_attr_i("axis", axis);
+    return onnx_emit_bind(c, KILN_OP_CUMSUM, &in, 1, &a, 1, "exclusive reverse", 1, err);
 }
 
 /* TopK: k from the attribute (opset 1) or input 1 (opset 10: a 1-element
@@ -120,17 +107,9 @@ static kiln_status emit_topk(onnx_ctx *c, int64_t k, kiln_error *err)
     if (!x)
         return err ? err->status : KILN_ERR_INVALID_GRAPH;
     int in = x->id;
-    int node = onnx_emit(c, KILN_OP_TOPK, NULL, &in, 1, 2, err);
-    if (node < 0)
-        return KILN_ERR_OUT_OF_MEMORY;
-    kiln_status s = kiln_node_set_int(c->g, node, "k", k);
-    if (s == KILN_OK)
-        s = onnx_copy_attrs(c, node, "axis largest sorted", err);
-    if (s == KILN_OK)
-        s = onnx_bind(c, 0, kiln_graph_node_output(c->g, node, 0), err);
-    if (s == KILN_OK && onnx_n_out(c) > 1)
-        s = onnx_bind(c, 1, kiln_graph_node_output(c->g, node, 1), err);
-    return s;
+    kiln_attr a = onnx_attr_i("k", k);
+    /* output 1 is bound only where the node lists it (onnx_bind) */
+    return onnx_emit_bind(c, KILN_OP_TOPK, &in, 1, &a, 1, "axis largest sorted", 2, err);
 }
 
 static kiln_status conv_topk1(onnx_ctx *c, kiln_error *err)
@@ -142,15 +121,9 @@ static kiln_status conv_topk1(onnx_ctx *c, kiln_error *err)
 
 static kiln_status conv_topk10(onnx_ctx *c, kiln_error *err)
 {
-    const int64_t *k = NULL;
-    int n = 0;
-    kiln_status s = onnx_in_ints(c, 1, "K", &k, &n, err);
-    if (s != KILN_OK)
-        return s;
-    if (n != 1)
-        return onnx_node_error(c, KILN_ERR_INVALID_ARGUMENT, err,
-                               "input 1 (K) has %d entries, expected 1", n);
-    return emit_topk(c, k[0], err);
+    int64_t k = 0;
+    kiln_status s = in_one_int(c, "K", &k, err);
+    return s != KILN_OK ? s : emit_topk(c, k, err);
 }
 
 static kiln_status conv_einsum(onnx_ctx *c, kiln_error *err)

@@ -17,38 +17,6 @@
 #include "io/tensor_io.h"
 #include "util/error.h"
 
-static kiln_status fold_error(onnx_ctx *c, kiln_status s, kiln_error *err)
-{
-    return kiln_error_prefix(err, s, "node '%s' (%s, opset %lld): ", c->node_name,
-                             c->node->op_type, (long long)c->opset);
-}
-
-static kiln_status bind_folded(onnx_ctx *c, kiln_status s, kiln_tensor *t, kiln_error *err)
-{
-    if (s != KILN_OK)
-        return fold_error(c, s, err);
-    s = onnx_bind_const(c, 0, t, err);
-    kiln_tensor_release(t);
-    return s;
-}
-
-/* Emits kiln Reshape of value `in` to the static shape `to` and binds it. */
-static kiln_status emit_reshape(onnx_ctx *c, int in, const kiln_shape *to, kiln_error *err)
-{
-    int node = onnx_emit(c, KILN_OP_RESHAPE, NULL, &in, 1, 1, err);
-    if (node < 0)
-        return KILN_ERR_OUT_OF_MEMORY;
-    kiln_status s = kiln_node_set_ints(c->g, node, "shape", to->dims, to->rank);
-    bool has_zero = false;
-    for (int d = 0; d < to->rank; d++)
-        has_zero |= to->dims[d] == 0;
-    if (s == KILN_OK && has_zero)
-        s = kiln_node_set_int(c->g, node, "allowzero", 1);
-    if (s != KILN_OK)
-        return kiln_errorf(err, s, "out of memory");
-    return onnx_bind(c, 0, kiln_graph_node_output(c->g, node, 0), err);
-}
-
 /* Reshapes value x to `to`: folded when x is constant. */
 static kiln_status reshape_to(onnx_ctx *c, const kiln_value *x, const kiln_shape *to,
                               kiln_error *err)
@@ -56,12 +24,69 @@ static kiln_status reshape_to(onnx_ctx *c, const kiln_value *x, const kiln_shape
     if (x->kind == KILN_VALUE_CONST && x->data) {
         kiln_tensor t = onnx_value_tensor(x), r;
         kiln_status s = onnx_fold_reshape(&t, to, &r, err);
-        return bind_folded(c, s, &r, err);
+        return onnx_bind_folded(c, s, &r, err);
     }
     if (kiln_shape_equal(&x->shape, to))
         return onnx_bind(c, 0, x->id, err);
-    return emit_reshape(c, x->id, to, err);
+    return onnx_emit_reshape(c, x->id, to, err);
 }
+
+/* axes[i] of a rank-`rank` shape, negative ones counted from the end: in
+ * 0..rank-1, or -1 with the standard message (KILN_ERR_SHAPE_MISMATCH). */
+static int64_t axis_at(const onnx_ctx *c, const int64_t *axes, int i, int rank, kiln_error *err)
+{
+    int64_t a = axes[i];
+    if (a < -rank || a >= rank) {
+        onnx_node_error(c, KILN_ERR_SHAPE_MISMATCH, err, "axis %lld is out of range for rank %d",
+                        (long long)a, rank);
+        return -1;
+    }
+    return a < 0 ? a + rank : a;
+}
+
+/* ---- ops with a list of integers as attribute or input -------------------------
+ * Reshape's shape, Squeeze's and Unsqueeze's axes and Split's split are an
+ * INTS attribute in early opsets and input 1 (constant, or computed at import
+ * time) in later ones. */
+
+typedef enum list_from {
+    FROM_ATTR,
+    FROM_INPUT,
+    FROM_ATTR_OR_INPUT, /* the attribute, else input 1 (Split-1 took either) */
+} list_from;
+
+typedef kiln_status (*list_fn)(onnx_ctx *c, const int64_t *v, int n, kiln_error *err);
+
+/* Reads the list `name` from where `from` says and converts with fn: n is -1
+ * when the list is absent, an error when it is `required` (with the message
+ * of the place it is missing from). */
+static kiln_status with_list(onnx_ctx *c, list_from from, const char *name, bool required,
+                             list_fn fn, kiln_error *err)
+{
+    const int64_t *v = NULL;
+    int n = -1;
+    if (from != FROM_INPUT)
+        n = onnx_attr_ints(c, name, &v);
+    if (from == FROM_ATTR && n < 0 && required)
+        return onnx_node_error(c, KILN_ERR_PARSE, err, "attribute '%s' is missing", name);
+    if (from != FROM_ATTR && n < 0 && (required || onnx_in(c, 1) >= 0)) {
+        kiln_status s = onnx_in_ints_eval(c, 1, name, &v, &n, err);
+        if (s != KILN_OK)
+            return s;
+    }
+    return fn(c, v, n, err);
+}
+
+/* conv_OP_attr and conv_OP_input, the two forms' converters, over OP_common. */
+#define LIST_FORMS(OP, ATTR_FROM, LIST, REQUIRED)                                                 \
+    static kiln_status conv_##OP##_attr(onnx_ctx *c, kiln_error *err)                             \
+    {                                                                                             \
+        return with_list(c, ATTR_FROM, LIST, REQUIRED, OP##_common, err);                         \
+    }                                                                                             \
+    static kiln_status conv_##OP##_input(onnx_ctx *c, kiln_error *err)                            \
+    {                                                                                             \
+        return with_list(c, FROM_INPUT, LIST, REQUIRED, OP##_common, err);                        \
+    }
 
 /* ---- Reshape ---------------------------------------------------------------- */
 
@@ -80,24 +105,7 @@ static kiln_status reshape_common(onnx_ctx *c, const int64_t *shape, int n, kiln
     return onnx_emit_or_fold(c, KILN_OP_RESHAPE, &in, 1, a, na, 1, err);
 }
 
-static kiln_status conv_reshape1(onnx_ctx *c, kiln_error *err)
-{
-    const int64_t *shape = NULL;
-    int n = onnx_attr_ints(c, "shape", &shape);
-    if (n < 0)
-        return onnx_node_error(c, KILN_ERR_PARSE, err, "attribute 'shape' is missing");
-    return reshape_common(c, shape, n, err);
-}
-
-static kiln_status conv_reshape5(onnx_ctx *c, kiln_error *err)
-{
-    const int64_t *shape = NULL;
-    int n = 0;
-    kiln_status s = onnx_in_ints_eval(c, 1, "shape", &shape, &n, err);
-    if (s != KILN_OK)
-        return s;
-    return reshape_common(c, shape, n, err);
-}
+LIST_FORMS(reshape, FROM_ATTR, "shape", true)
 
 /* ---- Squeeze / Unsqueeze ----------------------------------------------------- */
 
@@ -113,12 +121,9 @@ static kiln_status squeeze_common(onnx_ctx *c, const int64_t *axes, int n, kiln_
             drop[d] = x->shape.dims[d] == 1;
     }
     for (int i = 0; i < n; i++) {
-        int64_t a = axes[i];
-        if (a < -rank || a >= rank)
-            return onnx_node_error(c, KILN_ERR_SHAPE_MISMATCH, err,
-                                   "axis %lld is out of range for rank %d", (long long)a, rank);
+        int64_t a = axis_at(c, axes, i, rank, err);
         if (a < 0)
-            a += rank;
+            return KILN_ERR_SHAPE_MISMATCH;
         if (x->shape.dims[a] != 1)
             return onnx_node_error(c, KILN_ERR_SHAPE_MISMATCH, err,
                                    "cannot squeeze axis %lld of extent %lld", (long long)a,
@@ -132,6 +137,8 @@ static kiln_status squeeze_common(onnx_ctx *c, const int64_t *axes, int n, kiln_
     return reshape_to(c, x, &to, err);
 }
 
+LIST_FORMS(squeeze, FROM_ATTR, "axes", false)
+
 static kiln_status unsqueeze_common(onnx_ctx *c, const int64_t *axes, int n, kiln_error *err)
 {
     const kiln_value *x = onnx_need(c, 0, "data", err);
@@ -144,12 +151,9 @@ static kiln_status unsqueeze_common(onnx_ctx *c, const int64_t *axes, int n, kil
                                KILN_MAX_RANK);
     bool ins[KILN_MAX_RANK] = {false};
     for (int i = 0; i < n; i++) {
-        int64_t a = axes[i];
-        if (a < -orank || a >= orank)
-            return onnx_node_error(c, KILN_ERR_SHAPE_MISMATCH, err,
-                                   "axis %lld is out of range for rank %d", (long long)a, orank);
+        int64_t a = axis_at(c, axes, i, orank, err);
         if (a < 0)
-            a += orank;
+            return KILN_ERR_SHAPE_MISMATCH;
         if (ins[a])
             return onnx_node_error(c, KILN_ERR_INVALID_GRAPH, err, "axis %lld appears twice",
                                    (long long)a);
@@ -161,43 +165,7 @@ static kiln_status unsqueeze_common(onnx_ctx *c, const int64_t *axes, int n, kil
     return reshape_to(c, x, &to, err);
 }
 
-static kiln_status conv_squeeze1(onnx_ctx *c, kiln_error *err)
-{
-    const int64_t *axes = NULL;
-    int n = onnx_attr_ints(c, "axes", &axes);
-    return squeeze_common(c, axes, n, err);
-}
-
-static kiln_status conv_squeeze13(onnx_ctx *c, kiln_error *err)
-{
-    const int64_t *axes = NULL;
-    int n = -1;
-    if (onnx_in(c, 1) >= 0) {
-        kiln_status s = onnx_in_ints_eval(c, 1, "axes", &axes, &n, err);
-        if (s != KILN_OK)
-            return s;
-    }
-    return squeeze_common(c, axes, n, err);
-}
-
-static kiln_status conv_unsqueeze1(onnx_ctx *c, kiln_error *err)
-{
-    const int64_t *axes = NULL;
-    int n = onnx_attr_ints(c, "axes", &axes);
-    if (n < 0)
-        return onnx_node_error(c, KILN_ERR_PARSE, err, "attribute 'axes' is missing");
-    return unsqueeze_common(c, axes, n, err);
-}
-
-static kiln_status conv_unsqueeze13(onnx_ctx *c, kiln_error *err)
-{
-    const int64_t *axes = NULL;
-    int n = 0;
-    kiln_status s = onnx_in_ints_eval(c, 1, "axes", &axes, &n, err);
-    if (s != KILN_OK)
-        return s;
-    return unsqueeze_common(c, axes, n, err);
-}
+LIST_FORMS(unsqueeze, FROM_ATTR, "axes", true)
 
 /* ---- Shape, ConstantOfShape, Expand -------------------------------------------- */
 
@@ -221,7 +189,7 @@ static kiln_status conv_shape(onnx_ctx *c, kiln_error *err)
         return s;
     for (int64_t d = start; d < end; d++)
         ((int64_t *)t.data)[d - start] = x->shape.dims[d];
-    return bind_folded(c, KILN_OK, &t, err);
+    return onnx_bind_folded(c, KILN_OK, &t, err);
 }
 
 static kiln_status conv_constant_of_shape(onnx_ctx *c, kiln_error *err)
@@ -246,13 +214,13 @@ static kiln_status conv_constant_of_shape(onnx_ctx *c, kiln_error *err)
             return onnx_node_error(c, KILN_ERR_PARSE, err, "attribute 'value' holds no tensor");
         s = onnx_tensor_load(c, a->t, &loaded, err);
         if (s != KILN_OK)
-            return fold_error(c, s, err);
+            return onnx_node_prefix(c, s, err);
         value = loaded;
     }
     kiln_tensor r;
     s = onnx_fold_fill(&sh, &value, &r, err);
     kiln_tensor_release(&loaded);
-    return bind_folded(c, s, &r, err);
+    return onnx_bind_folded(c, s, &r, err);
 }
 
 static kiln_status conv_expand(onnx_ctx *c, kiln_error *err)
@@ -285,10 +253,7 @@ static kiln_status conv_expand(onnx_ctx *c, kiln_error *err)
 
 /* ---- Transpose, Concat, Gather ------------------------------------------------- */
 
-static kiln_status conv_transpose(onnx_ctx *c, kiln_error *err)
-{
-    return onnx_convert_simple(c, KILN_OP_TRANSPOSE, "perm", err);
-}
+CONV_SIMPLE(conv_transpose, KILN_OP_TRANSPOSE, "perm")
 
 static kiln_status conv_concat(onnx_ctx *c, kiln_error *err)
 {
@@ -312,7 +277,7 @@ static kiln_status conv_concat(onnx_ctx *c, kiln_error *err)
         kiln_tensor r;
         kiln_status s = onnx_fold_concat(ptrs, n, axis, &r, err);
         if (s != KILN_ERR_UNSUPPORTED)
-            return bind_folded(c, s, &r, err);
+            return onnx_bind_folded(c, s, &r, err);
     }
     kiln_status s = onnx_convert_simple(c, KILN_OP_CONCAT, NULL, err);
     if (s != KILN_OK)
@@ -339,7 +304,7 @@ static kiln_status conv_gather(onnx_ctx *c, kiln_error *err)
         kiln_tensor dt = onnx_value_tensor(d), it = onnx_value_tensor(i), r;
         kiln_status s = onnx_fold_gather(&dt, &it, onnx_attr_int(c, "axis", 0), &r, err);
         if (s != KILN_ERR_UNSUPPORTED)
-            return bind_folded(c, s, &r, err);
+            return onnx_bind_folded(c, s, &r, err);
     }
     return onnx_convert_simple(c, KILN_OP_GATHER, "axis", err);
 }
@@ -364,7 +329,7 @@ static kiln_status slice_common(onnx_ctx *c, const int64_t *starts, int ns, cons
         kiln_tensor t = onnx_value_tensor(x), r;
         kiln_status s = onnx_fold_slice(&t, starts, ends, axes, steps, ns, &r, err);
         if (s != KILN_ERR_UNSUPPORTED)
-            return bind_folded(c, s, &r, err);
+            return onnx_bind_folded(c, s, &r, err);
     }
     int64_t def_axes[KILN_MAX_RANK], def_steps[KILN_MAX_RANK];
     for (int i = 0; i < ns; i++) {
@@ -372,19 +337,10 @@ static kiln_status slice_common(onnx_ctx *c, const int64_t *starts, int ns, cons
         def_steps[i] = 1;
     }
     int in = x->id;
-    int node = onnx_emit(c, KILN_OP_SLICE, NULL, &in, 1, 1, err);
-    if (node < 0)
-        return KILN_ERR_OUT_OF_MEMORY;
-    kiln_status s = kiln_node_set_ints(c->g, node, "starts", starts, ns);
-    if (s == KILN_OK)
-        s = kiln_node_set_ints(c->g, node, "ends", ends, ne);
-    if (s == KILN_OK)
-        s = kiln_node_set_ints(c->g, node, "axes", axes ? axes : def_axes, ns);
-    if (s == KILN_OK)
-        s = kiln_node_set_ints(c->g, node, "steps", steps ? steps : def_steps, ns);
-    if (s != KILN_OK)
-        return kiln_errorf(err, s, "out of memory");
-    return onnx_bind(c, 0, kiln_graph_node_output(c->g, node, 0), err);
+    kiln_attr a[4] = {onnx_attr_is("starts", starts, ns), onnx_attr_is("ends", ends, ne),
+                      onnx_attr_is("axes", axes ? axes : def_axes, ns),
+                      onnx_attr_is("steps", steps ? steps : def_steps, ns)};
+    return onnx_emit_bind(c, KILN_OP_SLICE, &in, 1, a, 4, NULL, 1, err);
 }
 
 static kiln_status conv_slice1(onnx_ctx *c, kiln_error *err)
@@ -416,6 +372,7 @@ static kiln_status conv_slice10(onnx_ctx *c, kiln_error *err)
 
 /* ---- Split ------------------------------------------------------------------------ */
 
+/* split: NULL (n = -1) when absent */
 static kiln_status split_common(onnx_ctx *c, const int64_t *split, int n, kiln_error *err)
 {
     const kiln_value *x = onnx_need(c, 0, "input", err);
@@ -433,45 +390,12 @@ static kiln_status split_common(onnx_ctx *c, const int64_t *split, int n, kiln_e
                                "num_outputs is %lld but the node has %d outputs", (long long)num,
                                nout);
     int in = x->id;
-    int node = onnx_emit(c, KILN_OP_SPLIT, NULL, &in, 1, nout, err);
-    if (node < 0)
-        return KILN_ERR_OUT_OF_MEMORY;
-    kiln_status s = kiln_node_set_int(c->g, node, "axis", onnx_attr_int(c, "axis", 0));
-    if (s == KILN_OK && split)
-        s = kiln_node_set_ints(c->g, node, "split", split, n);
-    if (s != KILN_OK)
-        return kiln_errorf(err, s, "out of memory");
-    for (int k = 0; k < nout; k++) {
-        s = onnx_bind(c, k, kiln_graph_node_output(c->g, node, k), err);
-        if (s != KILN_OK)
-            return s;
-    }
-    return KILN_OK;
+    kiln_attr a[2] = {onnx_attr_i("axis", onnx_attr_int(c, "axis", 0)),
+                      onnx_attr_is("split", split, n)};
+    return onnx_emit_bind(c, KILN_OP_SPLIT, &in, 1, a, split ? 2 : 1, NULL, nout, err);
 }
 
-static kiln_status conv_split2(onnx_ctx *c, kiln_error *err)
-{
-    const int64_t *split = NULL;
-    int n = onnx_attr_ints(c, "split", &split);
-    if (n < 0 && onnx_in(c, 1) >= 0) { /* opset 1 also took split as an input */
-        kiln_status s = onnx_in_ints_eval(c, 1, "split", &split, &n, err);
-        if (s != KILN_OK)
-            return s;
-    }
-    return split_common(c, n >= 0 ? split : NULL, n, err);
-}
-
-static kiln_status conv_split13(onnx_ctx *c, kiln_error *err)
-{
-    const int64_t *split = NULL;
-    int n = -1;
-    if (onnx_in(c, 1) >= 0) {
-        kiln_status s = onnx_in_ints_eval(c, 1, "split", &split, &n, err);
-        if (s != KILN_OK)
-            return s;
-    }
-    return split_common(c, n >= 0 ? split : NULL, n, err);
-}
+LIST_FORMS(split, FROM_ATTR_OR_INPUT, "split", false)
 
 /* ---- Pad ---------------------------------------------------------------------------- */
 
@@ -486,17 +410,9 @@ static kiln_status emit_pad(onnx_ctx *c, const int64_t *pads, int n, double valu
                                "'pads' has %d entries for an input of rank %d", n,
                                (int)x->shape.rank);
     int in = x->id;
-    int node = onnx_emit(c, KILN_OP_PAD, NULL, &in, 1, 1, err);
-    if (node < 0)
-        return KILN_ERR_OUT_OF_MEMORY;
-    kiln_status s = kiln_node_set_ints(c->g, node, "pads", pads, n);
-    if (s == KILN_OK)
-        s = kiln_node_set_float(c->g, node, "value", (float)value);
-    if (s == KILN_OK)
-        s = kiln_node_set_string(c->g, node, "mode", onnx_attr_string(c, "mode", "constant"));
-    if (s != KILN_OK)
-        return kiln_errorf(err, s, "out of memory");
-    return onnx_bind(c, 0, kiln_graph_node_output(c->g, node, 0), err);
+    kiln_attr a[3] = {onnx_attr_is("pads", pads, n), onnx_attr_f("value", (float)value),
+                      onnx_attr_s("mode", onnx_attr_string(c, "mode", "constant"))};
+    return onnx_emit_bind(c, KILN_OP_PAD, &in, 1, a, 3, NULL, 1, err);
 }
 
 static kiln_status conv_pad2(onnx_ctx *c, kiln_error *err)
@@ -532,12 +448,9 @@ static kiln_status conv_pad11(onnx_ctx *c, kiln_error *err)
                                "'pads' has %d entries for %d axes", n, na);
     int64_t full[2 * KILN_MAX_RANK] = {0};
     for (int i = 0; i < na; i++) {
-        int64_t a = axes[i];
-        if (a < -rank || a >= rank)
-            return onnx_node_error(c, KILN_ERR_SHAPE_MISMATCH, err,
-                                   "axis %lld is out of range for rank %d", (long long)a, rank);
+        int64_t a = axis_at(c, axes, i, rank, err);
         if (a < 0)
-            a += rank;
+            return KILN_ERR_SHAPE_MISMATCH;
         full[a] = pads[i];
         full[a + rank] = pads[i + na];
     }
@@ -545,13 +458,13 @@ static kiln_status conv_pad11(onnx_ctx *c, kiln_error *err)
 }
 
 const onnx_converter onnx_shape_converters[] = {
-    {"Reshape", 1, conv_reshape1, "shape:ints consumed_inputs:ints"},
-    {"Reshape", 5, conv_reshape5, ""},
-    {"Reshape", 14, conv_reshape5, "allowzero:int"},
-    {"Squeeze", 1, conv_squeeze1, "axes:ints"},
-    {"Squeeze", 13, conv_squeeze13, ""},
-    {"Unsqueeze", 1, conv_unsqueeze1, "axes:ints"},
-    {"Unsqueeze", 13, conv_unsqueeze13, ""},
+    {"Reshape", 1, conv_reshape_attr, "shape:ints consumed_inputs:ints"},
+    {"Reshape", 5, conv_reshape_input, ""},
+    {"Reshape", 14, conv_reshape_input, "allowzero:int"},
+    {"Squeeze", 1, conv_squeeze_attr, "axes:ints"},
+    {"Squeeze", 13, conv_squeeze_input, ""},
+    {"Unsqueeze", 1, conv_unsqueeze_attr, "axes:ints"},
+    {"Unsqueeze", 13, conv_unsqueeze_input, ""},
     {"Shape", 1, conv_shape, ""},
     {"Shape", 15, conv_shape, "start:int end:int"},
     {"ConstantOfShape", 9, conv_constant_of_shape, "value:tensor"},
@@ -561,9 +474,9 @@ const onnx_converter onnx_shape_converters[] = {
     {"Gather", 1, conv_gather, "axis:int"},
     {"Slice", 1, conv_slice1, "axes:ints ends:ints starts:ints"},
     {"Slice", 10, conv_slice10, ""},
-    {"Split", 1, conv_split2, "axis:int split:ints"},
-    {"Split", 13, conv_split13, "axis:int"},
-    {"Split", 18, conv_split13, "axis:int num_outputs:int"},
+    {"Split", 1, conv_split_attr, "axis:int split:ints"},
+    {"Split", 13, conv_split_input, "axis:int"},
+    {"Split", 18, conv_split_input, "axis:int num_outputs:int"},
     {"Pad", 2, conv_pad2, "mode:string pads:ints value:float"},
     {"Pad", 11, conv_pad11, "mode:string"},
     /* convert_movement.c */

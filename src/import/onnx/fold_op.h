@@ -31,26 +31,4 @@ kiln_status onnx_fold_op(kiln_op op, const kiln_attr *attrs, int n_attrs,
 kiln_status onnx_emit_or_fold(onnx_ctx *c, kiln_op op, const int *ins, int n_in,
                               const kiln_attr *attrs, int n_attrs, int n_out, kiln_error *err);
 
-/* Attribute constructors for the arrays passed above. */
-static inline kiln_attr onnx_attr_i(const char *name, int64_t v)
-{
-    kiln_attr a = {.name = name, .type = KILN_ATTR_INT, .i = v};
-    return a;
-}
-static inline kiln_attr onnx_attr_is(const char *name, const int64_t *v, int n)
-{
-    kiln_attr a = {.name = name, .type = KILN_ATTR_INTS, .ints = v, .n = n};
-    return a;
-}
-static inline kiln_attr onnx_attr_s(const char *name, const char *v)
-{
-    kiln_attr a = {.name = name, .type = KILN_ATTR_STRING, .s = v};
-    return a;
-}
-static inline kiln_attr onnx_attr_f(const char *name, float v)
-{
-    kiln_attr a = {.name = name, .type = KILN_ATTR_FLOAT, .f = v};
-    return a;
-}
-
 #endif

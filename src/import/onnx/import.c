@@ -130,6 +130,12 @@ kiln_status onnx_node_error(const onnx_ctx *c, kiln_status s, kiln_error *err, c
                        c->node->op_type ? c->node->op_type : "", (long long)c->opset, msg);
 }
 
+kiln_status onnx_node_prefix(const onnx_ctx *c, kiln_status s, kiln_error *err)
+{
+    return kiln_error_prefix(err, s, "node '%s' (%s, opset %lld): ", c->node_name,
+                             c->node->op_type, (long long)c->opset);
+}
+
 int onnx_n_in(const onnx_ctx *c)
 {
     int n = (int)c->node->n_input;
@@ -174,51 +180,87 @@ static const char *in_name(const onnx_ctx *c, int k)
     return (k >= 0 && (size_t)k < c->node->n_input && c->node->input[k]) ? c->node->input[k] : "";
 }
 
-kiln_status onnx_in_ints(onnx_ctx *c, int k, const char *what, const int64_t **v, int *n,
-                         kiln_error *err)
+/* Input k of a parameter kiln takes as an attribute: present, and a constant
+ * with data (the onnx_in_* readers' first checks and messages). */
+static kiln_status const_param(const onnx_ctx *c, int k, const char *what, const kiln_value **x,
+                               kiln_error *err)
 {
-    const kiln_value *x = onnx_in_value(c, k);
-    if (!x)
+    *x = onnx_in_value(c, k);
+    if (!*x)
         return onnx_node_error(c, KILN_ERR_INVALID_GRAPH, err, "input %d (%s) is missing", k,
                                what);
-    if (x->kind != KILN_VALUE_CONST || !x->data)
+    if ((*x)->kind != KILN_VALUE_CONST || !(*x)->data)
         return onnx_node_error(c, KILN_ERR_UNSUPPORTED, err,
                                "input %d (%s, '%s') must be a constant: kiln takes it as an "
                                "attribute and cannot compute it at run time",
                                k, what, in_name(c, k));
-    if (x->dtype != KILN_DTYPE_INT64 && x->dtype != KILN_DTYPE_INT32)
+    return KILN_OK;
+}
+
+/* onnx_in_ints (into *ints) and, when ints is NULL, onnx_in_floats (into
+ * *floats): input k as a constant vector converted into scratch memory. */
+static kiln_status const_vector(onnx_ctx *c, int k, const char *what, const int64_t **ints,
+                                const float **floats, int *n, kiln_error *err)
+{
+    const kiln_value *x;
+    kiln_status s = const_param(c, k, what, &x, err);
+    if (s != KILN_OK)
+        return s;
+    int64_t cnt = kiln_shape_numel(&x->shape);
+    if (!ints) {
+        if (x->shape.rank > 1 || cnt < 0 || cnt > ONNX_MAX_PARAM_INTS ||
+            x->dtype == KILN_DTYPE_BOOL)
+            return onnx_node_error(c, KILN_ERR_SHAPE_MISMATCH, err,
+                                   "input %d (%s) must be a numeric vector of at most %d entries",
+                                   k, what, ONNX_MAX_PARAM_INTS);
+    } else if (x->dtype != KILN_DTYPE_INT64 && x->dtype != KILN_DTYPE_INT32) {
         return onnx_node_error(c, KILN_ERR_TYPE_MISMATCH, err,
                                "input %d (%s) is %s, expected int64", k, what,
                                kiln_dtype_name(x->dtype));
-    if (x->shape.rank > 1)
+    } else if (x->shape.rank > 1) {
         return onnx_node_error(c, KILN_ERR_SHAPE_MISMATCH, err,
                                "input %d (%s) has rank %d, expected a vector", k, what,
                                (int)x->shape.rank);
-    int64_t cnt = kiln_shape_numel(&x->shape);
-    if (cnt < 0 || cnt > ONNX_MAX_PARAM_INTS)
+    } else if (cnt < 0 || cnt > ONNX_MAX_PARAM_INTS) {
         return onnx_node_error(c, KILN_ERR_UNSUPPORTED, err, "input %d (%s) has %lld entries", k,
                                what, (long long)cnt);
-    int64_t *out = kiln_arena_alloc(c->scratch, sizeof(int64_t) * (size_t)(cnt ? cnt : 1));
+    }
+    size_t size = ints ? sizeof(int64_t) : sizeof(float);
+    void *out = kiln_arena_alloc(c->scratch, size * (size_t)(cnt ? cnt : 1));
     if (!out)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    for (int64_t i = 0; i < cnt; i++)
-        out[i] = onnx_load_i64(x->dtype, x->data, i);
-    *v = out;
+    for (int64_t i = 0; i < cnt; i++) {
+        if (ints)
+            ((int64_t *)out)[i] = onnx_load_i64(x->dtype, x->data, i);
+        else
+            ((float *)out)[i] = (float)onnx_load_f64(x->dtype, x->data, i);
+    }
+    if (ints)
+        *ints = out;
+    else
+        *floats = out;
     *n = (int)cnt;
     return KILN_OK;
 }
 
+kiln_status onnx_in_ints(onnx_ctx *c, int k, const char *what, const int64_t **v, int *n,
+                         kiln_error *err)
+{
+    return const_vector(c, k, what, v, NULL, n, err);
+}
+
+kiln_status onnx_in_floats(onnx_ctx *c, int k, const char *what, const float **v, int *n,
+                           kiln_error *err)
+{
+    return const_vector(c, k, what, NULL, v, n, err);
+}
+
 kiln_status onnx_in_scalar(onnx_ctx *c, int k, const char *what, double *v, kiln_error *err)
 {
-    const kiln_value *x = onnx_in_value(c, k);
-    if (!x)
-        return onnx_node_error(c, KILN_ERR_INVALID_GRAPH, err, "input %d (%s) is missing", k,
-                               what);
-    if (x->kind != KILN_VALUE_CONST || !x->data)
-        return onnx_node_error(c, KILN_ERR_UNSUPPORTED, err,
-                               "input %d (%s, '%s') must be a constant: kiln takes it as an "
-                               "attribute and cannot compute it at run time",
-                               k, what, in_name(c, k));
+    const kiln_value *x;
+    kiln_status s = const_param(c, k, what, &x, err);
+    if (s != KILN_OK)
+        return s;
     if (kiln_shape_numel(&x->shape) != 1)
         return onnx_node_error(c, KILN_ERR_SHAPE_MISMATCH, err,
                                "input %d (%s) must have exactly one element", k, what);
@@ -382,6 +424,50 @@ kiln_status onnx_bind(onnx_ctx *c, int k, int id, kiln_error *err)
     return KILN_OK;
 }
 
+static kiln_status set_attr(kiln_graph *g, int node, const kiln_attr *a)
+{
+    switch (a->type) {
+    case KILN_ATTR_INT: return kiln_node_set_int(g, node, a->name, a->i);
+    case KILN_ATTR_FLOAT: return kiln_node_set_float(g, node, a->name, a->f);
+    case KILN_ATTR_STRING: return kiln_node_set_string(g, node, a->name, a->s);
+    case KILN_ATTR_INTS: return kiln_node_set_ints(g, node, a->name, a->ints, a->n);
+    case KILN_ATTR_FLOATS: return kiln_node_set_floats(g, node, a->name, a->floats, a->n);
+    }
+    return KILN_ERR_INTERNAL;
+}
+
+kiln_status onnx_emit_bind(onnx_ctx *c, kiln_op op, const int *ins, int n_in,
+                           const kiln_attr *attrs, int n_attrs, const char *copy, int n_out,
+                           kiln_error *err)
+{
+    int node = onnx_emit(c, op, NULL, ins, n_in, n_out, err);
+    if (node < 0)
+        return KILN_ERR_OUT_OF_MEMORY;
+    kiln_status s;
+    for (int i = 0; i < n_attrs; i++) {
+        s = set_attr(c->g, node, &attrs[i]);
+        if (s != KILN_OK)
+            return kiln_errorf(err, s, "out of memory");
+    }
+    if (copy && (s = onnx_copy_attrs(c, node, copy, err)) != KILN_OK)
+        return s;
+    for (int k = 0; k < n_out; k++) {
+        s = onnx_bind(c, k, kiln_graph_node_output(c->g, node, k), err);
+        if (s != KILN_OK)
+            return s;
+    }
+    return KILN_OK;
+}
+
+kiln_status onnx_emit_reshape(onnx_ctx *c, int in, const kiln_shape *to, kiln_error *err)
+{
+    kiln_attr a[2] = {onnx_attr_is("shape", to->dims, to->rank), onnx_attr_i("allowzero", 1)};
+    bool has_zero = false;
+    for (int d = 0; d < to->rank; d++)
+        has_zero |= to->dims[d] == 0;
+    return onnx_emit_bind(c, KILN_OP_RESHAPE, &in, 1, a, has_zero ? 2 : 1, NULL, 1, err);
+}
+
 int onnx_add_const(onnx_ctx *c, const char *name, const kiln_tensor *t, kiln_error *err)
 {
     void *dst = NULL;
@@ -412,6 +498,15 @@ kiln_status onnx_bind_const(onnx_ctx *c, int k, const kiln_tensor *t, kiln_error
     return onnx_bind(c, k, id, err);
 }
 
+kiln_status onnx_bind_folded(onnx_ctx *c, kiln_status s, kiln_tensor *t, kiln_error *err)
+{
+    if (s != KILN_OK)
+        return onnx_node_prefix(c, s, err);
+    s = onnx_bind_const(c, 0, t, err);
+    kiln_tensor_release(t);
+    return s;
+}
+
 const kiln_value *onnx_need(const onnx_ctx *c, int k, const char *what, kiln_error *err)
 {
     const kiln_value *v = onnx_in_value(c, k);
@@ -419,6 +514,16 @@ const kiln_value *onnx_need(const onnx_ctx *c, int k, const char *what, kiln_err
         onnx_node_error(c, KILN_ERR_INVALID_GRAPH, err, "required input %d (%s) is missing", k,
                         what);
     return v;
+}
+
+kiln_status onnx_need_in0(const onnx_ctx *c, const char *what, const kiln_value **x,
+                          kiln_error *err)
+{
+    kiln_status s = onnx_no_outputs_from(c, 1, err);
+    if (s != KILN_OK)
+        return s;
+    *x = onnx_need(c, 0, what, err);
+    return *x ? KILN_OK : err ? err->status : KILN_ERR_INVALID_GRAPH;
 }
 
 kiln_status onnx_no_outputs_from(const onnx_ctx *c, int first, kiln_error *err)
@@ -443,15 +548,7 @@ kiln_status onnx_convert_simple(onnx_ctx *c, kiln_op op, const char *attrs, kiln
         return onnx_node_error(c, KILN_ERR_UNSUPPORTED, err, "%d inputs", n);
     for (int k = 0; k < n; k++)
         ins[k] = onnx_in(c, k);
-    int node = onnx_emit(c, op, NULL, ins, n, 1, err);
-    if (node < 0)
-        return KILN_ERR_OUT_OF_MEMORY;
-    if (attrs) {
-        s = onnx_copy_attrs(c, node, attrs, err);
-        if (s != KILN_OK)
-            return s;
-    }
-    return onnx_bind(c, 0, kiln_graph_node_output(c->g, node, 0), err);
+    return onnx_emit_bind(c, op, ins, n, NULL, 0, attrs, 1, err);
 }
 
 /* ---- the driver ------------------------------------------------------------ */
@@ -481,8 +578,7 @@ static kiln_status infer_new_nodes(onnx_ctx *c, int first, kiln_error *err)
             outs[k] = g->values[n->outputs[k]];
         kiln_status s = info->infer(n, ins, outs, err);
         if (s != KILN_OK)
-            return kiln_error_prefix(err, s, "node '%s' (%s, opset %lld): ", c->node_name,
-                                     c->node->op_type, (long long)c->opset);
+            return onnx_node_prefix(c, s, err);
     }
     return KILN_OK;
 }

@@ -119,6 +119,9 @@ extern const onnx_converter onnx_reduce_converters[];
 /* Error with the standard prefix "node 'n' (Op, opset N): ". */
 kiln_status onnx_node_error(const onnx_ctx *c, kiln_status s, kiln_error *err, const char *fmt,
                             ...) __attribute__((format(printf, 4, 5)));
+/* Adds that prefix to an error set by code that names no node (folding,
+ * tensor loading, shape inference); returns the error's status. */
+kiln_status onnx_node_prefix(const onnx_ctx *c, kiln_status s, kiln_error *err);
 
 /* Number of inputs present (trailing empty names dropped). */
 int onnx_n_in(const onnx_ctx *c);
@@ -136,16 +139,30 @@ bool onnx_out_used(const onnx_ctx *c, int k);
  * ("input k (what) must be a constant: kiln takes it as an attribute"). */
 kiln_status onnx_in_ints(onnx_ctx *c, int k, const char *what, const int64_t **v, int *n,
                          kiln_error *err);
+/* Input k as a constant vector of floats (any numeric dtype but bool, rank
+ * <= 1), converted into scratch memory; the same "must be a constant" error. */
+kiln_status onnx_in_floats(onnx_ctx *c, int k, const char *what, const float **v, int *n,
+                           kiln_error *err);
 /* Input k as one constant float (any numeric dtype, one element). */
 kiln_status onnx_in_scalar(onnx_ctx *c, int k, const char *what, double *v, kiln_error *err);
 
 /* Input k, which the op requires: NULL with an error naming it if absent. */
 const kiln_value *onnx_need(const onnx_ctx *c, int k, const char *what, kiln_error *err);
+/* Input 0 of an op of which kiln computes output 0 only: fails first like
+ * onnx_no_outputs_from(c, 1), then like onnx_need(c, 0, what). */
+kiln_status onnx_need_in0(const onnx_ctx *c, const char *what, const kiln_value **x,
+                          kiln_error *err);
 /* Fails with UNSUPPORTED if any output from `first` on is requested. */
 kiln_status onnx_no_outputs_from(const onnx_ctx *c, int first, kiln_error *err);
 /* The common case: one kiln node `op` taking the ONNX node's inputs in order
  * (absent ones as -1), with the attributes `attrs` copied, output 0 bound. */
 kiln_status onnx_convert_simple(onnx_ctx *c, kiln_op op, const char *attrs, kiln_error *err);
+/* Defines the converter NAME that is just onnx_convert_simple(OP, ATTRS). */
+#define CONV_SIMPLE(NAME, OP, ATTRS)                                                              \
+    static kiln_status NAME(onnx_ctx *c, kiln_error *err)                                         \
+    {                                                                                             \
+        return onnx_convert_simple(c, OP, ATTRS, err);                                            \
+    }
 
 /* Attributes of the current node (types were checked by the registry). */
 const Onnx__AttributeProto *onnx_attr(const onnx_ctx *c, const char *name);
@@ -168,10 +185,51 @@ int onnx_emit(onnx_ctx *c, kiln_op op, const char *suffix, const int *inputs, in
 kiln_status onnx_copy_attrs(onnx_ctx *c, int node, const char *names, kiln_error *err);
 /* Maps ONNX output k to value `id`. */
 kiln_status onnx_bind(onnx_ctx *c, int k, int id, kiln_error *err);
+/* Emits one kiln node `op` on the value ids ins[0..n_in) (-1: absent) with
+ * n_out outputs, sets the kiln attributes attrs[0..n_attrs), then copies the
+ * ONNX attributes named in `copy` (onnx_copy_attrs; NULL: none) and binds
+ * ONNX outputs 0..n_out-1 to the node's. */
+kiln_status onnx_emit_bind(onnx_ctx *c, kiln_op op, const int *ins, int n_in,
+                           const kiln_attr *attrs, int n_attrs, const char *copy, int n_out,
+                           kiln_error *err);
+/* Constructors for such attribute arrays (onnx_emit_or_fold takes them too). */
+static inline kiln_attr onnx_attr_i(const char *name, int64_t v)
+{
+    kiln_attr a = {.name = name, .type = KILN_ATTR_INT, .i = v};
+    return a;
+}
+static inline kiln_attr onnx_attr_is(const char *name, const int64_t *v, int n)
+{
+    kiln_attr a = {.name = name, .type = KILN_ATTR_INTS, .ints = v, .n = n};
+    return a;
+}
+static inline kiln_attr onnx_attr_fs(const char *name, const float *v, int n)
+{
+    kiln_attr a = {.name = name, .type = KILN_ATTR_FLOATS, .floats = v, .n = n};
+    return a;
+}
+static inline kiln_attr onnx_attr_f(const char *name, float v)
+{
+    kiln_attr a = {.name = name, .type = KILN_ATTR_FLOAT, .f = v};
+    return a;
+}
+static inline kiln_attr onnx_attr_s(const char *name, const char *v)
+{
+    kiln_attr a = {.name = name, .type = KILN_ATTR_STRING, .s = v};
+    return a;
+}
+/* Emits a kiln Reshape of value `in` to the static shape `to` (allowzero set
+ * when `to` has a 0 extent, which is then meant literally) and binds output 0
+ * to it. */
+kiln_status onnx_emit_reshape(onnx_ctx *c, int in, const kiln_shape *to, kiln_error *err);
 
 /* Adds `t` (data copied) as a constant named after output k and binds it.
  * Counts against the folding budget. */
 kiln_status onnx_bind_const(onnx_ctx *c, int k, const kiln_tensor *t, kiln_error *err);
+/* The end of a computation at import time that returned `s` and, when OK, *t
+ * (owned): binds output 0 to *t and releases it, or prefixes the error
+ * (onnx_node_prefix). */
+kiln_status onnx_bind_folded(onnx_ctx *c, kiln_status s, kiln_tensor *t, kiln_error *err);
 /* Adds a constant owned by the caller's tensor (data copied); returns the
  * value id or -1 (error set). */
 int onnx_add_const(onnx_ctx *c, const char *name, const kiln_tensor *t, kiln_error *err);
