@@ -160,4 +160,65 @@ static inline void kt_split(kt_rng *r, int mode, int64_t total, kt_range_fn fn, 
     }
 }
 
+/* Checks `cases` random configurations from one seed: case_fn(r, block,
+ * knobs) draws one for block width `block` and checks it, with random knobs
+ * on two cases in three and the analytic defaults on the third. */
+typedef void (*kt_case_fn)(kt_rng *r, int block, int knobs);
+static inline void kt_run_random(kt_case_fn case_fn, int block, uint64_t seed, int cases)
+{
+    kt_rng r = {seed};
+    for (int i = 0; i < cases; i++)
+        case_fn(&r, block, i % 3 != 0);
+}
+
+/* Defines the random tests of a template, one per microkernel family (which
+ * the block width picks): prefix##_avx512 (block 16, 150 cases), _avx2
+ * (block 8, 100 cases) and _portable (block 4, 40 cases, then block `odd`,
+ * 30 cases), each from its own seed. */
+#define KT_RANDOM_TESTS(prefix, case_fn, seed16, seed8, seed4, seed_odd, odd)                     \
+    static void prefix##_avx512(void **state)                                                     \
+    {                                                                                             \
+        (void)state;                                                                              \
+        kt_run_random(case_fn, 16, seed16, 150);                                                  \
+    }                                                                                             \
+    static void prefix##_avx2(void **state)                                                       \
+    {                                                                                             \
+        (void)state;                                                                              \
+        kt_run_random(case_fn, 8, seed8, 100);                                                    \
+    }                                                                                             \
+    static void prefix##_portable(void **state)                                                   \
+    {                                                                                             \
+        (void)state;                                                                              \
+        kt_run_random(case_fn, 4, seed4, 40);                                                     \
+        kt_run_random(case_fn, odd, seed_odd, 30);                                                \
+    }
+
+/* Their entries in main()'s list. */
+#define KT_RANDOM_UNIT_TESTS(prefix)                                                              \
+    cmocka_unit_test(prefix##_avx512), cmocka_unit_test(prefix##_avx2),                           \
+        cmocka_unit_test(prefix##_portable)
+
+/* Defines prefix##_case, the arguments of one run of a template (its params
+ * type, then input, packed weights, bias, residual, output, workspace: the
+ * templates' run functions all take these), and prefix##_range, the
+ * kt_range_fn that runs it on a range of tasks with run_fn. */
+#define KT_TEMPLATE_RUN(prefix, params_type, run_fn)                                              \
+    typedef struct prefix##_case {                                                                \
+        params_type p;                                                                            \
+        const float *in, *w, *bias, *res;                                                         \
+        float *out;                                                                               \
+        void *ws;                                                                                 \
+    } prefix##_case;                                                                              \
+    static void prefix##_range(void *ctx, int64_t b, int64_t e)                                   \
+    {                                                                                             \
+        prefix##_case *c = ctx;                                                                   \
+        run_fn(&c->p, c->in, c->w, c->bias, c->res, c->out, b, e, c->ws);                         \
+    }
+
+/* What main() returns: the group's result where the CPU has what the test
+ * bodies were compiled for, else 0 after saying they were skipped. */
+#define KT_RUN_TESTS(tests)                                                                       \
+    (kt_cpu_ok() ? cmocka_run_group_tests(tests, NULL, NULL)                                      \
+                 : (printf("skipped: the kernel tests need AVX-512 on this build\n"), 0))
+
 #endif

@@ -11,48 +11,15 @@
 KT_BEGIN_SIMD
 #include "codegen/c/kernels/kiln_kernels_conv.h"
 #include "codegen/c/kernels/kiln_kernels_layout.h"
+#include "conv_test_util.h"
 
-typedef struct conv_case {
-    kiln_conv_params p;
-    const float *in, *w, *bias, *res;
-    float *out;
-    void *ws;
-} conv_case;
-
-static void conv_range(void *ctx, int64_t b, int64_t e)
-{
-    conv_case *c = ctx;
-    kiln_conv_run(&c->p, c->in, c->w, c->bias, c->res, c->out, b, e, c->ws);
-}
-
-/* Runs the reference conv (with bias) on NCHW data; returns the output. */
-static float *ref_conv(const kiln_conv_params *p, const float *x, const float *w, const float *b)
-{
-    kiln_shape sh[3] = {ks(4, p->n, p->c_in, p->h, p->w),
-                        ks(4, p->c_out, p->c_in / p->groups, p->kh, p->kw), ks(1, p->c_out)};
-    nn_graph t = nn_build(KILN_OP_CONV, 3, sh);
-    int64_t strides[2] = {p->sh, p->sw}, dil[2] = {p->dh, p->dw};
-    int64_t pads[4] = {p->pad_t, p->pad_l, p->pad_b, p->pad_r};
-    assert_int_equal(kiln_node_set_ints(t.g, t.node, "strides", strides, 2), KILN_OK);
-    assert_int_equal(kiln_node_set_ints(t.g, t.node, "dilations", dil, 2), KILN_OK);
-    assert_int_equal(kiln_node_set_ints(t.g, t.node, "pads", pads, 4), KILN_OK);
-    assert_int_equal(kiln_node_set_int(t.g, t.node, "group", p->groups), KILN_OK);
-    kiln_shape expect = ks(4, p->n, p->c_out, p->oh, p->ow);
-    float *data[3] = {(float *)x, (float *)w, (float *)b};
-    int64_t count;
-    float *y = nn_run(&t, data, &expect, &count);
-    nn_free(&t);
-    return y;
-}
+KT_TEMPLATE_RUN(conv, kiln_conv_params, kiln_conv_run)
 
 /* Checks one configuration: p's geometry, blocks and epilogue are set; if
  * `knobs` is 0 the analytic defaults are used, else random knobs. */
 static void check_conv(kiln_conv_params p, kt_rng *r, int knobs)
 {
-    int ekh = (p.kh - 1) * p.dh + 1, ekw = (p.kw - 1) * p.dw + 1;
-    p.oh = (p.h + p.pad_t + p.pad_b - ekh) / p.sh + 1;
-    p.ow = (p.w + p.pad_l + p.pad_r - ekw) / p.sw + 1;
-    assert_true(p.oh >= 1 && p.ow >= 1);
+    kt_conv_extent(&p);
     assert_true(kiln_conv_supported(&p));
     kiln_conv_default_params(&p, 96 << 10, 4 << 20, kt_int(r, 1, 3));
     if (knobs) {
@@ -63,35 +30,13 @@ static void check_conv(kiln_conv_params p, kt_rng *r, int knobs)
         p.oh_tile = kt_int(r, 0, p.oh + 1);
         p.oc_group = kt_int(r, 0, (p.c_out + p.cb_out - 1) / p.cb_out + 1);
     }
-    int64_t hw = (int64_t)p.h * p.w, ohw = (int64_t)p.oh * p.ow;
-    int cob = (p.c_out + p.cb_out - 1) / p.cb_out;
-    float *x = kt_rand_buf(r, (int64_t)p.n * p.c_in * hw);
-    float *w = kt_rand_buf(r, (int64_t)p.c_out * (p.c_in / p.groups) * p.kh * p.kw);
-    float *b = kt_rand_buf(r, p.c_out);
-    float *res = kt_rand_buf(r, (int64_t)p.n * p.c_out * ohw);
-    float *ref = ref_conv(&p, x, w, b);
-    if (!(p.epilogue & KILN_EPI_BIAS)) { /* the reference always has a bias: rerun with 0 */
-        free(ref);
-        float *zb = calloc((size_t)p.c_out, sizeof(float));
-        ref = ref_conv(&p, x, w, zb);
-        free(zb);
-    }
-    kt_epilogue(ref, res, (int64_t)p.n * p.c_out * ohw, p.epilogue, p.clip_min, p.clip_max);
-
-    float *xb = kt_to_blocked(x, p.n, p.c_in, hw, p.cb_in, 0.0f);
-    float *rb = kt_to_blocked(res, p.n, p.c_out, ohw, p.cb_out, 0.0f);
-    float *bb = kt_alloc((int64_t)cob * p.cb_out);
-    for (int i = 0; i < cob * p.cb_out; i++)
-        bb[i] = i < p.c_out ? b[i] : 0.0f;
+    kt_conv_data d = kt_conv_data_make(&p, r);
     float *wp = kt_nan_buf(kiln_conv_packed_weight_floats(&p));
-    kiln_conv_pack_weights(&p, w, wp);
-    float *ob = kt_nan_buf((int64_t)p.n * cob * p.cb_out * ohw);
+    kiln_conv_pack_weights(&p, d.w, wp);
     size_t wsb = kiln_conv_workspace_bytes(&p);
     void *ws = wsb ? malloc(wsb) : NULL;
-    conv_case c = {p, xb, wp, bb, rb, ob, ws};
+    conv_case c = {p, d.xb, wp, d.bb, d.rb, d.ob, ws};
     kt_split(r, kt_int(r, 0, 3), kiln_conv_tasks(&p), conv_range, &c);
-    float *got = kt_from_blocked(ob, p.n, p.c_out, ohw, p.cb_out);
-    double tol = 1e-5 * (p.c_in / p.groups) * p.kh * p.kw + 1e-4;
     if (getenv("KT_VERBOSE"))
         printf("conv n%d c%d->%d %dx%d k%dx%d s%d,%d d%d,%d pad %d,%d,%d,%d g%d cb %d/%d epi %d "
                "knobs T%d O%d ic%d ord%d oh%d ocg%d tasks %lld\n",
@@ -99,19 +44,10 @@ static void check_conv(kiln_conv_params p, kt_rng *r, int knobs)
                p.pad_l, p.pad_b, p.pad_r, p.groups, p.cb_in, p.cb_out, p.epilogue, p.ow_tile,
                p.oc_tile, p.ic_tile, p.loop_order, p.oh_tile, p.oc_group,
                (long long)kiln_conv_tasks(&p));
-    assert_allclose(got, ref, (int64_t)p.n * p.c_out * ohw, 1e-4, tol);
-    free(got);
+    kt_conv_data_check(&d, &p, 1e-5 * (p.c_in / p.groups) * p.kh * p.kw + 1e-4);
     free(ws);
-    free(ob);
     free(wp);
-    free(bb);
-    free(rb);
-    free(xb);
-    free(ref);
-    free(res);
-    free(b);
-    free(w);
-    free(x);
+    kt_conv_data_free(&d);
 }
 
 static kiln_conv_params random_geometry(kt_rng *r, int cb_out)
@@ -125,56 +61,19 @@ static kiln_conv_params random_geometry(kt_rng *r, int cb_out)
     p.c_out = kt_int(r, 1, 70);
     p.cb_out = cb_out;
     p.cb_in = cbis[kt_int(r, 0, 5)];
-    p.kh = ks_[kt_int(r, 0, 6)];
-    p.kw = kt_int(r, 0, 4) == 0 ? ks_[kt_int(r, 0, 6)] : p.kh; /* sometimes 1x7 / 7x1 style */
-    p.sh = kt_int(r, 1, 2);
-    p.sw = kt_int(r, 0, 2) ? p.sh : kt_int(r, 1, 3);
-    p.dh = kt_int(r, 0, 3) ? 1 : 2;
-    p.dw = kt_int(r, 0, 3) ? 1 : kt_int(r, 1, 2);
-    p.pad_t = kt_int(r, 0, p.kh);
-    p.pad_b = kt_int(r, 0, p.kh);
-    p.pad_l = kt_int(r, 0, p.kw);
-    p.pad_r = kt_int(r, 0, p.kw);
-    int ekh = (p.kh - 1) * p.dh + 1, ekw = (p.kw - 1) * p.dw + 1;
-    p.h = kt_int(r, 1, 19);
-    p.w = kt_int(r, 1, 33);
-    if (p.h + p.pad_t + p.pad_b < ekh)
-        p.h = ekh;
-    if (p.w + p.pad_l + p.pad_r < ekw)
-        p.w = ekw;
+    kt_random_window(r, &p, ks_, (int)(sizeof ks_ / sizeof ks_[0]), 19, 33);
     p.epilogue = kt_int(r, 0, 15);
     p.clip_min = -0.5f;
     p.clip_max = kt_int(r, 0, 1) ? 6.0f : 0.75f;
     return p;
 }
 
-static void run_random(int cb_out, uint64_t seed, int cases)
+static void random_conv(kt_rng *r, int cb_out, int knobs)
 {
-    kt_rng r = {seed};
-    for (int i = 0; i < cases; i++) {
-        kiln_conv_params p = random_geometry(&r, cb_out);
-        check_conv(p, &r, i % 3 != 0);
-    }
+    check_conv(random_geometry(r, cb_out), r, knobs);
 }
 
-static void test_conv_random_avx512(void **state)
-{
-    (void)state;
-    run_random(16, 0x1234567ull, 150);
-}
-
-static void test_conv_random_avx2(void **state)
-{
-    (void)state;
-    run_random(8, 0xabcdefull, 100);
-}
-
-static void test_conv_random_portable(void **state)
-{
-    (void)state;
-    run_random(4, 0x777ull, 40);
-    run_random(5, 0x778ull, 30);
-}
+KT_RANDOM_TESTS(test_conv_random, random_conv, 0x1234567ull, 0xabcdefull, 0x777ull, 0x778ull, 5)
 
 /* Shapes from real networks (reduced spatially where that keeps the case). */
 static void test_conv_network_shapes(void **state)
@@ -267,14 +166,11 @@ KT_END_SIMD
 
 int main(void)
 {
-    if (!kt_cpu_ok()) {
-        printf("skipped: the kernel tests need AVX-512 on this build\n");
-        return 0;
-    }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_conv_random_avx512),   cmocka_unit_test(test_conv_random_avx2),
-        cmocka_unit_test(test_conv_random_portable), cmocka_unit_test(test_conv_network_shapes),
-        cmocka_unit_test(test_conv_groups),          cmocka_unit_test(test_layout_roundtrip),
+        KT_RANDOM_UNIT_TESTS(test_conv_random),
+        cmocka_unit_test(test_conv_network_shapes),
+        cmocka_unit_test(test_conv_groups),
+        cmocka_unit_test(test_layout_roundtrip),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return KT_RUN_TESTS(tests);
 }

@@ -9,18 +9,7 @@
 KT_BEGIN_SIMD
 #include "codegen/c/kernels/kiln_kernels_dense.h"
 
-typedef struct dense_case {
-    kiln_dense_params p;
-    const float *x, *w, *bias, *res;
-    float *y;
-    void *ws;
-} dense_case;
-
-static void dense_range(void *ctx, int64_t b, int64_t e)
-{
-    dense_case *c = ctx;
-    kiln_dense_run(&c->p, c->x, c->w, c->bias, c->res, c->y, b, e, c->ws);
-}
+KT_TEMPLATE_RUN(dense, kiln_dense_params, kiln_dense_run)
 
 static void check_dense(kiln_dense_params p, kt_rng *r, int knobs)
 {
@@ -69,40 +58,20 @@ static void check_dense(kiln_dense_params p, kt_rng *r, int knobs)
     free(x);
 }
 
-static void run_random(int nb, uint64_t seed, int cases)
+static void random_dense(kt_rng *r, int nb, int knobs)
 {
-    kt_rng r = {seed};
-    for (int i = 0; i < cases; i++) {
-        kiln_dense_params p = {0};
-        p.m = kt_int(&r, 0, 3) == 0 ? 1 : kt_int(&r, 1, 40);
-        p.k = kt_int(&r, 1, 300);
-        p.n = kt_int(&r, 1, 100);
-        p.nb = nb;
-        p.epilogue = kt_int(&r, 0, 15);
-        p.clip_min = -0.5f;
-        p.clip_max = 0.5f;
-        check_dense(p, &r, i % 3 != 0);
-    }
+    kiln_dense_params p = {0};
+    p.m = kt_int(r, 0, 3) == 0 ? 1 : kt_int(r, 1, 40);
+    p.k = kt_int(r, 1, 300);
+    p.n = kt_int(r, 1, 100);
+    p.nb = nb;
+    p.epilogue = kt_int(r, 0, 15);
+    p.clip_min = -0.5f;
+    p.clip_max = 0.5f;
+    check_dense(p, r, knobs);
 }
 
-static void test_dense_random_avx512(void **state)
-{
-    (void)state;
-    run_random(16, 0x9191ull, 150);
-}
-
-static void test_dense_random_avx2(void **state)
-{
-    (void)state;
-    run_random(8, 0x9292ull, 100);
-}
-
-static void test_dense_random_portable(void **state)
-{
-    (void)state;
-    run_random(4, 0x9393ull, 40);
-    run_random(7, 0x9494ull, 30);
-}
+KT_RANDOM_TESTS(test_dense_random, random_dense, 0x9191ull, 0x9292ull, 0x9393ull, 0x9494ull, 7)
 
 /* classifier heads (batch 1) and a ViT-like projection */
 static void test_dense_network_shapes(void **state)
@@ -122,15 +91,9 @@ KT_END_SIMD
 
 int main(void)
 {
-    if (!kt_cpu_ok()) {
-        printf("skipped: the kernel tests need AVX-512 on this build\n");
-        return 0;
-    }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dense_random_avx512),
-        cmocka_unit_test(test_dense_random_avx2),
-        cmocka_unit_test(test_dense_random_portable),
+        KT_RANDOM_UNIT_TESTS(test_dense_random),
         cmocka_unit_test(test_dense_network_shapes),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return KT_RUN_TESTS(tests);
 }

@@ -6,7 +6,8 @@
  * sets attributes, then nn_run infers shapes (asserting success), calls the
  * op's reference kernel directly on the caller's buffers and returns the
  * output in a malloc'ed buffer pre-filled with a sentinel (so unwritten cells
- * show up). */
+ * show up); nn_check does that and compares the output with the expected
+ * one where the test knows all of it. */
 #ifndef KILN_TESTS_NN_HELPERS_H
 #define KILN_TESTS_NN_HELPERS_H
 
@@ -89,6 +90,38 @@ static inline void nn_free(nn_graph *t)
 {
     kiln_graph_destroy(t->g);
     t->g = NULL;
+}
+
+/* nn_run with the output shape `expect`, then asserts that the output is
+ * want[0..n) within rtol relative plus atol absolute; frees the output and
+ * the graph. */
+static inline void nn_check(nn_graph *t, float *const *data, kiln_shape expect, const float *want,
+                            int64_t n, double rtol, double atol)
+{
+    int64_t count;
+    float *y = nn_run(t, data, &expect, &count);
+    assert_int_equal(count, n);
+    assert_allclose(y, want, n, rtol, atol);
+    free(y);
+    nn_free(t);
+}
+
+/* The product of v[0..n). */
+static inline int64_t nn_prod(const int64_t *v, int n)
+{
+    int64_t p = 1;
+    for (int i = 0; i < n; i++)
+        p *= v[i];
+    return p;
+}
+
+/* Splits a row-major linear index over extents dims[0..n) into idx. */
+static inline void nn_unravel(int64_t lin, const int64_t *dims, int n, int64_t *idx)
+{
+    for (int i = n - 1; i >= 0; i--) {
+        idx[i] = lin % dims[i];
+        lin /= dims[i];
+    }
 }
 
 /* A malloc'ed buffer of n random floats in [lo, hi). */

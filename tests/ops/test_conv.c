@@ -17,30 +17,14 @@ typedef struct conv_case {
     bool kernel_shape_attr;
 } conv_case;
 
-static int64_t prod(const int64_t *v, int n)
-{
-    int64_t p = 1;
-    for (int i = 0; i < n; i++)
-        p *= v[i];
-    return p;
-}
-
-/* Splits a row-major linear index over extents dims[0..n) into idx. */
-static void unravel(int64_t lin, const int64_t *dims, int n, int64_t *idx)
-{
-    for (int i = n - 1; i >= 0; i--) {
-        idx[i] = lin % dims[i];
-        lin /= dims[i];
-    }
-}
-
 /* Y = W (M/g x C/g*K) * im2col(X) (C/g*K x OUT) + B, per image and group. */
 static void conv_reference(const conv_case *cc, const float *x, const float *w, const float *b,
                            float *y)
 {
     int nsp = cc->nsp;
     int64_t cg = cc->c / cc->group, mg = cc->m / cc->group;
-    int64_t kprod = prod(cc->k, nsp), oprod = prod(cc->out, nsp), iprod = prod(cc->in, nsp);
+    int64_t kprod = nn_prod(cc->k, nsp), oprod = nn_prod(cc->out, nsp);
+    int64_t iprod = nn_prod(cc->in, nsp);
     int64_t rows = cg * kprod;
     double *col = malloc(sizeof(double) * (size_t)(rows * oprod));
     assert_non_null(col);
@@ -48,9 +32,9 @@ static void conv_reference(const conv_case *cc, const float *x, const float *w, 
         for (int64_t gi = 0; gi < cc->group; gi++) {
             for (int64_t r = 0; r < rows; r++) {
                 int64_t cl = r / kprod, kk[3], oo[3];
-                unravel(r % kprod, cc->k, nsp, kk);
+                nn_unravel(r % kprod, cc->k, nsp, kk);
                 for (int64_t q = 0; q < oprod; q++) {
-                    unravel(q, cc->out, nsp, oo);
+                    nn_unravel(q, cc->out, nsp, oo);
                     int64_t lin = 0;
                     bool inside = true;
                     for (int d = 0; d < nsp; d++) {
@@ -137,13 +121,8 @@ static void test_conv_hand_2x2(void **state)
     nn_graph t = nn_build(KILN_OP_CONV, 3, sh);
     float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w[4] = {1, 0, 0, -1}, b[1] = {0.5f};
     float *data[3] = {x, w, b};
-    kiln_shape expect = ks(4, 1, 1, 2, 2);
-    int64_t count;
-    float *y = nn_run(&t, data, &expect, &count);
     const float want[4] = {-3.5f, -3.5f, -3.5f, -3.5f};
-    assert_allclose(y, want, 4, 0, 1e-6);
-    free(y);
-    nn_free(&t);
+    nn_check(&t, data, ks(4, 1, 1, 2, 2), want, 4, 0, 1e-6);
 }
 
 /* X = 1..9 (3x3), W = ones(2x2), pads 1, stride 2: windows at (-1,-1), (-1,1),
@@ -158,13 +137,8 @@ static void test_conv_hand_pad_stride(void **state)
     kiln_node_set_ints(t.g, t.node, "strides", strides, 2);
     float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w[4] = {1, 1, 1, 1};
     float *data[2] = {x, w};
-    kiln_shape expect = ks(4, 1, 1, 2, 2);
-    int64_t count;
-    float *y = nn_run(&t, data, &expect, &count);
     const float want[4] = {1, 5, 11, 28};
-    assert_allclose(y, want, 4, 0, 1e-6);
-    free(y);
-    nn_free(&t);
+    nn_check(&t, data, ks(4, 1, 1, 2, 2), want, 4, 0, 1e-6);
 }
 
 /* 1-D: X = [1, 2, 3, 4, 5], W = [1, 10], dilation 2, pads (1, 0):
@@ -179,13 +153,8 @@ static void test_conv_hand_1d_dilated(void **state)
     kiln_node_set_ints(t.g, t.node, "dilations", dil, 1);
     float x[5] = {1, 2, 3, 4, 5}, w[2] = {1, 10};
     float *data[2] = {x, w};
-    kiln_shape expect = ks(3, 1, 1, 4);
-    int64_t count;
-    float *y = nn_run(&t, data, &expect, &count);
     const float want[4] = {20, 31, 42, 53};
-    assert_allclose(y, want, 4, 0, 1e-6);
-    free(y);
-    nn_free(&t);
+    nn_check(&t, data, ks(3, 1, 1, 4), want, 4, 0, 1e-6);
 }
 
 static void test_conv_3x3_pad1_batch(void **state)

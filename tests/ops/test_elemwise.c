@@ -9,79 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/graph.h"
-#include "test_support.h"
-
-/* ---- one-node graph harness -------------------------------------------------- */
-
-typedef struct harness {
-    kiln_graph *g;
-    int n_in;
-    const void *data[8];
-    int node;
-    kiln_ref_executor *ex;
-    kiln_error err;
-} harness;
-
-static void h_init(harness *h)
-{
-    memset(h, 0, sizeof *h);
-    assert_int_equal(kiln_graph_create(&h->g), KILN_OK);
-}
-
-static void h_input(harness *h, kiln_dtype dt, kiln_shape s, const void *data)
-{
-    char name[8] = "in0";
-    name[2] = (char)('0' + h->n_in);
-    assert_int_equal(kiln_graph_add_input(h->g, name, dt, &s), h->n_in);
-    h->data[h->n_in++] = data;
-}
-
-static int h_node(harness *h, kiln_op op)
-{
-    int ids[8];
-    for (int i = 0; i < h->n_in; i++)
-        ids[i] = i;
-    h->node = kiln_graph_add_node(h->g, op, "node", ids, h->n_in, 1);
-    assert_true(h->node >= 0);
-    assert_int_equal(kiln_graph_add_output(h->g, kiln_graph_node_output(h->g, h->node, 0)),
-                     KILN_OK);
-    return h->node;
-}
-
-/* Infers shapes, builds the executor, sets the inputs and runs. */
-static kiln_status h_run(harness *h)
-{
-    kiln_status s = kiln_graph_infer_shapes(h->g, &h->err);
-    if (s != KILN_OK)
-        return s;
-    s = kiln_ref_executor_create(h->g, &h->ex, &h->err);
-    if (s != KILN_OK)
-        return s;
-    for (int i = 0; i < h->n_in; i++) {
-        kiln_tensor t;
-        const char *name;
-        assert_int_equal(kiln_graph_input_info(h->g, i, &name, &t.dtype, &t.shape), KILN_OK);
-        t.data = (void *)h->data[i];
-        s = kiln_ref_executor_set_input(h->ex, i, &t, &h->err);
-        if (s != KILN_OK)
-            return s;
-    }
-    return kiln_ref_executor_run(h->ex, &h->err);
-}
-
-static const kiln_tensor *h_out(harness *h)
-{
-    const kiln_tensor *t = kiln_ref_executor_output(h->ex, 0);
-    assert_non_null(t);
-    return t;
-}
-
-static void h_free(harness *h)
-{
-    kiln_ref_executor_destroy(h->ex);
-    kiln_graph_destroy(h->g);
-}
+#include "op_harness.h"
 
 /* Runs unary `op` on float32 x[n] (shape [n]); output into y. The attribute
  * setter (may be NULL) is called with the graph and node. */
@@ -94,8 +22,7 @@ static void run_unary(kiln_op op, const float *x, int n, float *y,
     int node = h_node(&h, op);
     if (attrs)
         attrs(h.g, node);
-    assert_int_equal(h_run(&h), KILN_OK);
-    const kiln_tensor *t = h_out(&h);
+    const kiln_tensor *t = h_run_ok(&h);
     assert_int_equal(t->dtype, KILN_DTYPE_FLOAT32);
     assert_int_equal(kiln_shape_numel(&t->shape), n);
     memcpy(y, t->data, sizeof(float) * (size_t)n);
@@ -212,7 +139,7 @@ static kiln_status run_binary(kiln_op op, kiln_dtype ta, kiln_shape sa, const vo
     h_node(&h, op);
     kiln_status s = h_run(&h);
     if (s == KILN_OK) {
-        const kiln_tensor *t = h_out(&h);
+        const kiln_tensor *t = h_out(&h, 0);
         assert_int_equal(kiln_tensor_nbytes(t), (int64_t)nbytes);
         memcpy(y, t->data, nbytes);
     }

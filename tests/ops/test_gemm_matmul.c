@@ -17,13 +17,8 @@ static void test_gemm_hand(void **state)
     kiln_node_set_float(t.g, t.node, "beta", -1.0f);
     float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {7, 8, 9, 10, 11, 12}, c[2] = {1, 2};
     float *data[3] = {a, b, c};
-    kiln_shape expect = ks(2, 2, 2);
-    int64_t count;
-    float *y = nn_run(&t, data, &expect, &count);
     const float want[4] = {115, 126, 277, 306};
-    assert_allclose(y, want, 4, 0, 1e-5);
-    free(y);
-    nn_free(&t);
+    nn_check(&t, data, ks(2, 2, 2), want, 4, 0, 1e-5);
 }
 
 /* Same product with A and B stored transposed: A^T (3x2), B^T (2x3). */
@@ -36,13 +31,8 @@ static void test_gemm_hand_transposed(void **state)
     kiln_node_set_int(t.g, t.node, "transB", 1);
     float at[6] = {1, 4, 2, 5, 3, 6}, bt[6] = {7, 9, 11, 8, 10, 12};
     float *data[2] = {at, bt};
-    kiln_shape expect = ks(2, 2, 2);
-    int64_t count;
-    float *y = nn_run(&t, data, &expect, &count);
     const float want[4] = {58, 64, 139, 154};
-    assert_allclose(y, want, 4, 0, 1e-5);
-    free(y);
-    nn_free(&t);
+    nn_check(&t, data, ks(2, 2, 2), want, 4, 0, 1e-5);
 }
 
 /* Y = alpha * A' B' + beta * C by triple loop, with A', B' built as explicit
@@ -196,24 +186,14 @@ static void test_matmul_hand(void **state)
     nn_graph t = nn_build(KILN_OP_MATMUL, 2, sh);
     float a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8};
     float *data[2] = {a, b};
-    kiln_shape expect = ks(2, 2, 2);
-    int64_t count;
-    float *y = nn_run(&t, data, &expect, &count);
     const float want[4] = {19, 22, 43, 50};
-    assert_allclose(y, want, 4, 0, 1e-6);
-    free(y);
-    nn_free(&t);
+    nn_check(&t, data, ks(2, 2, 2), want, 4, 0, 1e-6);
 
     kiln_shape v[2] = {ks(1, 2), ks(1, 2)};
     t = nn_build(KILN_OP_MATMUL, 2, v);
     float u[2] = {1, 2}, w[2] = {3, 4};
     float *d2[2] = {u, w};
-    kiln_shape scalar = ks(0);
-    y = nn_run(&t, d2, &scalar, &count);
-    assert_int_equal(count, 1);
-    assert_true(y[0] == 11.0f);
-    free(y);
-    nn_free(&t);
+    nn_check(&t, d2, ks(0), (const float[]){11}, 1, 0, 0);
 }
 
 static void test_matmul_1d(void **state)

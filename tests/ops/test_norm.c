@@ -16,12 +16,8 @@ static void test_batchnorm_hand(void **state)
     float x[4] = {1, 3, 2, 6}, scale[2] = {2, 1}, b[2] = {0.5f, -1}, mean[2] = {2, 4},
           var[2] = {4, 16};
     float *data[5] = {x, scale, b, mean, var};
-    int64_t count;
-    float *y = nn_run(&t, data, &sh[0], &count);
     const float want[4] = {-0.5f, 1.5f, -1.5f, -0.5f};
-    assert_allclose(y, want, 4, 0, 1e-6);
-    free(y);
-    nn_free(&t);
+    nn_check(&t, data, sh[0], want, 4, 0, 1e-6);
 }
 
 /* (2, 5, 3, 4) against the formula in double; eps < 0: attribute absent
@@ -72,12 +68,8 @@ static void test_softmax_hand(void **state)
     nn_graph t = nn_build(KILN_OP_SOFTMAX, 1, &xs);
     float x[3] = {1, 2, 3};
     float *data[1] = {x};
-    int64_t count;
-    float *y = nn_run(&t, data, &xs, &count);
     const float want[3] = {0.090030573f, 0.244728471f, 0.665240956f};
-    assert_allclose(y, want, 3, 1e-6, 0);
-    free(y);
-    nn_free(&t);
+    nn_check(&t, data, xs, want, 3, 1e-6, 0);
 }
 
 /* Softmax of (2, 3, 4) along `axis`, checked against exp/sum in double. */
@@ -142,13 +134,9 @@ static void test_layernorm_hand(void **state)
     kiln_node_set_float(t.g, t.node, "epsilon", 0.0f);
     float x[4] = {1, 2, 3, 4}, s[4] = {1, 2, 1, 1}, b[4] = {0, 0, 1, 0};
     float *data[3] = {x, s, b};
-    int64_t count;
-    float *y = nn_run(&t, data, &sh[0], &count);
     const float r = 1.0f / sqrtf(1.25f);
     const float want[4] = {-1.5f * r, -0.5f * r * 2, 0.5f * r + 1, 1.5f * r};
-    assert_allclose(y, want, 4, 1e-6, 1e-6);
-    free(y);
-    nn_free(&t);
+    nn_check(&t, data, sh[0], want, 4, 1e-6, 1e-6);
 }
 
 /* X (2, 3, 4) normalized over dims axis.. with Scale/B of the normalized
@@ -216,11 +204,7 @@ static void reduce_hand(const int64_t *axes, int n_axes, int keepdims, const kil
         kiln_node_set_int(t.g, t.node, "keepdims", keepdims);
     float x[6] = {1, 2, 3, 4, 5, 6};
     float *data[1] = {x};
-    int64_t count;
-    float *y = nn_run(&t, data, expect, &count);
-    assert_allclose(y, want, count, 1e-6, 0);
-    free(y);
-    nn_free(&t);
+    nn_check(&t, data, *expect, want, kiln_shape_numel(expect), 1e-6, 0);
 }
 
 static void test_reducemean_hand(void **state)

@@ -13,22 +13,6 @@ typedef struct pool_case {
     int ceil_mode, count_include_pad;
 } pool_case;
 
-static int64_t prod(const int64_t *v, int n)
-{
-    int64_t p = 1;
-    for (int i = 0; i < n; i++)
-        p *= v[i];
-    return p;
-}
-
-static void unravel(int64_t lin, const int64_t *dims, int n, int64_t *idx)
-{
-    for (int i = n - 1; i >= 0; i--) {
-        idx[i] = lin % dims[i];
-        lin /= dims[i];
-    }
-}
-
 /* Copies each plane into a padded array (extents pb + in + pe) with a mask of
  * real cells, then for each output takes the max / mean over the window taps
  * that fall inside the padded array. */
@@ -38,8 +22,8 @@ static void pool_reference(const pool_case *pc, bool is_max, const float *x, flo
     int64_t pdims[3];
     for (int d = 0; d < nsp; d++)
         pdims[d] = pc->pb[d] + pc->in[d] + pc->pe[d];
-    int64_t pprod = prod(pdims, nsp), iprod = prod(pc->in, nsp), oprod = prod(pc->out, nsp);
-    int64_t kprod = prod(pc->k, nsp);
+    int64_t pprod = nn_prod(pdims, nsp), iprod = nn_prod(pc->in, nsp);
+    int64_t oprod = nn_prod(pc->out, nsp), kprod = nn_prod(pc->k, nsp);
     float *pad = malloc(sizeof(float) * (size_t)pprod);
     bool *real = malloc(sizeof(bool) * (size_t)pprod);
     assert_non_null(pad);
@@ -51,7 +35,7 @@ static void pool_reference(const pool_case *pc, bool is_max, const float *x, flo
         }
         for (int64_t i = 0; i < iprod; i++) {
             int64_t idx[3], lin = 0;
-            unravel(i, pc->in, nsp, idx);
+            nn_unravel(i, pc->in, nsp, idx);
             for (int d = 0; d < nsp; d++)
                 lin = lin * pdims[d] + idx[d] + pc->pb[d];
             pad[lin] = x[plane * iprod + i];
@@ -59,12 +43,12 @@ static void pool_reference(const pool_case *pc, bool is_max, const float *x, flo
         }
         for (int64_t q = 0; q < oprod; q++) {
             int64_t oo[3];
-            unravel(q, pc->out, nsp, oo);
+            nn_unravel(q, pc->out, nsp, oo);
             double best = -INFINITY, sum = 0.0;
             int64_t n_real = 0, n_padded = 0;
             for (int64_t t = 0; t < kprod; t++) {
                 int64_t kk[3], lin = 0;
-                unravel(t, pc->k, nsp, kk);
+                nn_unravel(t, pc->k, nsp, kk);
                 bool inside = true;
                 for (int d = 0; d < nsp; d++) {
                     int64_t p = oo[d] * pc->stride[d] + kk[d] * pc->dil[d]; /* padded coords */
@@ -152,13 +136,8 @@ static void test_maxpool_hand(void **state)
     for (int i = 0; i < 16; i++)
         x[i] = (float)(i + 1);
     float *data[1] = {x};
-    kiln_shape expect = ks(4, 1, 1, 2, 2);
-    int64_t count;
-    float *y = nn_run(&t, data, &expect, &count);
     const float want[4] = {6, 8, 14, 16};
-    assert_allclose(y, want, 4, 0, 0);
-    free(y);
-    nn_free(&t);
+    nn_check(&t, data, ks(4, 1, 1, 2, 2), want, 4, 0, 0);
 }
 
 /* all-negative input with pads: padding (zeros) must never win the max */
@@ -172,13 +151,8 @@ static void test_maxpool_hand_negative_padded(void **state)
     kiln_node_set_ints(t.g, t.node, "pads", p, 2);
     float x[3] = {-5, -3, -4};
     float *data[1] = {x};
-    kiln_shape expect = ks(3, 1, 1, 3);
-    int64_t count;
-    float *y = nn_run(&t, data, &expect, &count);
     const float want[3] = {-3, -3, -3};
-    assert_allclose(y, want, 3, 0, 0);
-    free(y);
-    nn_free(&t);
+    nn_check(&t, data, ks(3, 1, 1, 3), want, 3, 0, 0);
 }
 
 /* 3x3 = 1..9, k 2, s 1, pads 1 (out 4x4): the corner window holds one real
@@ -195,16 +169,11 @@ static void test_averagepool_hand(void **state)
         kiln_node_set_int(t.g, t.node, "count_include_pad", cip);
         float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
         float *data[1] = {x};
-        kiln_shape expect = ks(4, 1, 1, 4, 4);
-        int64_t count;
-        float *y = nn_run(&t, data, &expect, &count);
         const float want0[16] = {1,   1.5f, 2.5f, 3, 2.5f, 3, 4, 4.5f,
                                  5.5f, 6,   7,    7.5f, 7, 7.5f, 8.5f, 9};
         const float want1[16] = {0.25f, 0.75f, 1.25f, 0.75f, 1.25f, 3, 4, 2.25f,
                                  2.75f, 6,     7,     3.75f, 1.75f, 3.75f, 4.25f, 2.25f};
-        assert_allclose(y, cip ? want1 : want0, 16, 1e-6, 1e-6);
-        free(y);
-        nn_free(&t);
+        nn_check(&t, data, ks(4, 1, 1, 4, 4), cip ? want1 : want0, 16, 1e-6, 1e-6);
     }
 }
 
@@ -225,13 +194,8 @@ static void test_pool_hand_ceil(void **state)
             kiln_node_set_int(t.g, t.node, "count_include_pad", 1);
         float x[5] = {1, 2, 3, 4, 5};
         float *data[1] = {x};
-        kiln_shape expect = ks(3, 1, 1, 3);
-        int64_t count;
-        float *y = nn_run(&t, data, &expect, &count);
         const float want_max[3] = {2, 4, 5}, want_avg[3] = {1.5f, 3.5f, 5};
-        assert_allclose(y, op ? want_avg : want_max, 3, 0, 1e-6);
-        free(y);
-        nn_free(&t);
+        nn_check(&t, data, ks(3, 1, 1, 3), op ? want_avg : want_max, 3, 0, 1e-6);
     }
 }
 
@@ -311,27 +275,18 @@ static void test_global_averagepool(void **state)
     for (int i = 0; i < 24; i++)
         x[i] = (float)(i * i);
     float *data[1] = {x};
-    kiln_shape expect = ks(4, 2, 3, 1, 1);
-    int64_t count;
-    float *y = nn_run(&t, data, &expect, &count);
     /* plane p holds (4p)^2 .. (4p+3)^2: mean = 16p^2 + 12p + 3.5 */
     float want[6];
     for (int p = 0; p < 6; p++)
         want[p] = (float)(16 * p * p + 12 * p) + 3.5f;
-    assert_allclose(y, want, 6, 1e-6, 0);
-    free(y);
-    nn_free(&t);
+    nn_check(&t, data, ks(4, 2, 3, 1, 1), want, 6, 1e-6, 0);
 
     kiln_shape x3 = ks(3, 1, 2, 3);
     t = nn_build(KILN_OP_GLOBALAVERAGEPOOL, 1, &x3);
     float v[6] = {1, 2, 6, -1, -2, 0};
     float *d3[1] = {v};
-    kiln_shape e3 = ks(3, 1, 2, 1);
-    y = nn_run(&t, d3, &e3, &count);
     const float w3[2] = {3, -1};
-    assert_allclose(y, w3, 2, 0, 1e-6);
-    free(y);
-    nn_free(&t);
+    nn_check(&t, d3, ks(3, 1, 2, 1), w3, 2, 0, 1e-6);
 }
 
 int main(void)
