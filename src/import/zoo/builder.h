@@ -12,10 +12,11 @@
  *
  * and check the status once, in zb_finish.
  *
- * The builder tracks the shape of every value it creates (a light local shape
- * inference for the ops it emits), so layer constructors take only what
- * torchvision's take (out_channels, not in_channels). The graph's own shape
- * inference runs afterwards (kiln_zoo_build) and is authoritative.
+ * Every node's output shapes come from the op registry's shape inference, run
+ * on the node as soon as it is complete (zb_infer) and recorded in the graph,
+ * so layer constructors can size their weights from the input's shape and take
+ * only what torchvision's take (out_channels, not in_channels). kiln_zoo_build
+ * runs the whole-graph inference again at the end, which derives the same.
  *
  * Weights are drawn from the generator in creation order: a layer's weight,
  * then its bias; batch-norm scale, bias, running mean, running variance. With
@@ -35,23 +36,22 @@ typedef struct zb {
     bool weights;
     kiln_error *err;
     kiln_status status;
-    kiln_shape *shapes; /* tracked shape per value id */
-    int cap_shapes;
     char names[32][256]; /* ring of buffers for zb_name */
     int name_next;
 } zb;
 
 void zb_init(zb *b, kiln_graph *g, kiln_rng *rng, bool weights, kiln_error *err);
-/* Marks `out` as the graph output, releases the builder's memory and returns
- * the sticky status (with its message in the error record). */
+/* Marks `out` as the graph output and returns the sticky status (with its
+ * message in the error record). */
 kiln_status zb_finish(zb *b, int out);
 
 /* A formatted name in one of 32 rotating buffers: valid until 32 more
  * zb_name calls. Node and constant names are copied into the graph. */
 const char *zb_name(zb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The tracked shape of value `v` (NULL for -1), and one extent (negative axis
- * counts from the end; -1 when unknown). */
+/* The shape of value `v` as recorded in the graph (NULL for -1 or a node
+ * output not inferred yet), and one extent (negative axis counts from the end;
+ * -1 when unknown). */
 const kiln_shape *zb_shape(const zb *b, int v);
 int64_t zb_dim(const zb *b, int v, int axis);
 
@@ -63,10 +63,14 @@ int zb_param(zb *b, const char *name, kiln_shape shape, float lo, float hi);
 int zb_scalar(zb *b, const char *name, float v);
 
 /* ---- generic nodes -------------------------------------------------------- */
-/* A one-output node with the given output shape (tracked); returns its output
- * value id. */
-int zb_node(zb *b, kiln_op op, const char *name, const int *in, int n_in,
-            const kiln_shape *out_shape);
+/* A one-output node; returns its output value id. Its shape is unknown until
+ * zb_infer: set the attributes first. */
+int zb_node(zb *b, kiln_op op, const char *name, const int *in, int n_in);
+/* Runs the op registry's shape inference on the node producing value `v`,
+ * recording its outputs' dtype and shape in the graph; returns v, or -1 (with
+ * KILN_ERR_INTERNAL and the registry's message) when the op refuses its inputs
+ * or attributes. Every layer below calls it on the node it adds. */
+int zb_infer(zb *b, int v);
 /* Attributes of the node producing value `v`. */
 void zb_attr_int(zb *b, int v, const char *name, int64_t x);
 void zb_attr_float(zb *b, int v, const char *name, float x);
