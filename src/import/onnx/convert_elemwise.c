@@ -5,14 +5,16 @@
  * attributes copied; legacy opsets (< 6/7) are accepted where the only
  * difference is an ignored `consumed_inputs` or numpy-compatible `broadcast`
  * / `axis` attributes. Binary arithmetic and Equal on two constants, Where on
- * three and Cast of a constant are folded at import time (fold.c); otherwise
- * they become kiln nodes. Cast's `to` is translated from the ONNX type number
- * into a kiln dtype; CastLike becomes a Cast to its second input's dtype.
+ * three and Cast of a constant are folded at import time by their reference
+ * kernels (onnx_emit_or_fold, fold_op.h); otherwise they become kiln nodes.
+ * Cast's `to` is translated from the ONNX type number into a kiln dtype;
+ * CastLike becomes a Cast to its second input's dtype.
  * Clip from opset 11 takes min/max as inputs, which kiln keeps as attributes:
  * they must be constants. */
 #include <stdio.h>
 #include <string.h>
 
+#include "import/onnx/fold_op.h"
 #include "import/onnx/onnx.h"
 #include "io/tensor_io.h"
 #include "util/error.h"
@@ -32,21 +34,24 @@ static kiln_status legacy_axis(onnx_ctx *c, kiln_error *err)
     return KILN_OK;
 }
 
-static kiln_status binary_fold(onnx_ctx *c, kiln_op op, onnx_binop bop, kiln_error *err)
+/* onnx_convert_simple (op without attributes), but folded when every input
+ * is a constant; a result too large to fold is computed at run time. */
+static kiln_status fold_simple(onnx_ctx *c, kiln_op op, kiln_error *err)
+{
+    int n = onnx_n_in(c), ins[ONNX_FOLD_MAX_IO];
+    if (n > ONNX_FOLD_MAX_IO)
+        return onnx_node_error(c, KILN_ERR_UNSUPPORTED, err, "%d inputs", n);
+    for (int k = 0; k < n; k++)
+        ins[k] = onnx_in(c, k);
+    return onnx_emit_or_fold(c, op, ins, n, NULL, 0, 1, err);
+}
+
+static kiln_status binary_fold(onnx_ctx *c, kiln_op op, kiln_error *err)
 {
     kiln_status s = legacy_axis(c, err);
     if (s != KILN_OK)
         return s;
-    if (onnx_in_const(c, 0) && onnx_in_const(c, 1)) {
-        kiln_tensor a = onnx_value_tensor(onnx_in_value(c, 0));
-        kiln_tensor b = onnx_value_tensor(onnx_in_value(c, 1));
-        kiln_tensor r;
-        s = onnx_fold_binary(bop, &a, &b, &r, err);
-        if (s == KILN_OK || s != KILN_ERR_UNSUPPORTED)
-            return onnx_bind_folded(c, s, &r, err);
-        /* too large (or a type fold.c does not handle): compute it at run time */
-    }
-    return onnx_convert_simple(c, op, NULL, err);
+    return fold_simple(c, op, err);
 }
 
 static kiln_status binary(onnx_ctx *c, kiln_op op, kiln_error *err)
@@ -57,16 +62,16 @@ static kiln_status binary(onnx_ctx *c, kiln_op op, kiln_error *err)
     return onnx_convert_simple(c, op, NULL, err);
 }
 
-#define CONV_FOLD(NAME, OP, BOP)                                                                  \
+#define CONV_FOLD(NAME, OP)                                                                       \
     static kiln_status NAME(onnx_ctx *c, kiln_error *err)                                         \
     {                                                                                             \
-        return binary_fold(c, OP, BOP, err);                                                      \
+        return binary_fold(c, OP, err);                                                           \
     }
-CONV_FOLD(conv_add, KILN_OP_ADD, ONNX_BIN_ADD)
-CONV_FOLD(conv_sub, KILN_OP_SUB, ONNX_BIN_SUB)
-CONV_FOLD(conv_mul, KILN_OP_MUL, ONNX_BIN_MUL)
-CONV_FOLD(conv_div, KILN_OP_DIV, ONNX_BIN_DIV)
-CONV_FOLD(conv_equal, KILN_OP_EQUAL, ONNX_BIN_EQUAL)
+CONV_FOLD(conv_add, KILN_OP_ADD)
+CONV_FOLD(conv_sub, KILN_OP_SUB)
+CONV_FOLD(conv_mul, KILN_OP_MUL)
+CONV_FOLD(conv_div, KILN_OP_DIV)
+CONV_FOLD(conv_equal, KILN_OP_EQUAL)
 
 #define CONV_BINARY(NAME, OP)                                                                     \
     static kiln_status NAME(onnx_ctx *c, kiln_error *err)                                         \
@@ -174,16 +179,7 @@ static kiln_status conv_prelu6(onnx_ctx *c, kiln_error *err)
 
 static kiln_status conv_where(onnx_ctx *c, kiln_error *err)
 {
-    if (onnx_in_const(c, 0) && onnx_in_const(c, 1) && onnx_in_const(c, 2)) {
-        kiln_tensor k = onnx_value_tensor(onnx_in_value(c, 0));
-        kiln_tensor x = onnx_value_tensor(onnx_in_value(c, 1));
-        kiln_tensor y = onnx_value_tensor(onnx_in_value(c, 2));
-        kiln_tensor r;
-        kiln_status s = onnx_fold_where(&k, &x, &y, &r, err);
-        if (s == KILN_OK || s != KILN_ERR_UNSUPPORTED)
-            return onnx_bind_folded(c, s, &r, err);
-    }
-    return onnx_convert_simple(c, KILN_OP_WHERE, NULL, err);
+    return fold_simple(c, KILN_OP_WHERE, err);
 }
 
 /* Cast of input 0 to `to`: the input itself when the type already matches,
@@ -195,15 +191,9 @@ static kiln_status emit_cast(onnx_ctx *c, const kiln_value *x, kiln_dtype to, ki
         return s;
     if (x->dtype == to)
         return onnx_bind(c, 0, x->id, err);
-    if (onnx_in_const(c, 0)) {
-        kiln_tensor t = onnx_value_tensor(x), r;
-        s = onnx_fold_cast(&t, to, &r, err);
-        if (s == KILN_OK || s != KILN_ERR_UNSUPPORTED)
-            return onnx_bind_folded(c, s, &r, err);
-    }
     int in = x->id;
     kiln_attr a = onnx_attr_i("to", (int64_t)to);
-    return onnx_emit_bind(c, KILN_OP_CAST, &in, 1, &a, 1, NULL, 1, err);
+    return onnx_emit_or_fold(c, KILN_OP_CAST, &in, 1, &a, 1, 1, err);
 }
 
 static kiln_status conv_cast(onnx_ctx *c, kiln_error *err)

@@ -262,26 +262,11 @@ kiln_status onnx_check_outputs(onnx_ctx *c, kiln_error *err);
 #define ONNX_FOLD_MAX_BYTES ((int64_t)64 << 20)
 #define ONNX_MAX_PARAM_INTS 4096
 
-typedef enum onnx_binop {
-    ONNX_BIN_ADD,
-    ONNX_BIN_SUB,
-    ONNX_BIN_MUL,
-    ONNX_BIN_DIV,
-    ONNX_BIN_EQUAL,
-} onnx_binop;
-
-/* numpy-style broadcast of `n` shapes into *out. */
-kiln_status onnx_broadcast_shapes(const kiln_shape *const *shapes, int n, kiln_shape *out,
-                                  kiln_error *err);
 /* ONNX Reshape's target-shape rules (0 copies the input extent unless
  * allowzero, -1 is inferred). */
 kiln_status onnx_reshape_shape(const kiln_shape *in, const int64_t *shape, int n, bool allowzero,
                                kiln_shape *out, kiln_error *err);
 
-kiln_status onnx_fold_binary(onnx_binop op, const kiln_tensor *a, const kiln_tensor *b,
-                             kiln_tensor *out, kiln_error *err);
-kiln_status onnx_fold_where(const kiln_tensor *cond, const kiln_tensor *x, const kiln_tensor *y,
-                            kiln_tensor *out, kiln_error *err);
 kiln_status onnx_fold_expand(const kiln_tensor *x, const int64_t *shape, int n, kiln_tensor *out,
                              kiln_error *err);
 kiln_status onnx_fold_gather(const kiln_tensor *data, const kiln_tensor *indices, int64_t axis,
@@ -295,8 +280,6 @@ kiln_status onnx_fold_slice(const kiln_tensor *x, const int64_t *starts, const i
 /* A copy of x with a new shape of the same element count. */
 kiln_status onnx_fold_reshape(const kiln_tensor *x, const kiln_shape *shape, kiln_tensor *out,
                               kiln_error *err);
-kiln_status onnx_fold_cast(const kiln_tensor *x, kiln_dtype to, kiln_tensor *out,
-                           kiln_error *err);
 /* A tensor of `shape` filled with the single element of `value`. */
 kiln_status onnx_fold_fill(const kiln_shape *shape, const kiln_tensor *value, kiln_tensor *out,
                            kiln_error *err);
