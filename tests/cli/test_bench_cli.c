@@ -10,28 +10,6 @@
 #include "../runtime/rt_models.h"
 #include "test_support.h"
 
-static char *cli(int expect_rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static char *cli(int expect_rc, const char *fmt, ...)
-{
-    char args[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    char *out = NULL;
-    int rc = kt_run_cli(args, &out);
-    if (rc != expect_rc)
-        fail_msg("kiln %s: exit %d, expected %d; output:\n%s", args, rc, expect_rc,
-                 out ? out : "");
-    return out;
-}
-
-#define assert_contains(hay, needle)                                                   \
-    do {                                                                               \
-        if (!strstr((hay), (needle)))                                                  \
-            fail_msg("expected \"%s\" in the output:\n%s", (needle), (hay));           \
-    } while (0)
-
 /* The number after "\"key\": " in a flat JSON object. */
 static double json_num(const char *json, const char *key)
 {
@@ -66,18 +44,13 @@ static int json_results(const char *json, double *v, int max)
 static void test_bench_json(void **state)
 {
     (void)state;
-    char *out = cli(0, "bench %s --json --number 2 --repeat 5 --threads 2",
-                    rt_model("spin"));
+    char *out = expect_cli_output(
+        0, kt_fmt("bench %s --json --number 2 --repeat 5 --threads 2", rt_model("spin")),
+        "\"mean\":", "\"median\":", "\"min\":", "\"max\":", "\"std\":", "\"results\":",
+        "\"number\":", "\"repeat\":", "\"threads\":");
     /* only the JSON object on stdout: one line, braces */
     assert_true(out[0] == '{');
     assert_non_null(strstr(out, "}\n"));
-    static const char *keys[] = {"mean", "median", "min", "max", "std",
-                                 "results", "number", "repeat", "threads"};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        char k[32];
-        snprintf(k, sizeof k, "\"%s\":", keys[i]);
-        assert_contains(out, k);
-    }
     assert_int_equal((int)json_num(out, "number"), 2);
     assert_int_equal((int)json_num(out, "repeat"), 5);
     assert_int_equal((int)json_num(out, "threads"), 2);
@@ -91,7 +64,9 @@ static void test_bench_json(void **state)
     free(out);
 
     /* min-repeat-ms grows number */
-    out = cli(0, "bench %s --json --repeat 2 --min-repeat-ms 4", rt_model("spin"));
+    out = expect_cli_output(0, kt_fmt("bench %s --json --repeat 2 --min-repeat-ms 4",
+                                      rt_model("spin")),
+                            "\"number\":");
     assert_true(json_num(out, "number") >= 2);
     free(out);
 }
@@ -99,80 +74,48 @@ static void test_bench_json(void **state)
 static void test_bench_text(void **state)
 {
     (void)state;
-    char *out = cli(0, "bench %s --repeat 3 --threads 1 --cooldown-ms 1 --flush-cache",
-                    rt_model("add_relu"));
-    assert_contains(out, "settings: threads 1, number 1, repeat 3");
-    assert_contains(out, "flush-cache yes");
-    assert_contains(out, "ProfileResult(mean=");
-    assert_contains(out, ", median=");
-    assert_contains(out, ", std=");
-    assert_contains(out, "results=(");
-    assert_contains(out, "Execution time summary:");
-    assert_contains(out, "mean (ms)");
-    free(out);
-    out = cli(0, "help bench");
-    assert_contains(out, "--min-repeat-ms");
-    free(out);
+    expect_cli(0,
+               kt_fmt("bench %s --repeat 3 --threads 1 --cooldown-ms 1 --flush-cache",
+                      rt_model("add_relu")),
+               "settings: threads 1, number 1, repeat 3", "flush-cache yes",
+               "ProfileResult(mean=", ", median=", ", std=", "results=(",
+               "Execution time summary:", "mean (ms)");
+    expect_cli(0, "help bench", "--min-repeat-ms");
 }
 
 static void test_bench_errors(void **state)
 {
     (void)state;
-    char *out = cli(2, "bench");
-    assert_contains(out, "no MODEL given");
-    free(out);
-    out = cli(2, "bench %s --number 0", rt_model("spin"));
-    assert_contains(out, "--number");
-    free(out);
-    out = cli(2, "bench %s --repeat 10001", rt_model("spin"));
-    assert_contains(out, "--repeat");
-    free(out);
-    out = cli(2, "bench %s --min-repeat-ms -1", rt_model("spin"));
-    assert_contains(out, "--min-repeat-ms");
-    free(out);
-    out = cli(2, "bench %s --threads abc", rt_model("spin"));
-    assert_contains(out, "--threads");
-    free(out);
-    out = cli(2, "bench %s --bogus", rt_model("spin"));
-    assert_contains(out, "unknown option '--bogus'");
-    free(out);
-    out = cli(2, "bench %s", rt_model("corrupt_1"));
-    assert_contains(out, "ABI version 42");
-    free(out);
-    out = cli(2, "bench %s", rt_model("corrupt_6"));
-    assert_contains(out, "not a model compiled by kiln");
-    free(out);
-    out = cli(2, "bench %s --executor ref", rt_model("spin"));
-    assert_contains(out, "--executor ref");
-    free(out);
-    out = cli(2, "run %s --executor tpu", rt_model("spin"));
-    assert_contains(out, "unknown executor 'tpu'");
-    free(out);
-    out = cli(2, "bench /nonexistent/model.so");
-    assert_contains(out, "/nonexistent/model.so");
-    free(out);
+    const char *spin = rt_model("spin");
+    expect_cli(2, "bench", "no MODEL given");
+    expect_cli(2, kt_fmt("bench %s --number 0", spin), "--number");
+    expect_cli(2, kt_fmt("bench %s --repeat 10001", spin), "--repeat");
+    expect_cli(2, kt_fmt("bench %s --min-repeat-ms -1", spin), "--min-repeat-ms");
+    expect_cli(2, kt_fmt("bench %s --threads abc", spin), "--threads");
+    expect_cli(2, kt_fmt("bench %s --bogus", spin), "unknown option '--bogus'");
+    expect_cli(2, kt_fmt("bench %s", rt_model("corrupt_1")), "ABI version 42");
+    expect_cli(2, kt_fmt("bench %s", rt_model("corrupt_6")), "not a model compiled by kiln");
+    expect_cli(2, kt_fmt("bench %s --executor ref", spin), "--executor ref");
+    expect_cli(2, kt_fmt("run %s --executor tpu", spin), "unknown executor 'tpu'");
+    expect_cli(2, "bench /nonexistent/model.so", "/nonexistent/model.so");
 }
 
 static void test_run_so(void **state)
 {
     (void)state;
-    char *out = cli(0, "run %s --threads 3", rt_model("two_step"));
-    assert_contains(out, "executor: graph (");
-    assert_contains(out, "3 threads)");
-    assert_contains(out, "output:  out float32 [1000]");
-    assert_contains(out, "top-5 of out:");
-    free(out);
+    const char *two_step = rt_model("two_step");
+    expect_cli(0, kt_fmt("run %s --threads 3", two_step), "executor: graph (", "3 threads)",
+               "output:  out float32 [1000]", "top-5 of out:");
     /* threads do not change the result */
-    char *a = cli(0, "run %s --threads 1", rt_model("two_step"));
+    char *a = expect_cli_output(0, kt_fmt("run %s --threads 1", two_step), "checksum");
     setenv("KILN_NUM_THREADS", "2", 1);
-    char *b = cli(0, "run %s", rt_model("two_step"));
+    char *b = expect_cli_output(0, kt_fmt("run %s", two_step), "checksum", "2 threads)");
     unsetenv("KILN_NUM_THREADS");
     const char *ca = strstr(a, "checksum"), *cb = strstr(b, "checksum");
     assert_non_null(ca);
     assert_non_null(cb);
     assert_int_equal(strcspn(ca, "\n"), strcspn(cb, "\n"));
     assert_memory_equal(ca, cb, strcspn(ca, "\n"));
-    assert_contains(b, "2 threads)");
     free(a);
     free(b);
 }
@@ -202,19 +145,15 @@ static void test_check_so(void **state)
     write_npy(e, ev, 2, 2, 3);
     ev[4] += 1;
     write_npy(bad, ev, 2, 2, 3);
-    char *out = cli(0, "check %s --inputs %s %s --outputs %s --threads 2", rt_model("add_relu"),
-                    x, y, e);
-    assert_contains(out, "executor: graph (");
-    assert_contains(out, "OK: 1 output matches");
-    free(out);
-    out = cli(1, "check %s --inputs %s %s --outputs %s", rt_model("add_relu"), x, y, bad);
-    assert_contains(out, "first bad element: index 4 [1, 1]");
-    free(out);
+    const char *add_relu = rt_model("add_relu");
+    expect_cli(0, kt_fmt("check %s --inputs %s %s --outputs %s --threads 2", add_relu, x, y, e),
+               "executor: graph (", "OK: 1 output matches");
+    expect_cli(1, kt_fmt("check %s --inputs %s %s --outputs %s", add_relu, x, y, bad),
+               "first bad element: index 4 [1, 1]");
     /* an input the model does not accept */
     write_npy(bad, xv, 1, 6, 0);
-    out = cli(2, "check %s --inputs %s %s --outputs %s", rt_model("add_relu"), x, bad, e);
-    assert_contains(out, "input 1 'y': shape [6], but the model expects [2, 3]");
-    free(out);
+    expect_cli(2, kt_fmt("check %s --inputs %s %s --outputs %s", add_relu, x, bad, e),
+               "input 1 'y': shape [6], but the model expects [2, 3]");
     kt_rmdir(dir);
     free(dir);
 }

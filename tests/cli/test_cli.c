@@ -27,29 +27,6 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Runs `kiln ARGS` (printf-style), checks the exit code, returns the output. */
-static char *cli(int expect_rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static char *cli(int expect_rc, const char *fmt, ...)
-{
-    char args[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    char *out = NULL;
-    int rc = kt_run_cli(args, &out);
-    if (rc != expect_rc)
-        fail_msg("kiln %s: exit %d, expected %d; output:\n%s", args, rc, expect_rc,
-                 out ? out : "");
-    return out;
-}
-
-#define assert_contains(hay, needle)                                                   \
-    do {                                                                               \
-        if (!strstr((hay), (needle)))                                                  \
-            fail_msg("expected \"%s\" in the output:\n%s", (needle), (hay));           \
-    } while (0)
-
 /* A line starting with `prefix`, copied (without the newline) into buf. */
 static const char *line_with(const char *out, const char *prefix, char *buf, size_t size)
 {
@@ -77,76 +54,33 @@ static void test_help_and_version(void **state)
 {
     (void)state;
     const char *top[] = {"--help", "-h", "help", ""};
-    for (size_t i = 0; i < 4; i++) {
-        char *out = cli(0, "%s", top[i]);
-        assert_contains(out, "usage: kiln COMMAND");
-        assert_contains(out, "zoo");
-        assert_contains(out, "run");
-        assert_contains(out, "check");
-        free(out);
-    }
+    for (size_t i = 0; i < 4; i++)
+        expect_cli(0, top[i], "usage: kiln COMMAND", "zoo", "run", "check", KT_LACKS, "error:");
     const char *cmds[] = {"zoo", "run", "check"};
     for (size_t i = 0; i < 3; i++) {
-        char *out = cli(0, "%s --help", cmds[i]);
-        char want[64];
-        snprintf(want, sizeof want, "usage: kiln %s", cmds[i]);
-        assert_contains(out, want);
-        free(out);
-        out = cli(0, "help %s", cmds[i]);
-        assert_contains(out, want);
-        free(out);
+        const char *want = kt_fmt("usage: kiln %s", cmds[i]);
+        expect_cli(0, kt_fmt("%s --help", cmds[i]), want);
+        expect_cli(0, kt_fmt("help %s", cmds[i]), want);
     }
-    char *out = cli(0, "check --help");
-    assert_contains(out, "default 1e-3");
-    assert_contains(out, "default 1e-4");
-    free(out);
-    out = cli(0, "--version");
-    assert_contains(out, "kiln " KILN_VERSION);
-    free(out);
+    expect_cli(0, "check --help", "default 1e-3", "default 1e-4");
+    expect_cli(0, "--version", "kiln " KILN_VERSION);
 }
 
 static void test_usage_errors(void **state)
 {
     (void)state;
-    char *out = cli(2, "frobnicate");
-    assert_contains(out, "kiln: error: unknown command 'frobnicate'");
-    assert_contains(out, "kiln --help");
-    free(out);
-    out = cli(2, "--frobnicate");
-    assert_contains(out, "unknown option '--frobnicate'");
-    free(out);
-    out = cli(2, "tune mlp");
-    assert_contains(out, "not available yet");
-    free(out);
-    out = cli(2, "zoo extra");
-    assert_contains(out, "kiln zoo --help");
-    free(out);
-    out = cli(2, "run");
-    assert_contains(out, "no MODEL given");
-    free(out);
-    out = cli(2, "run mlp --bogus");
-    assert_contains(out, "unknown option '--bogus'");
-    assert_contains(out, "kiln run --help");
-    free(out);
-    out = cli(2, "run mlp --seed");
-    assert_contains(out, "--seed needs a value");
-    free(out);
-    out = cli(2, "run mlp --seed -3");
-    assert_contains(out, "--seed");
-    free(out);
-    out = cli(2, "run mlp --executor graph --threads 0");
-    assert_contains(out, "--threads");
-    free(out);
-    out = cli(2, "run mlp --executor tpu");
-    assert_contains(out, "unknown executor 'tpu'");
-    free(out);
-    out = cli(2, "run no-such-net");
-    assert_contains(out, "kiln: error:");
-    assert_contains(out, "no-such-net");
-    free(out);
-    out = cli(2, "check mlp --rtol abc --outputs x.pb");
-    assert_contains(out, "--rtol");
-    free(out);
+    expect_cli(2, "frobnicate", "kiln: error: unknown command 'frobnicate'", "kiln --help");
+    expect_cli(2, "--frobnicate", "unknown option '--frobnicate'");
+    expect_cli(2, "tune mlp", "not available yet");
+    expect_cli(2, "zoo extra", "kiln zoo --help");
+    expect_cli(2, "run", "no MODEL given");
+    expect_cli(2, "run mlp --bogus", "unknown option '--bogus'", "kiln run --help");
+    expect_cli(2, "run mlp --seed", "--seed needs a value");
+    expect_cli(2, "run mlp --seed -3", "--seed");
+    expect_cli(2, "run mlp --executor graph --threads 0", "--threads");
+    expect_cli(2, "run mlp --executor tpu", "unknown executor 'tpu'");
+    expect_cli(2, "run no-such-net", "kiln: error:", "no-such-net");
+    expect_cli(2, "check mlp --rtol abc --outputs x.pb", "--rtol");
 }
 
 /* ---- zoo ----------------------------------------------------------------- */
@@ -154,7 +88,7 @@ static void test_usage_errors(void **state)
 static void test_zoo_table(void **state)
 {
     (void)state;
-    char *out = cli(0, "zoo");
+    char *out = expect_cli_output(0, "zoo", "NAME", "PARAMS", "GMACS", "[1, 3, 299, 299]");
     static const struct {
         const char *name, *params;
     } nets[] = {
@@ -164,10 +98,6 @@ static void test_zoo_table(void **state)
         {"inception-v3", "23,834,568"},  {"vit-b-16", "86,567,656"},
         {"mlp", "109,386"},
     };
-    assert_contains(out, "NAME");
-    assert_contains(out, "PARAMS");
-    assert_contains(out, "GMACS");
-    assert_contains(out, "[1, 3, 299, 299]");
     char bad[2048] = "";
     for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) {
         char line[512];
@@ -189,18 +119,15 @@ static void test_run_deterministic(void **state)
 {
     (void)state;
     char a[512], b[512], c[512];
-    char *out1 = cli(0, "run mlp");
-    char *out2 = cli(0, "run mlp");
-    char *out3 = cli(0, "run mlp --seed 7");
-    assert_contains(out1, "model:   mlp");
-    assert_contains(out1, "input:   input float32 [1, 784]");
-    assert_contains(out1, "top-5 of");
-    assert_contains(out1, "  5. index ");
-    assert_contains(out1, "time:    load+build ");
+    char *out1 = expect_cli_output(0, "run mlp", "model:   mlp", "input:   input float32 [1, 784]",
+                                   "top-5 of", "  5. index ", "time:    load+build ");
+    char *out2 = expect_cli_output(0, "run mlp", "checksum of");
+    char *out3 = expect_cli_output(0, "run mlp --seed 7", "checksum of");
     line_with(out1, "checksum of", a, sizeof a);
     line_with(out2, "checksum of", b, sizeof b);
     line_with(out3, "checksum of", c, sizeof c);
-    assert_contains(a, "fnv1a64 0x");
+    if (!strstr(a, "fnv1a64 0x"))
+        fail_msg("expected an fnv1a64 checksum in: %s", a);
     assert_string_equal(a, b);
     assert_string_not_equal(a, c); /* --seed changes the weights */
     free(out1);
@@ -230,11 +157,8 @@ static void test_run_then_check(void **state)
     path_in_tmp(out_npy, sizeof out_npy, "out.npy");
     write_mlp_input(in_npy, in_pb);
 
-    char *out = cli(0, "run mlp --input %s --output %s", in_npy, out_pb);
-    assert_contains(out, in_npy);
-    assert_contains(out, "wrote:");
-    free(out);
-    free(cli(0, "run mlp --input %s --output %s", in_pb, out_npy));
+    expect_cli(0, kt_fmt("run mlp --input %s --output %s", in_npy, out_pb), in_npy, "wrote:");
+    expect_cli(0, kt_fmt("run mlp --input %s --output %s", in_pb, out_npy), "wrote:");
 
     /* the same output through both formats */
     kiln_tensor o1, o2;
@@ -248,11 +172,10 @@ static void test_run_then_check(void **state)
     assert_memory_equal(o1.data, o2.data, (size_t)n * 4);
     kiln_tensor_release(&o2);
 
-    out = cli(0, "check mlp --inputs %s --outputs %s", in_npy, out_pb);
-    assert_contains(out, "OK: 1 output matches (rtol 0.001, atol 0.0001)");
-    assert_contains(out, "max abs error");
-    free(out);
-    free(cli(0, "check mlp --inputs %s --outputs %s --rtol 0 --atol 0", in_pb, out_npy));
+    expect_cli(0, kt_fmt("check mlp --inputs %s --outputs %s", in_npy, out_pb),
+               "OK: 1 output matches (rtol 0.001, atol 0.0001)", "max abs error");
+    expect_cli(0, kt_fmt("check mlp --inputs %s --outputs %s --rtol 0 --atol 0", in_pb, out_npy),
+               "OK: 1 output matches");
 
     /* perturbed element 3 */
     float *v = o1.data;
@@ -260,25 +183,20 @@ static void test_run_then_check(void **state)
     v[3] += 0.5f;
     path_in_tmp(bad, sizeof bad, "bad.npy");
     assert_int_equal(kiln_tensor_write_npy(bad, &o1, NULL), KILN_OK);
-    out = cli(1, "check mlp --inputs %s --outputs %s", in_npy, bad);
-    assert_contains(out, "MISMATCH");
-    assert_contains(out, "1 of 10 elements");
-    assert_contains(out, "max abs error 0.5");
-    assert_contains(out, "max rel error");
-    assert_contains(out, "first bad element: index 3 [0, 3]: got");
-    assert_contains(out, "expected");
-    free(out);
+    expect_cli(1, kt_fmt("check mlp --inputs %s --outputs %s", in_npy, bad), "MISMATCH",
+               "1 of 10 elements", "max abs error 0.5", "max rel error",
+               "first bad element: index 3 [0, 3]: got", "expected");
     /* a loose enough tolerance accepts it */
-    free(cli(0, "check mlp --inputs %s --outputs %s --atol 0.6", in_npy, bad));
+    expect_cli(0, kt_fmt("check mlp --inputs %s --outputs %s --atol 0.6", in_npy, bad),
+               "OK: 1 output matches", KT_LACKS, "MISMATCH");
     v[3] -= 0.5f;
 
     /* NaN where a number is expected, and vice versa */
     float keep = v[0];
     v[0] = NAN;
     assert_int_equal(kiln_tensor_write_npy(bad, &o1, NULL), KILN_OK);
-    out = cli(1, "check mlp --inputs %s --outputs %s --atol 1e9", in_npy, bad);
-    assert_contains(out, "first bad element: index 0 [0, 0]");
-    free(out);
+    expect_cli(1, kt_fmt("check mlp --inputs %s --outputs %s --atol 1e9", in_npy, bad),
+               "first bad element: index 0 [0, 0]");
     v[0] = keep;
 
     /* wrong shape, wrong dtype */
@@ -286,16 +204,14 @@ static void test_run_then_check(void **state)
     kiln_shape s11 = ks(2, 1, 11);
     assert_int_equal(kiln_tensor_alloc(&wide, KILN_DTYPE_FLOAT32, &s11, NULL), KILN_OK);
     assert_int_equal(kiln_tensor_write_pb(bad, &wide, NULL, NULL), KILN_OK);
-    out = cli(1, "check mlp --inputs %s --outputs %s", in_npy, bad);
-    assert_contains(out, "shape differs: got float32 [1, 10], expected float32 [1, 11]");
-    free(out);
+    expect_cli(1, kt_fmt("check mlp --inputs %s --outputs %s", in_npy, bad),
+               "shape differs: got float32 [1, 10], expected float32 [1, 11]");
     kiln_tensor_release(&wide);
     kiln_tensor dbl;
     assert_int_equal(kiln_tensor_alloc(&dbl, KILN_DTYPE_FLOAT64, &o1.shape, NULL), KILN_OK);
     assert_int_equal(kiln_tensor_write_npy(bad, &dbl, NULL), KILN_OK);
-    out = cli(1, "check mlp --inputs %s --outputs %s", in_npy, bad);
-    assert_contains(out, "dtype differs: got float32 [1, 10], expected float64 [1, 10]");
-    free(out);
+    expect_cli(1, kt_fmt("check mlp --inputs %s --outputs %s", in_npy, bad),
+               "dtype differs: got float32 [1, 10], expected float64 [1, 10]");
     kiln_tensor_release(&dbl);
 
     /* malformed, missing and wrong-count files: errors (2) naming the file */
@@ -304,41 +220,23 @@ static void test_run_then_check(void **state)
     assert_non_null(f);
     fputs("\xff\xff\xff\xff garbage", f);
     fclose(f);
-    out = cli(2, "check mlp --inputs %s --outputs %s", in_npy, tmpf);
-    assert_contains(out, "kiln: error:");
-    assert_contains(out, tmpf);
-    free(out);
-    out = cli(2, "check mlp --inputs %s --outputs %s", tmpf, out_pb);
-    assert_contains(out, tmpf);
-    free(out);
-    out = cli(2, "run mlp --input %s", tmpf);
-    assert_contains(out, tmpf);
-    free(out);
-    out = cli(2, "check mlp --inputs %s/nope.npy --outputs %s", tmp, out_pb);
-    assert_contains(out, "nope.npy");
-    free(out);
-    out = cli(2, "check mlp --inputs %s %s --outputs %s", in_npy, in_npy, out_pb);
-    assert_contains(out, "has 1 input but 2 files were given with --inputs");
-    free(out);
-    out = cli(2, "check mlp --inputs %s --outputs %s %s", in_npy, out_pb, out_pb);
-    assert_contains(out, "has 1 output but 2 files were given with --outputs");
-    free(out);
-    out = cli(2, "check mlp --outputs %s", out_pb);
-    assert_contains(out, "has 1 input but 0 files were given");
-    free(out);
-    out = cli(2, "check mlp --inputs %s", in_npy);
-    assert_contains(out, "no expected outputs");
-    free(out);
-    out = cli(2, "check no-such-net --inputs %s --outputs %s", in_npy, out_pb);
-    assert_contains(out, "no-such-net");
-    free(out);
+    expect_cli(2, kt_fmt("check mlp --inputs %s --outputs %s", in_npy, tmpf), "kiln: error:",
+               tmpf);
+    expect_cli(2, kt_fmt("check mlp --inputs %s --outputs %s", tmpf, out_pb), tmpf);
+    expect_cli(2, kt_fmt("run mlp --input %s", tmpf), tmpf);
+    expect_cli(2, kt_fmt("check mlp --inputs %s/nope.npy --outputs %s", tmp, out_pb),
+               "nope.npy");
+    expect_cli(2, kt_fmt("check mlp --inputs %s %s --outputs %s", in_npy, in_npy, out_pb),
+               "has 1 input but 2 files were given with --inputs");
+    expect_cli(2, kt_fmt("check mlp --inputs %s --outputs %s %s", in_npy, out_pb, out_pb),
+               "has 1 output but 2 files were given with --outputs");
+    expect_cli(2, kt_fmt("check mlp --outputs %s", out_pb), "has 1 input but 0 files were given");
+    expect_cli(2, kt_fmt("check mlp --inputs %s", in_npy), "no expected outputs");
+    expect_cli(2, kt_fmt("check no-such-net --inputs %s --outputs %s", in_npy, out_pb),
+               "no-such-net");
     /* an input of the wrong shape is an error, not a mismatch */
-    out = cli(2, "check mlp --inputs %s --outputs %s", out_pb, out_pb);
-    assert_contains(out, "kiln: error:");
-    free(out);
-    out = cli(2, "run mlp --input %s", out_npy);
-    assert_contains(out, "kiln: error:");
-    free(out);
+    expect_cli(2, kt_fmt("check mlp --inputs %s --outputs %s", out_pb, out_pb), "kiln: error:");
+    expect_cli(2, kt_fmt("run mlp --input %s", out_npy), "kiln: error:");
 
     free(name);
     kiln_tensor_release(&o1);

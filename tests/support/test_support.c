@@ -71,6 +71,50 @@ int kt_run_cli(const char *args, char **output)
     return WEXITSTATUS(st);
 }
 
+const char *kt_fmt(const char *fmt, ...)
+{
+    static char buf[8][2048];
+    static int k;
+    char *b = buf[k++ & 7];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b, sizeof buf[0], fmt, ap);
+    va_end(ap);
+    return b;
+}
+
+/* Only its address matters: it marks where the must-not-contain strings begin. */
+const char kt_lacks[] = "";
+
+char *kt_expect_cli(int want_rc, const char *args, const char *const *strings, const char *file,
+                    int line)
+{
+    char *out = NULL;
+    int rc = kt_run_cli(args, &out);
+    const char *why = NULL, *what = NULL;
+    char status[64];
+    if (rc != want_rc) {
+        snprintf(status, sizeof status, "exit %d, expected %d", rc, want_rc);
+        why = status;
+    }
+    int lacking = 0;
+    for (const char *const *s = strings; !why && *s; s++) {
+        if (*s == kt_lacks) {
+            lacking = 1;
+        } else if ((strstr(out, *s) != NULL) == lacking) {
+            why = lacking ? "unexpected" : "missing";
+            what = *s;
+        }
+    }
+    if (why) {
+        print_error("%s:%d: kiln %s: %s%s%s%s; output:\n%s\n", file, line, args, why,
+                    what ? " \"" : "", what ? what : "", what ? "\"" : "", out ? out : "");
+        free(out);
+        _fail(file, line);
+    }
+    return out;
+}
+
 char *kt_tempdir(void)
 {
     char tmpl[] = "/tmp/kiln-test-XXXXXX";
