@@ -183,9 +183,22 @@ kiln_status kiln_ref_cast(const kiln_node *n, const kiln_tensor *const *in,
         uint16_t *o = y->data;
         for (int64_t i = 0; i < count; i++)
             o[i] = kiln_f32_to_f16(a[i]);
+    } else if (y->dtype == KILN_DTYPE_FLOAT32 &&
+               (x->dtype == KILN_DTYPE_INT64 || x->dtype == KILN_DTYPE_UINT64)) {
+        /* 64-bit integer -> float32 directly: through double, a value beyond
+         * 2^53 would round twice (2^60 + 2^36 + 1 -> 2^60 instead of
+         * 2^60 + 2^37) */
+        float *o = y->data;
+        if (x->dtype == KILN_DTYPE_INT64)
+            for (int64_t i = 0; i < count; i++)
+                o[i] = (float)((const int64_t *)x->data)[i];
+        else
+            for (int64_t i = 0; i < count; i++)
+                o[i] = (float)((const uint64_t *)x->data)[i];
     } else if (from_float || to_float || y->dtype == KILN_DTYPE_BOOL) {
         /* float -> anything, integer -> float, anything -> bool: through double
-         * (exact for all but 64-bit integers beyond 2^53, which round once) */
+         * (exact for all but 64-bit integers beyond 2^53 to float64, which
+         * round once) */
         for (int64_t i = 0; i < count; i++)
             kiln_ew_store_f64(y->dtype, y->data, i, kiln_ew_load_f64(x->dtype, x->data, i));
     } else {

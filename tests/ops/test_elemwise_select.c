@@ -175,6 +175,15 @@ static void test_cast(void **state)
     ew_attr to_f = CAST_TO(F32);
     EW_OK(KILN_OP_CAST, 1, &u, 1, &to_f, F32, yf, 4);
     assert_true(yf[0] == 9223372036854775808.0f);
+    /* int64 / uint64 beyond 2^53 -> float32 round once (through double,
+     * 2^60 + 2^36 + 1 would round to 2^60) */
+    ew_in big = {KILN_DTYPE_INT64, ks(1, 2),
+                 (const int64_t[]){(1LL << 60) + (1LL << 36) + 1, -((1LL << 60) + (1LL << 36) + 1)}};
+    EW_OK(KILN_OP_CAST, 1, &big, 1, &to_f, F32, yf, 8);
+    assert_true(yf[0] == 0x1.000002p60f && yf[1] == -0x1.000002p60f);
+    ew_in ubig = {KILN_DTYPE_UINT64, ks(1, 1), (const uint64_t[]){(1ULL << 60) + (1ULL << 36) + 1}};
+    EW_OK(KILN_OP_CAST, 1, &ubig, 1, &to_f, F32, yf, 4);
+    assert_true(yf[0] == 0x1.000002p60f);
     /* bool -> float, int -> float */
     ew_in b = {B, ks(1, 2), (const uint8_t[]){1, 0}};
     EW_OK(KILN_OP_CAST, 1, &b, 1, &to_f, F32, yf, 8);
