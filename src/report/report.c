@@ -439,6 +439,28 @@ void kiln_report_agreement_text(const kiln_report *r, char *buf, size_t size)
 #undef ADD
 }
 
+void kiln_report_json_add(cJSON *obj, const char *key, cJSON *v, int *ok)
+{
+    if (!v || !cJSON_AddItemToObject(obj, key, v)) {
+        cJSON_Delete(v);
+        *ok = 0;
+    }
+}
+
+kiln_status kiln_report_json_emit(FILE *f, cJSON *root, int ok, int pretty, kiln_error *err)
+{
+    char *text = ok && root ? (pretty ? cJSON_Print(root) : cJSON_PrintUnformatted(root)) : NULL;
+    cJSON_Delete(root);
+    if (!text)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "report: out of memory");
+    fputs(text, f);
+    fputc('\n', f);
+    cJSON_free(text);
+    if (ferror(f))
+        return kiln_errorf(err, KILN_ERR_IO, "report: write error");
+    return KILN_OK;
+}
+
 kiln_status kiln_report_write(FILE *f, const kiln_report *r, const char *format,
                               kiln_error *err)
 {

@@ -109,6 +109,15 @@ kiln_status kiln_report_write_json(FILE *f, const kiln_report *r, kiln_error *er
 kiln_status kiln_report_write_chrome(FILE *f, const kiln_report *r, kiln_error *err);
 kiln_status kiln_report_write_html(FILE *f, const kiln_report *r, kiln_error *err);
 
+/* The JSON writers (json, chrome, compare) build a cJSON tree: add() sets
+ * *ok to 0 when v is NULL or cannot be attached (and frees v); emit() prints
+ * the tree (pretty or compact) if ok, deletes it, and reports out of memory
+ * or a write error. */
+struct cJSON;
+void kiln_report_json_add(struct cJSON *obj, const char *key, struct cJSON *v, int *ok);
+kiln_status kiln_report_json_emit(FILE *f, struct cJSON *root, int ok, int pretty,
+                                  kiln_error *err);
+
 /* Reads a report written by kiln_report_write_json (every schema field is
  * checked; rows are re-derived from "steps" by kiln_report_rows). */
 kiln_status kiln_report_read_json(const char *path, kiln_report *r, kiln_error *err);

@@ -13,13 +13,7 @@
 #include "report/report.h"
 #include "util/error.h"
 
-static void add(cJSON *obj, const char *key, cJSON *v, int *ok)
-{
-    if (!v || !cJSON_AddItemToObject(obj, key, v)) {
-        cJSON_Delete(v);
-        *ok = 0;
-    }
-}
+#define add kiln_report_json_add
 
 kiln_status kiln_report_write_chrome(FILE *f, const kiln_report *r, kiln_error *err)
 {
@@ -72,14 +66,5 @@ kiln_status kiln_report_write_chrome(FILE *f, const kiln_report *r, kiln_error *
         add(od, "sum_us", cJSON_CreateNumber(r->sum_us), &ok);
     }
     add(root, "otherData", od, &ok);
-    char *text = ok ? cJSON_PrintUnformatted(root) : NULL;
-    cJSON_Delete(root);
-    if (!text)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "report: out of memory");
-    fputs(text, f);
-    fputc('\n', f);
-    cJSON_free(text);
-    if (ferror(f))
-        return kiln_errorf(err, KILN_ERR_IO, "report: write error");
-    return KILN_OK;
+    return kiln_report_json_emit(f, root, ok, 0, err);
 }

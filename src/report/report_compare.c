@@ -253,13 +253,7 @@ static kiln_status write_json(FILE *f, const cmp *c, const kiln_report *a, const
          cJSON_AddNumberToObject(root, "b_total_us", b->total_us) &&
          cJSON_AddNumberToObject(root, "total_delta_us", b->total_us - a->total_us) &&
          cJSON_AddNumberToObject(root, "total_ratio", a->total_us > 0 ? b->total_us / a->total_us : 0);
-    char *text = ok ? cJSON_Print(root) : NULL;
-    cJSON_Delete(root);
-    if (!text)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "compare: out of memory");
-    fprintf(f, "%s\n", text);
-    cJSON_free(text);
-    return KILN_OK;
+    return kiln_report_json_emit(f, root, ok, 1, err);
 }
 
 kiln_status kiln_report_compare(FILE *f, const kiln_report *a, const char *a_label,

@@ -36,13 +36,7 @@ static cJSON *str(const char *s)
 }
 
 /* cJSON_Add*ToObject return NULL on failure; one flag collects them */
-static void add(cJSON *obj, const char *key, cJSON *v, int *ok)
-{
-    if (!v || !cJSON_AddItemToObject(obj, key, v)) {
-        cJSON_Delete(v);
-        *ok = 0;
-    }
-}
+#define add kiln_report_json_add
 
 static cJSON *config_json(const kiln_report_config *c, int *ok)
 {
@@ -179,16 +173,7 @@ kiln_status kiln_report_write_json(FILE *f, const kiln_report *r, kiln_error *er
         add(o, "trace_us", cJSON_CreateNumber(s->trace_us), &ok);
     }
     add(root, "steps", steps, &ok);
-    char *text = ok ? cJSON_Print(root) : NULL;
-    cJSON_Delete(root);
-    if (!text)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "report: out of memory");
-    fputs(text, f);
-    fputc('\n', f);
-    cJSON_free(text);
-    if (ferror(f))
-        return kiln_errorf(err, KILN_ERR_IO, "report: write error");
-    return KILN_OK;
+    return kiln_report_json_emit(f, root, ok, 1, err);
 }
 
 /* ---- reading ---------------------------------------------------------------- */
