@@ -8,12 +8,13 @@
  *    all its channels: the microkernel then walks a filter row's taps and
  *    channels as one contiguous run (with NCHW1c it loops over each channel
  *    plane and each tap for a single FMA group: 49% of peak against 70% on
- *    squeezenet's first conv, 69% against 88% on resnet's 7x7). It writes NCHW{cb}c,
- *    cb the largest of vec, vec/2, .., 1 dividing C_out, or vec with the
- *    channels padded up to a multiple of vec when groups == 1 and the padding
- *    costs at most a third of C_out (1000 classes -> 1008, mobilenet-v2's 24
- *    channels -> 32: a third more FMAs, but at the full vector width instead
- *    of half of it, and the consumer conv's input blocks are whole vectors). Its weight gets the layout
+ *    squeezenet's first conv, 69% against 88% on resnet's 7x7).
+ *    It writes NCHW{cb}c, cb the largest of vec, vec/2, .., 1 dividing C_out,
+ *    or vec with the channels padded up to a multiple of vec when groups == 1
+ *    and the padding costs at most a third of C_out (1000 classes -> 1008,
+ *    mobilenet-v2's 24 channels -> 32: a third more FMAs, but at the full
+ *    vector width instead of half of it, and the consumer conv's input
+ *    blocks are whole vectors). Its weight gets the layout
  *    OIHW{cb_in}i{cb}o: packing happens once, at code generation.
  *  - Padding channels of such a partial-block value hold act(0): the packed
  *    weights' padding rows and the bias padding are zeros. They must stay

@@ -185,8 +185,12 @@ static bool want_huge(int64_t bytes)
     return bytes >= HUGE_BYTES && !(e && strcmp(e, "0") == 0);
 }
 
+/* *huge (may be NULL): whether the kernel accepted the advice */
 static void *big_alloc(int64_t bytes, bool *huge)
 {
+    bool dummy;
+    if (!huge)
+        huge = &dummy;
     *huge = false;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (want_huge(bytes)) {
@@ -278,10 +282,10 @@ kiln_status kiln_module_load(const char *path, const kiln_module_options *opts, 
 
     /* memory: arena, workspace (one 64-byte-aligned slice per thread) */
     int64_t arena = round_up(d->arena_bytes > 0 ? d->arena_bytes : ALIGN, ALIGN);
-    bool huge;
-    m->arena = big_alloc(arena, &huge);
+    m->arena = big_alloc(arena, NULL);
     /* the weights: copied out of the .so onto huge pages when it pays */
     if (want_huge(d->weights_bytes)) {
+        bool huge;
         m->weights = big_alloc(d->weights_bytes, &huge);
         if (m->weights && huge)
             memcpy(m->weights, d->weights, (size_t)d->weights_bytes);
