@@ -83,19 +83,7 @@ static kiln_status compare(const kiln_node *n, const kiln_tensor *const *in,
     }
 }
 
-#define REF_CMP(NAME, KIND)                                                                       \
-    static kiln_status NAME##_f32(const kiln_node *n, const kiln_tensor *const *in,               \
-                                  kiln_tensor *const *out, kiln_error *err)                       \
-    {                                                                                             \
-        return compare(n, in, out, KIND, err);                                                    \
-    }                                                                                             \
-    kiln_status NAME(const kiln_node *n, const kiln_tensor *const *in, kiln_tensor *const *out,   \
-                     kiln_error *err)                                                             \
-    {                                                                                             \
-        if (kiln_ew_has_f16(n, in, out))                                                          \
-            return kiln_ew_via_f32(NAME##_f32, n, in, out, err);                                  \
-        return compare(n, in, out, KIND, err);                                                    \
-    }
+#define REF_CMP(NAME, KIND) KILN_EW_KERNEL(NAME, compare(n, in, out, KIND, err))
 
 REF_CMP(kiln_ref_equal, C_EQ)
 REF_CMP(kiln_ref_greater, C_GT)

@@ -159,19 +159,7 @@ static kiln_status binary(const kiln_node *n, const kiln_tensor *const *in,
     return binary_walk(a, b, o, kind, bc, err);
 }
 
-#define REF_BINARY(NAME, KIND)                                                                    \
-    static kiln_status NAME##_f32(const kiln_node *n, const kiln_tensor *const *in,               \
-                                  kiln_tensor *const *out, kiln_error *err)                       \
-    {                                                                                             \
-        return binary(n, in, out, KIND, err);                                                     \
-    }                                                                                             \
-    kiln_status NAME(const kiln_node *n, const kiln_tensor *const *in, kiln_tensor *const *out,   \
-                     kiln_error *err)                                                             \
-    {                                                                                             \
-        if (kiln_ew_has_f16(n, in, out))                                                          \
-            return kiln_ew_via_f32(NAME##_f32, n, in, out, err);                                  \
-        return binary(n, in, out, KIND, err);                                                     \
-    }
+#define REF_BINARY(NAME, KIND) KILN_EW_KERNEL(NAME, binary(n, in, out, KIND, err))
 
 REF_BINARY(kiln_ref_add, B_ADD)
 REF_BINARY(kiln_ref_sub, B_SUB)
@@ -322,19 +310,7 @@ static kiln_status variadic(const kiln_node *n, const kiln_tensor *const *in,
     return KILN_OK;
 }
 
-#define REF_VARIADIC(NAME, KIND, MEAN)                                                            \
-    static kiln_status NAME##_f32(const kiln_node *n, const kiln_tensor *const *in,               \
-                                  kiln_tensor *const *out, kiln_error *err)                       \
-    {                                                                                             \
-        return variadic(n, in, out, KIND, MEAN, err);                                             \
-    }                                                                                             \
-    kiln_status NAME(const kiln_node *n, const kiln_tensor *const *in, kiln_tensor *const *out,   \
-                     kiln_error *err)                                                             \
-    {                                                                                             \
-        if (kiln_ew_has_f16(n, in, out))                                                          \
-            return kiln_ew_via_f32(NAME##_f32, n, in, out, err);                                  \
-        return variadic(n, in, out, KIND, MEAN, err);                                             \
-    }
+#define REF_VARIADIC(NAME, KIND, MEAN) KILN_EW_KERNEL(NAME, variadic(n, in, out, KIND, MEAN, err))
 
 REF_VARIADIC(kiln_ref_min, B_MIN, false)
 REF_VARIADIC(kiln_ref_max, B_MAX, false)

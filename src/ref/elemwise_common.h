@@ -98,6 +98,22 @@ bool kiln_ew_has_f16(const kiln_node *n, const kiln_tensor *const *in, kiln_tens
 kiln_status kiln_ew_via_f32(kiln_ref_fn fn, const kiln_node *n, const kiln_tensor *const *in,
                             kiln_tensor *const *out, kiln_error *err);
 
+/* Defines the kernel NAME as CALL (an expression over n, in, out, err), run
+ * through float32 copies when a tensor is float16 (kiln_ew_via_f32). */
+#define KILN_EW_KERNEL(NAME, CALL)                                                                \
+    static kiln_status NAME##_f32(const kiln_node *n, const kiln_tensor *const *in,               \
+                                  kiln_tensor *const *out, kiln_error *err)                       \
+    {                                                                                             \
+        return CALL;                                                                              \
+    }                                                                                             \
+    kiln_status NAME(const kiln_node *n, const kiln_tensor *const *in, kiln_tensor *const *out,   \
+                     kiln_error *err)                                                             \
+    {                                                                                             \
+        if (kiln_ew_has_f16(n, in, out))                                                          \
+            return kiln_ew_via_f32(NAME##_f32, n, in, out, err);                                  \
+        return CALL;                                                                              \
+    }
+
 /* Checks that the output of a broadcasting op over `in[0..n_in)` has their
  * broadcast shape (and that every input broadcasts to it). */
 kiln_status kiln_ew_check_bcast(const kiln_tensor *const *in, int n_in, const kiln_tensor *o,
