@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 1
+#define KILN_ABI_VERSION 2
 
 /* ---- what a kernel sees ---------------------------------------------------- */
 
@@ -64,10 +64,17 @@ typedef struct kiln_abi_tensor {
     int64_t nbytes;      /* bytes of storage (blocked layouts may pad) */
 } kiln_abi_tensor;
 
+/* A step is a generated kernel (fn) or, for a node no kernel template
+ * takes, that node run by the runtime's reference kernel (fn NULL, ref_node
+ * set): "every valid graph compiles". ref_node is the node as text (op,
+ * inputs and outputs as indices into args, absent optional inputs, every
+ * attribute with its type, each argument's dtype and shape), parsed once at
+ * load; docs/RUNTIME.md ("Fallback steps") gives the format. */
 typedef struct kiln_abi_step {
     const char *name;       /* fused group, e.g. "layer1.0.conv1+bn1+relu" */
-    const char *op;         /* kernel template, e.g. "conv2d_nchwc", "dense", "injective" */
-    kiln_kernel_fn fn;
+    const char *op;         /* kernel template, e.g. "conv2d_nchwc", "dense"; "ref:<Op>" for a
+                               fallback step */
+    kiln_kernel_fn fn;      /* NULL for a fallback step */
     int32_t n_args;
     int32_t reserved;
     const int32_t *args;    /* tensor ids, inputs first then outputs */
@@ -77,6 +84,7 @@ typedef struct kiln_abi_step {
     const char *shapes;     /* argument shapes for reports: "[1,64,56,56], [64,64,3,3]" */
     const char *layouts;    /* "data/kernel/out" layouts for reports */
     const char *config;     /* the knobs used, JSON, with "source": "default" | "records" */
+    const char *ref_node;   /* fallback step: the node (see above); NULL for a kernel */
 } kiln_abi_step;
 
 typedef struct kiln_abi_model {

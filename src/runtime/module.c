@@ -7,8 +7,10 @@
  * tensor lies inside the arena or the weights blob, every id is in range, every
  * shape is sane). Then allocate the 64-byte-aligned arena and the per-thread
  * workspace, start the thread pool, and resolve every step's argument pointers
- * into one flat array. Run is a loop over the steps calling fn(args, &rt):
- * nothing is allocated and nothing is looked up.
+ * into one flat array, and parse the node of every fallback step (a node no
+ * kernel template takes, run by its reference kernel: runtime/ref_step.c).
+ * Run is a loop over the steps calling fn(args, &rt), or the fallback node's
+ * reference kernel: nothing is allocated and nothing is looked up.
  *
  * Validation cannot defend against a .so that is malicious: loading one runs
  * its code. It guards against stale, truncated-by-a-bug or mismatched models.
@@ -146,7 +148,7 @@ static kiln_status validate(const char *path, const kiln_abi_model *d, kiln_erro
     for (int s = 0; s < d->n_steps; s++) {
         const kiln_abi_step *st = &d->steps[s];
         const char *nm = st->name ? st->name : "(unnamed)";
-        if (!st->fn)
+        if (!st->fn && !st->ref_node)
             return kiln_errorf(err, KILN_ERR_PARSE, "%s: step %d '%s' has no kernel", path, s, nm);
         if (st->n_args < 0 || st->n_args > MAX_ARGS_PER_STEP || (st->n_args > 0 && !st->args))
             return kiln_errorf(err, KILN_ERR_PARSE, "%s: step %d '%s': invalid argument list (%d)",
@@ -216,6 +218,8 @@ void kiln_module_destroy(kiln_module *m)
     free(m->args);
     free(m->step_args);
     free(m->outputs);
+    free(m->ref);
+    kiln_arena_destroy(m->ref_arena);
     if (m->dl)
         dlclose(m->dl);
     free(m);
@@ -328,6 +332,22 @@ kiln_status kiln_module_load(const char *path, const kiln_module_options *opts, 
         for (int k = 0; k < d->steps[s].n_args; k++)
             *a++ = kiln_module_tensor_data(m, d->steps[s].args[k]);
     }
+    /* fallback steps: each node parsed once, here */
+    for (int s = 0; s < d->n_steps; s++) {
+        if (d->steps[s].fn)
+            continue;
+        if (!m->ref) {
+            m->ref = calloc((size_t)d->n_steps, sizeof *m->ref);
+            m->ref_arena = kiln_arena_create();
+            if (!m->ref || !m->ref_arena) {
+                st = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+                goto fail;
+            }
+        }
+        if ((st = kiln_ref_step_create(path, d, s, (void *const *)m->step_args[s], m->ref_arena,
+                                       &m->ref[s], err)) != KILN_OK)
+            goto fail;
+    }
     for (int i = 0; i < d->n_outputs; i++) {
         const kiln_abi_tensor *t = &d->tensors[d->outputs[i]];
         m->outputs[i].dtype = (kiln_dtype)t->dtype;
@@ -434,10 +454,12 @@ kiln_status kiln_module_run(kiln_module *m, kiln_error *err)
 {
     if (!m)
         return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "kiln_module_run: NULL module");
-    const kiln_abi_step *steps = m->desc->steps;
     const int n = m->desc->n_steps;
-    for (int s = 0; s < n; s++)
-        steps[s].fn((void *const *)m->step_args[s], &m->rt);
+    for (int s = 0; s < n; s++) {
+        kiln_status st = kiln_module_exec_step(m, s, err);
+        if (st != KILN_OK)
+            return st;
+    }
     return KILN_OK;
 }
 
@@ -498,6 +520,5 @@ kiln_status kiln_module_run_step(kiln_module *m, int i)
 {
     if (!m || i < 0 || i >= m->desc->n_steps)
         return KILN_ERR_INVALID_ARGUMENT;
-    m->desc->steps[i].fn((void *const *)m->step_args[i], &m->rt);
-    return KILN_OK;
+    return kiln_module_exec_step(m, i, NULL);
 }

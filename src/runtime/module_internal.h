@@ -5,6 +5,8 @@
 #include "kiln/abi.h"
 #include "kiln/runtime.h"
 #include "runtime/pool.h"
+#include "runtime/ref_step.h"
+#include "util/arena.h"
 
 struct kiln_module {
     void *dl;                   /* dlopen handle */
@@ -17,8 +19,22 @@ struct kiln_module {
     void **args;                /* every step's argument pointers, back to back */
     void ***step_args;          /* step s: args + (sum of earlier n_args) */
     kiln_tensor *outputs;       /* views of the graph outputs in the arena */
+    kiln_ref_step **ref;        /* per step: the fallback node, NULL for a kernel */
+    kiln_arena *ref_arena;      /* what the fallback steps were parsed into */
     int num_threads;
 };
+
+/* Runs step s: its kernel, or its node's reference kernel (the only kind of
+ * step that can fail). */
+static inline kiln_status kiln_module_exec_step(kiln_module *m, int s, kiln_error *err)
+{
+    const kiln_abi_step *st = &m->desc->steps[s];
+    if (st->fn) {
+        st->fn((void *const *)m->step_args[s], &m->rt);
+        return KILN_OK;
+    }
+    return kiln_ref_step_run(m->ref[s], err);
+}
 
 /* Data pointer of tensor `id` (validated) in the arena or the weights blob. */
 void *kiln_module_tensor_data(const kiln_module *m, int id);

@@ -28,14 +28,15 @@ kiln_status kiln_module_profile(kiln_module *m, int runs, int64_t *stamps, kiln_
     if (!m || !stamps || runs < 1)
         return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
                            "kiln_module_profile: NULL argument or runs < 1");
-    const kiln_abi_step *steps = m->desc->steps;
     const int n = m->desc->n_steps;
     int64_t *t = stamps;
     for (int r = 0; r < runs; r++) {
         *t++ = now_ns();
         for (int s = 0; s < n; s++) {
             *t++ = now_ns();
-            steps[s].fn((void *const *)m->step_args[s], &m->rt);
+            kiln_status st = kiln_module_exec_step(m, s, err);
+            if (st != KILN_OK)
+                return st;
             *t++ = now_ns();
         }
         *t++ = now_ns();

@@ -2,6 +2,7 @@
  * runtime-only API: outputs of hand-written models (add+relu, a two-step model
  * with weights and workspace) for several thread counts, input dtype/shape
  * checks, descriptor strings and steps, KILN_NUM_THREADS / KILN_BIND_THREADS,
+ * fallback steps (nodes run by their reference kernels) between kernels,
  * and clear errors (no crash) for corrupt descriptors, a wrong ABI version, a
  * missing symbol, a file that is not a shared object and a missing file. */
 #include <dlfcn.h>
@@ -209,6 +210,54 @@ static void test_env_threads(void **state)
                      KILN_ERR_INVALID_ARGUMENT);
 }
 
+/* Fallback steps (nodes run by their reference kernels) between kernels: the
+ * values, the step table, and a run error (an index out of range in the
+ * data) naming the step and op. */
+static void test_ref_steps(void **state)
+{
+    (void)state;
+    kiln_module *m = load("ref_steps", 2);
+    assert_int_equal(kiln_module_num_steps(m), 6);
+    kiln_step_info si;
+    assert_int_equal(kiln_module_step_info(m, 2, &si), KILN_OK);
+    assert_string_equal(si.op, "ref:TopK");
+    float x[6] = {-1.2f, 0.4f, 3.1f, -2.0f, 5.0f, 0.7f};
+    int64_t ix[2] = {2, 0};
+    kiln_tensor tx = {KILN_DTYPE_FLOAT32, {2, {2, 3}}, x};
+    kiln_tensor ti = {KILN_DTYPE_INT64, {1, {2}}, ix};
+    kiln_error err = {0};
+    assert_int_equal(kiln_module_set_input(m, 0, &tx, &err), KILN_OK);
+    assert_int_equal(kiln_module_set_input(m, 1, &ti, &err), KILN_OK);
+    for (int run = 0; run < 2; run++) {
+        if (kiln_module_run(m, &err) != KILN_OK)
+            fail_msg("run: %s", err.msg);
+        static const int64_t y[6] = {-2, 0, 6, -4, 10, 1}, idx[4] = {2, 1, 1, 2};
+        static const float v[4] = {6.2f, 0.8f, 10.0f, 1.4f};
+        static const float c[6] = {-1.5f, 0.8f, 3.0f, -1.5f, 3.0f, 1.4f};
+        static const float sum[6] = {7.6f, 20.8f, 36.2f, 6.0f, 30.0f, 31.4f}, g[2] = {30, 10};
+        assert_memory_equal(kiln_module_output(m, 0)->data, y, sizeof y);
+        assert_memory_equal(kiln_module_output(m, 2)->data, idx, sizeof idx);
+        for (int i = 0; i < 6; i++) {
+            if (i < 4)
+                assert_float_equal(((const float *)kiln_module_output(m, 1)->data)[i], v[i], 1e-6);
+            assert_float_equal(((const float *)kiln_module_output(m, 3)->data)[i], c[i], 1e-6);
+            assert_float_equal(((const float *)kiln_module_output(m, 4)->data)[i], sum[i], 1e-5);
+            if (i < 2)
+                assert_float_equal(((const float *)kiln_module_output(m, 5)->data)[i], g[i], 0);
+        }
+    }
+    /* the steps one by one equal the run */
+    for (int s = 0; s < kiln_module_num_steps(m); s++)
+        assert_int_equal(kiln_module_run_step(m, s), KILN_OK);
+    ix[0] = 5;
+    assert_int_equal(kiln_module_set_input(m, 1, &ti, &err), KILN_OK);
+    assert_int_equal(kiln_module_run(m, &err), KILN_ERR_INVALID_ARGUMENT);
+    assert_contains(err.msg, "step 5 'gather' (ref:Gather): ");
+    assert_contains(err.msg, "index 5");
+    assert_int_equal(kiln_module_run_step(m, 5), KILN_ERR_INVALID_ARGUMENT);
+    kiln_module_destroy(m);
+}
+
 static void expect_load_error(const char *path, kiln_status want, const char *needle)
 {
     kiln_module *m = (kiln_module *)&m; /* must stay untouched */
@@ -241,6 +290,14 @@ static void test_corrupt(void **state)
         {9, KILN_ERR_PARSE, "output 0 refers to tensor -1"},
         {10, KILN_ERR_PARSE, "4 bytes of storage for 100 elements"},
         {11, KILN_ERR_PARSE, "step 0 'copy' has no kernel"},
+        {12, KILN_ERR_PARSE,
+         "step 0 'copy': fallback node (Cast): output 0 is float32[1], but its shape inference "
+         "gives int64[1]"},
+        {13, KILN_ERR_UNSUPPORTED, "step 0 'copy': this runtime has no reference kernel for op "
+                                   "'Frobnicate'"},
+        {14, KILN_ERR_PARSE, "step 0 'copy': fallback node: bad output list"},
+        {15, KILN_ERR_PARSE, "step 0 'copy': fallback node: bad attribute list"},
+        {16, KILN_ERR_PARSE, "step 0 'copy': fallback node: bad input list"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char name[32];
@@ -281,6 +338,7 @@ int main(void)
         cmocka_unit_test(test_add_relu),    cmocka_unit_test(test_input_mismatch),
         cmocka_unit_test(test_two_step),    cmocka_unit_test(test_env_threads),
         cmocka_unit_test(test_corrupt),     cmocka_unit_test(test_not_a_model),
+        cmocka_unit_test(test_ref_steps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
