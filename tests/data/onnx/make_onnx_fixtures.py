@@ -230,6 +230,76 @@ def external_data():
             shutil.copy(os.path.join(HERE, "external_data", "weights.bin"), d)
 
 
+def swin_pad_chain():
+    """The shifted-window padding of torchvision's Swin transformer as
+    torch.onnx exports it: pad = (window - size % window) % window as int64
+    scalar Mod/Sub/Mod chains on the static sizes, unsqueezed into F.pad's
+    pair list, reversed and transposed into ONNX Pad's order, then Pad on the
+    NHWC activation (scaled per channel first, as norm1 would). The pads
+    vector is a second output, so that the folded int64 values are checked
+    too (tests/compiler/test_fold_constant.c). With the scale first, one of
+    the chain's constants is the 17th value of fold-constant's new graph:
+    copying it grew the value array under a pointer the pass still held (the
+    crash on swin_t)."""
+    x = rand(1, 5, 4, 2)
+    scale = rand(2)
+    win = 3
+    i64 = lambda v: numpy_helper.from_array(np.array(v, np.int64))  # noqa: E731
+
+    def const(name, arr):
+        return helper.make_node("Constant", [], [name], name=name + "_c", value=i64(arr))
+
+    nodes = [helper.make_node("Mul", ["x", "scale"], ["xs"], name="norm1"),
+             helper.make_node("Shape", ["xs"], ["shp"], name="shape")]
+    for axis, tag in ((1, "h"), (2, "w")):  # pad_b from H, pad_r from W
+        nodes += [
+            const(f"ax_{tag}", axis),
+            helper.make_node("Gather", ["shp", f"ax_{tag}"], [f"size_{tag}"], name=f"gather_{tag}",
+                             axis=0),
+            const(f"win_{tag}", win),
+            helper.make_node("Mod", [f"size_{tag}", f"win_{tag}"], [f"rem_{tag}"], name=f"mod_{tag}"),
+            const(f"win2_{tag}", win),
+            helper.make_node("Sub", [f"win2_{tag}", f"rem_{tag}"], [f"gap_{tag}"], name=f"sub_{tag}"),
+            const(f"win3_{tag}", win),
+            helper.make_node("Mod", [f"gap_{tag}", f"win3_{tag}"], [f"pad_{tag}"],
+                             name=f"mod2_{tag}"),
+            const(f"ax0_{tag}", [0]),
+            helper.make_node("Unsqueeze", [f"pad_{tag}", f"ax0_{tag}"], [f"upad_{tag}"],
+                             name=f"unsqueeze_{tag}"),
+        ]
+    zeros = [f"zero{k}" for k in range(4)]
+    nodes += [const(z, [0]) for z in zeros]
+    nodes += [
+        # F.pad(x, (0, 0, 0, pad_r, 0, pad_b)) in torch's order, then the
+        # missing leading pair and the reversal into ONNX's begin/end order
+        helper.make_node("Concat", [zeros[0], zeros[1], zeros[2], "upad_w", zeros[3], "upad_h"],
+                         ["tpads"], name="concat", axis=0),
+        const("len2", [2]),
+        helper.make_node("ConstantOfShape", ["len2"], ["lead"], name="cos", value=i64([0])),
+        helper.make_node("Concat", ["tpads", "lead"], ["tpads8"], name="concat8", axis=0),
+        const("pairs", [-1, 2]),
+        helper.make_node("Reshape", ["tpads8", "pairs"], ["pp"], name="pairs_reshape"),
+        const("s_start", [-1]),
+        const("s_end", [-(2 ** 63) + 1]),
+        const("s_axis", [0]),
+        const("s_step", [-1]),
+        helper.make_node("Slice", ["pp", "s_start", "s_end", "s_axis", "s_step"], ["rev"],
+                         name="reverse"),
+        helper.make_node("Transpose", ["rev"], ["revt"], name="transpose", perm=[1, 0]),
+        const("flat", [-1]),
+        helper.make_node("Reshape", ["revt", "flat"], ["pads"], name="flat_reshape"),
+        helper.make_node("Pad", ["xs", "pads"], ["y"], name="pad", mode="constant"),
+    ]
+    g = helper.make_graph(nodes, "swin_pad_chain", [vi("x", TensorProto.FLOAT, [1, 5, 4, 2])],
+                          [vi("y", TensorProto.FLOAT, [1, 6, 6, 2]),
+                           vi("pads", TensorProto.INT64, [8])],
+                          [numpy_helper.from_array(scale, "scale")])
+    pad_b, pad_r = (win - 5 % win) % win, (win - 4 % win) % win
+    pads = np.array([0, 0, 0, 0, 0, pad_b, pad_r, 0], np.int64)
+    y = np.pad(x * scale, ((0, 0), (0, pad_b), (0, pad_r), (0, 0)))
+    save("swin_pad_chain", g, opset=17, inputs=[x], outputs=[y, pads])
+
+
 def main():
     conv_relu()
     gemm()
@@ -238,6 +308,7 @@ def main():
     slice_v1()
     errors()
     external_data()
+    swin_pad_chain()
     print("wrote", HERE)
 
 
