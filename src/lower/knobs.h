@@ -1,27 +1,29 @@
-/* lower/knobs.h: knob spaces and analytic defaults per template. Each
- * function declares the task's knobs (name, space, default value). The
- * defaults come from the shapes and the cache sizes: the blocked conv's from
- * kiln_conv_default_params (the kernel header's register/cache model), the
- * others from simple work-per-task rules below. */
+/* lower/knobs.h: building a template's knob space. A template's space hook
+ * declares each knob with kiln_knob_add (its kind, its analytic default as
+ * the value, and where in the task's params the value goes), then its
+ * choices; kiln_knobs_apply copies the values into the params (typed: an
+ * int at the knob's offset, no names compared). */
 #ifndef KILN_LOWER_KNOBS_H
 #define KILN_LOWER_KNOBS_H
 
-#include "lower/geom.h"
+#include <stddef.h>
+
 #include "lower/lower.h"
 
-/* Blocked conv: ow_tile, oc_tile, ic_tile, loop_order, oh_tile, oc_group
- * from the params the header's default filled. */
-void kiln_knobs_conv_nchwc(kiln_task *t, const void *conv_params);
-/* Copies the knob values back into the conv params. */
-void kiln_knobs_apply_conv(const kiln_task *t, void *conv_params);
-/* Depthwise conv: ow_tile, oh_tile (kiln_kernels_dwconv.h). */
-void kiln_knobs_dwconv(kiln_task *t, const void *dw_params);
-void kiln_knobs_apply_dwconv(const kiln_task *t, void *dw_params);
+/* A new knob (NULL when the task has KILN_MAX_KNOBS already). offset: of
+ * the int it sets in t->params (offsetof), or -1. */
+kiln_knob *kiln_knob_add(kiln_task *t, const char *name, kiln_knob_kind kind, int value,
+                         int offset);
+/* Adds choice v (once; k may be NULL). */
+void kiln_knob_choice(kiln_knob *k, int v);
+/* Choices 0 ("all") when `zero`, then powers of two up to `max`, and the
+ * knob's current value. */
+void kiln_knob_pow2(kiln_knob *k, int max, bool zero);
 /* Templates that split `outer` x `rows` rows into tasks: rows_per_task. */
 void kiln_knobs_rows(kiln_task *t, int64_t outer, int64_t rows, int64_t work_per_row);
-/* Dense: mr (rows per register tile), nb (panel width), panels (per task). */
-void kiln_knobs_dense(kiln_task *t, const kiln_dense *d, const kiln_target *tg);
 /* Elementwise: chunk (elements per task). */
 void kiln_knobs_chunk(kiln_task *t, int64_t total);
+/* Copies every knob with an offset into t->params. */
+void kiln_knobs_apply(kiln_task *t);
 
 #endif

@@ -1,174 +1,37 @@
 /* lower/lower.c: fused groups -> kernel tasks (see lower.h).
  *
- * For each KERNEL group: pick the template from the anchor op and its layouts
- * (choose_tpl), collect its tensors (group inputs, then outputs; constants
- * become weights tensors, packed for the template where it wants packed
- * weights), fill the knob space with the analytic default (knobs.c), count
- * flops, and name the workload. Finally tasks with the same workload and
- * knobs share a kernel (kiln_lowered_finalize). */
+ * Lowering is generic: for each KERNEL group it asks the target which
+ * template takes the group's anchor (target/template.h), collects the
+ * group's tensors (inputs, then outputs; constants become weights tensors),
+ * and calls the template's hooks: space (the knobs with the analytic
+ * defaults, the params, the flops), then, with the knob values final
+ * (defaults, a random draw for tests, or a configuration set by the caller),
+ * pack (weights in the layout the configuration wants). Finally tasks with
+ * the same workload and knobs share a kernel (kiln_lowered_finalize). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/c/codegen.h"
-#include "codegen/c/kernels/kiln_kernels_conv.h"
-#include "codegen/c/kernels/kiln_kernels_dwconv.h"
-#include "lower/geom.h"
+#include "codegen/c/sb.h"
 #include "lower/hash.h"
 #include "lower/knobs.h"
 #include "util/error.h"
 #include "util/rng.h"
 
-static const char *const tpl_names[KILN_TPL_COUNT] = {
-    [KILN_TPL_CONV2D_NCHWC] = "conv2d_nchwc",
-    [KILN_TPL_DWCONV2D_NCHWC] = "dwconv2d_nchwc",
-    [KILN_TPL_CONV2D_DIRECT] = "conv2d_direct",
-    [KILN_TPL_DENSE] = "dense",
-    [KILN_TPL_MATMUL] = "matmul",
-    [KILN_TPL_POOL2D] = "pool2d",
-    [KILN_TPL_GLOBAL_POOL] = "global_pool",
-    [KILN_TPL_SOFTMAX] = "softmax",
-    [KILN_TPL_LAYERNORM] = "layernorm",
-    [KILN_TPL_REDUCE] = "reduce",
-    [KILN_TPL_ELEMWISE] = "elemwise",
-    [KILN_TPL_TRANSPOSE] = "transpose",
-    [KILN_TPL_COPY] = "copy",
-    [KILN_TPL_CONCAT] = "concat",
-    [KILN_TPL_SLICE] = "slice",
-    [KILN_TPL_SPLIT] = "split",
-    [KILN_TPL_GATHER] = "gather",
-    [KILN_TPL_PAD] = "pad",
-    [KILN_TPL_LAYOUT] = "layout_transform",
-    [KILN_TPL_REF] = "ref",
-};
-
-const char *kiln_tpl_name(kiln_tpl t)
+int kiln_task_arg(const kiln_task *t, int v)
 {
-    return (unsigned)t < KILN_TPL_COUNT ? tpl_names[t] : "?";
+    for (int i = 0; i < t->n_args; i++)
+        if (t->arg_values[i] == v)
+            return i;
+    return -1;
 }
 
-/* ---- which template ----------------------------------------------------------- */
-
-static bool f32(const kiln_graph *g, int v)
+int kiln_task_knob(const kiln_task *t, const char *name, int def)
 {
-    return v >= 0 && g->values[v]->dtype == KILN_DTYPE_FLOAT32;
-}
-
-static bool gather_scalar_index(const kiln_graph *g, const kiln_node *n)
-{
-    const kiln_value *idx = g->values[n->inputs[1]];
-    return idx->kind == KILN_VALUE_CONST && idx->data && kiln_shape_numel(&idx->shape) == 1 &&
-           idx->shape.rank == 0 &&
-           (idx->dtype == KILN_DTYPE_INT64 || idx->dtype == KILN_DTYPE_INT32);
-}
-
-static kiln_tpl node_tpl(const kiln_graph *g, const kiln_node *n)
-{
-    const kiln_value *x = n->n_inputs > 0 && n->inputs[0] >= 0 ? g->values[n->inputs[0]] : NULL;
-    const kiln_value *y = g->values[n->outputs[0]];
-    bool row_major_in = x && x->layout.kind == KILN_LAYOUT_ROW_MAJOR;
-    switch (n->op) {
-    case KILN_OP_CONV: {
-        if (!f32(g, n->inputs[0]) || g->values[n->inputs[1]]->kind != KILN_VALUE_CONST)
-            return KILN_TPL_REF;
-        kiln_win2d w;
-        if (!kiln_geom_win2d(g, n, &w))
-            return KILN_TPL_REF;
-        if (g->values[n->inputs[1]]->layout.kind == KILN_LAYOUT_OIHWIO)
-            return KILN_TPL_CONV2D_NCHWC;
-        if (kiln_conv_is_depthwise(g, n) && x->layout.kind == KILN_LAYOUT_NCHWC)
-            return KILN_TPL_DWCONV2D_NCHWC;
-        if (row_major_in && y->layout.kind == KILN_LAYOUT_ROW_MAJOR)
-            return KILN_TPL_CONV2D_DIRECT;
-        return KILN_TPL_REF;
-    }
-    case KILN_OP_MAXPOOL:
-    case KILN_OP_AVERAGEPOOL: {
-        kiln_win2d w;
-        if (n->n_outputs != 1 || !f32(g, n->inputs[0]) || !kiln_geom_win2d(g, n, &w))
-            return KILN_TPL_REF;
-        return KILN_TPL_POOL2D;
-    }
-    case KILN_OP_GLOBALAVERAGEPOOL:
-    case KILN_OP_GLOBALMAXPOOL:
-        return f32(g, n->inputs[0]) && x->shape.rank >= 3 ? KILN_TPL_GLOBAL_POOL : KILN_TPL_REF;
-    case KILN_OP_GEMM:
-    case KILN_OP_MATMUL: {
-        kiln_dense d;
-        if (kiln_geom_dense(g, n, &d))
-            return KILN_TPL_DENSE;
-        kiln_bmm b;
-        if (n->op == KILN_OP_MATMUL && row_major_in && kiln_geom_bmm(g, n, &b) &&
-            f32(g, n->inputs[1]))
-            return KILN_TPL_MATMUL;
-        return KILN_TPL_REF;
-    }
-    case KILN_OP_SOFTMAX:
-    case KILN_OP_LOGSOFTMAX:
-        return f32(g, n->inputs[0]) && row_major_in ? KILN_TPL_SOFTMAX : KILN_TPL_REF;
-    case KILN_OP_LAYERNORM:
-        return n->n_outputs == 1 && f32(g, n->inputs[0]) && row_major_in &&
-                       g->values[n->inputs[1]]->dtype == KILN_DTYPE_FLOAT32
-                   ? KILN_TPL_LAYERNORM
-                   : KILN_TPL_REF;
-    case KILN_OP_REDUCEMEAN:
-    case KILN_OP_REDUCESUM:
-    case KILN_OP_REDUCEMAX:
-    case KILN_OP_REDUCEMIN:
-    case KILN_OP_REDUCEPROD:
-    case KILN_OP_REDUCEL1:
-    case KILN_OP_REDUCEL2:
-    case KILN_OP_REDUCESUMSQUARE:
-        return f32(g, n->inputs[0]) && row_major_in && n->n_inputs == 1 ? KILN_TPL_REDUCE
-                                                                         : KILN_TPL_REF;
-    case KILN_OP_TRANSPOSE:
-        return row_major_in ? KILN_TPL_TRANSPOSE : KILN_TPL_REF;
-    case KILN_OP_SLICE:
-        return row_major_in ? KILN_TPL_SLICE : KILN_TPL_REF;
-    case KILN_OP_EXPAND:
-        return row_major_in ? KILN_TPL_COPY : KILN_TPL_REF;
-    case KILN_OP_GATHER:
-        return row_major_in && gather_scalar_index(g, n) ? KILN_TPL_GATHER : KILN_TPL_REF;
-    case KILN_OP_RESHAPE:
-    case KILN_OP_FLATTEN:
-        return row_major_in ? KILN_TPL_COPY : KILN_TPL_REF;
-    case KILN_OP_IDENTITY:
-        if (x && !kiln_layout_equal(x->layout, y->layout))
-            return (x->shape.rank == 4 && x->layout.kind != KILN_LAYOUT_OIHWIO &&
-                    y->layout.kind != KILN_LAYOUT_OIHWIO)
-                       ? KILN_TPL_LAYOUT
-                       : KILN_TPL_REF;
-        return KILN_TPL_COPY;
-    case KILN_OP_CONCAT:
-        for (int k = 0; k < n->n_inputs; k++)
-            if (!kiln_layout_equal(g->values[n->inputs[k]]->layout, y->layout))
-                return KILN_TPL_REF;
-        return KILN_TPL_CONCAT;
-    case KILN_OP_SPLIT:
-        return row_major_in ? KILN_TPL_SPLIT : KILN_TPL_REF;
-    case KILN_OP_PAD: {
-        const char *ms = kiln_attr_string(n, "mode", "constant");
-        const int64_t *pads = NULL;
-        int np = kiln_attr_ints(n, "pads", &pads);
-        if (!f32(g, n->inputs[0]) || np != 2 * x->shape.rank || x->shape.rank < 1 ||
-            (strcmp(ms, "constant") && strcmp(ms, "edge") && strcmp(ms, "reflect")))
-            return KILN_TPL_REF;
-        if (x->layout.kind == KILN_LAYOUT_NCHWC &&
-            (pads[0] || pads[1] || pads[4] || pads[5] || !kiln_layout_equal(x->layout, y->layout)))
-            return KILN_TPL_REF;
-        return KILN_TPL_PAD;
-    }
-    default:
-        break;
-    }
-    if (kiln_epilogue_op(g, n))
-        return KILN_TPL_ELEMWISE;
-    return KILN_TPL_REF;
-}
-
-bool kiln_lower_has_template(const kiln_graph *g, const kiln_node *n)
-{
-    return node_tpl(g, n) != KILN_TPL_REF;
+    for (int i = 0; i < t->n_knobs; i++)
+        if (strcmp(t->knobs[i].name, name) == 0)
+            return t->knobs[i].value;
+    return def;
 }
 
 /* ---- tensors ------------------------------------------------------------------------ */
@@ -187,9 +50,7 @@ static int add_tensor(kiln_lowered *l, kiln_tensor_entry e)
     return l->n_tensors++;
 }
 
-/* The weights tensor of constant v with layout `layout` (data: the packed
- * copy, owned by the table from now on, or NULL for the constant's own). */
-static int weight_tensor(kiln_lowered *l, int v, const char *layout, void *owned, int64_t nbytes)
+int kiln_lower_weights(kiln_lowered *l, int v, const char *layout, void *owned, int64_t nbytes)
 {
     const kiln_value *x = l->ctx->g->values[v];
     char lb[32];
@@ -232,165 +93,10 @@ void kiln_lowered_destroy(kiln_lowered *l)
     free(l);
 }
 
-/* ---- packing ---------------------------------------------------------------------- */
-
-/* Dense B -> panels [ceil(N/nb)][K][nb], zero padded; B is [K,N] or, with
- * trans_b, [N,K]. */
-static float *pack_dense(const float *bsrc, const kiln_dense *d, int nb, int64_t *nbytes)
-{
-    int64_t np = (d->N + nb - 1) / nb;
-    *nbytes = (int64_t)sizeof(float) * np * d->K * nb;
-    float *p = malloc((size_t)*nbytes + 1);
-    if (!p)
-        return NULL;
-    for (int64_t pi = 0; pi < np; pi++)
-        for (int64_t k = 0; k < d->K; k++)
-            for (int j = 0; j < nb; j++) {
-                int64_t col = pi * nb + j;
-                float v = 0.0f;
-                if (col < d->N)
-                    v = d->trans_b ? bsrc[col * d->K + k] : bsrc[k * d->N + col];
-                p[(pi * d->K + k) * nb + j] = v;
-            }
-    return p;
-}
-
 /* ---- one task ------------------------------------------------------------------ */
 
 static void maybe_randomize(kiln_lowered *l, kiln_task *t);
-
-/* The kernel headers' epilogue of a conv-like group: residual Add, Relu, Clip
- * (the fuse pass admits nothing else after a header-backed anchor). */
-static int header_epilogue(const kiln_lowered *l, kiln_task *t, bool has_bias, float *lo,
-                           float *hi)
-{
-    const kiln_graph *g = l->ctx->g;
-    const kiln_group *gr = &l->ctx->groups[t->group];
-    int epi = has_bias ? KILN_EPI_BIAS : 0;
-    *lo = -3.4028234663852886e38f;
-    *hi = 3.4028234663852886e38f;
-    t->residual_arg = -1;
-    for (int i = 1; i < gr->n_nodes; i++) {
-        const kiln_node *m = g->nodes[gr->nodes[i]];
-        if (m->op == KILN_OP_ADD) {
-            int prev = g->nodes[gr->nodes[i - 1]]->outputs[0];
-            int other = m->inputs[0] == prev ? m->inputs[1] : m->inputs[0];
-            epi |= KILN_EPI_RESIDUAL;
-            t->residual_arg = kiln_task_arg(t, other);
-        } else if (m->op == KILN_OP_RELU) {
-            epi |= KILN_EPI_RELU;
-        } else if (m->op == KILN_OP_CLIP) {
-            epi |= KILN_EPI_CLIP;
-            *lo = kiln_attr_float(m, "min", *lo);
-            *hi = kiln_attr_float(m, "max", *hi);
-        }
-    }
-    t->epi_from = gr->n_nodes; /* the header applies the whole epilogue */
-    return epi;
-}
-
-static kiln_status lower_dwconv(kiln_lowered *l, kiln_task *t, kiln_error *err)
-{
-    const kiln_graph *g = l->ctx->g;
-    const kiln_node *n = g->nodes[t->anchor];
-    const kiln_value *wv = g->values[n->inputs[1]];
-    kiln_win2d w;
-    kiln_geom_win2d(g, n, &w);
-    kiln_dwconv_params *p = calloc(1, sizeof *p);
-    if (!p)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    *p = (kiln_dwconv_params){.n = (int)w.n, .c = (int)w.c, .h = (int)w.h, .w = (int)w.w,
-                              .oh = (int)w.oh, .ow = (int)w.ow, .kh = (int)w.kh, .kw = (int)w.kw,
-                              .sh = (int)w.sh, .sw = (int)w.sw, .dh = (int)w.dh, .dw = (int)w.dw,
-                              .pad_t = (int)w.pt, .pad_l = (int)w.pl, .pad_b = (int)w.pb,
-                              .pad_r = (int)w.pr, .cb = w.bin};
-    p->epilogue = header_epilogue(l, t, n->n_inputs > 2 && n->inputs[2] >= 0, &p->clip_min,
-                                  &p->clip_max);
-    t->params = p;
-    if (!kiln_dwconv_supported(p))
-        return kiln_errorf(err, KILN_ERR_INTERNAL, "conv '%s': the depthwise template rejects it",
-                           n->name);
-    kiln_dwconv_default_params(p, l->ctx->target.l1_bytes, l->ctx->target.l2_bytes, 2);
-    kiln_knobs_dwconv(t, p);
-    maybe_randomize(l, t);
-    kiln_knobs_apply_dwconv(t, p);
-    int64_t floats = kiln_dwconv_packed_weight_floats(p);
-    float *packed = malloc(sizeof(float) * (size_t)floats + 1);
-    if (!packed)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory packing '%s'", n->name);
-    kiln_dwconv_pack_weights(p, wv->data, packed);
-    char lb[32];
-    snprintf(lb, sizeof lb, "C%dc_HW%dc", p->cb, p->cb);
-    int tid = weight_tensor(l, wv->id, lb, packed, (int64_t)sizeof(float) * floats);
-    if (tid < 0)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    t->args[kiln_task_arg(t, wv->id)] = tid;
-    t->flops = kiln_dwconv_flops(p);
-    return KILN_OK;
-}
-
-static kiln_status lower_conv_nchwc(kiln_lowered *l, kiln_task *t, kiln_error *err)
-{
-    const kiln_graph *g = l->ctx->g;
-    const kiln_node *n = g->nodes[t->anchor];
-    const kiln_value *wv = g->values[n->inputs[1]];
-    kiln_win2d w;
-    kiln_geom_win2d(g, n, &w);
-    kiln_conv_params *p = calloc(1, sizeof *p);
-    if (!p)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    *p = (kiln_conv_params){.n = (int)w.n, .c_in = (int)w.c, .h = (int)w.h, .w = (int)w.w,
-                            .c_out = (int)w.m, .oh = (int)w.oh, .ow = (int)w.ow, .kh = (int)w.kh,
-                            .kw = (int)w.kw, .sh = (int)w.sh, .sw = (int)w.sw, .dh = (int)w.dh,
-                            .dw = (int)w.dw, .pad_t = (int)w.pt, .pad_l = (int)w.pl,
-                            .pad_b = (int)w.pb, .pad_r = (int)w.pr, .groups = (int)w.groups,
-                            .cb_in = wv->layout.block_a, .cb_out = wv->layout.block_b};
-    p->epilogue = header_epilogue(l, t, n->n_inputs > 2 && n->inputs[2] >= 0, &p->clip_min,
-                                  &p->clip_max);
-
-    if (!kiln_conv_supported(p)) {
-        free(p);
-        return kiln_errorf(err, KILN_ERR_INTERNAL, "conv '%s': the blocked template rejects it",
-                           n->name);
-    }
-    kiln_conv_default_params(p, l->ctx->target.l1_bytes, l->ctx->target.l2_bytes, 2);
-    t->params = p;
-    kiln_knobs_conv_nchwc(t, p);
-    maybe_randomize(l, t);
-    kiln_knobs_apply_conv(t, p);
-    /* packed weights */
-    int64_t floats = kiln_conv_packed_weight_floats(p);
-    float *packed = malloc(sizeof(float) * (size_t)floats + 1);
-    if (!packed)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory packing '%s'", n->name);
-    kiln_conv_pack_weights(p, wv->data, packed);
-    char lb[32];
-    snprintf(lb, sizeof lb, "OIHW%di%do", p->cb_in, p->cb_out);
-    int wa = kiln_task_arg(t, wv->id);
-    int tid = weight_tensor(l, wv->id, lb, packed, (int64_t)sizeof(float) * floats);
-    if (tid < 0)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    t->args[wa] = tid;
-    /* padded output channels: the kernel reads the bias of whole blocks */
-    if (n->n_inputs > 2 && n->inputs[2] >= 0 && p->c_out % p->cb_out != 0) {
-        const kiln_value *bv = g->values[n->inputs[2]];
-        if (bv->kind != KILN_VALUE_CONST || !bv->data || kiln_shape_numel(&bv->shape) != p->c_out)
-            return kiln_errorf(err, KILN_ERR_INTERNAL, "conv '%s': padded channels need a constant bias",
-                               n->name);
-        int64_t nb = (int64_t)(p->c_out + p->cb_out - 1) / p->cb_out * p->cb_out;
-        float *pb = calloc((size_t)nb, sizeof(float));
-        if (!pb)
-            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory padding '%s'", n->name);
-        memcpy(pb, bv->data, sizeof(float) * (size_t)p->c_out);
-        snprintf(lb, sizeof lb, "pad%lld", (long long)nb);
-        int bid = weight_tensor(l, bv->id, lb, pb, (int64_t)sizeof(float) * nb);
-        if (bid < 0)
-            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-        t->args[kiln_task_arg(t, bv->id)] = bid;
-    }
-    t->flops = kiln_conv_flops(p);
-    return KILN_OK;
-}
+static bool compact_weights(kiln_lowered *l);
 
 /* Fills args with the group's tensors: inputs (constants as weights tensors in
  * their own layout), then outputs. */
@@ -417,7 +123,7 @@ static kiln_status task_args(kiln_lowered *l, kiln_task *t, kiln_error *err)
                 return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
                                    "constant '%s' has no data (graph built without weights)",
                                    x->name);
-            tid = weight_tensor(l, v, NULL, NULL, 0);
+            tid = kiln_lower_weights(l, v, NULL, NULL, 0);
         } else {
             tid = l->value_tensor[v];
         }
@@ -428,82 +134,41 @@ static kiln_status task_args(kiln_lowered *l, kiln_task *t, kiln_error *err)
     return KILN_OK;
 }
 
+/* Copies the knob values into the params and packs the weights for them,
+ * unless they are what the weights were last packed for. */
+static kiln_status configure_task(kiln_lowered *l, kiln_task *t, kiln_error *err)
+{
+    int vals[KILN_MAX_KNOBS];
+    for (int i = 0; i < t->n_knobs; i++)
+        vals[i] = t->knobs[i].value;
+    if (t->packed && !memcmp(vals, t->packed_knobs, sizeof(int) * (size_t)t->n_knobs))
+        return KILN_OK;
+    kiln_knobs_apply(t);
+    if (t->tpl->pack) {
+        kiln_status s = t->tpl->pack(l, t, err);
+        if (s != KILN_OK)
+            return s;
+    }
+    memcpy(t->packed_knobs, vals, sizeof(int) * (size_t)t->n_knobs);
+    t->packed = true;
+    return KILN_OK;
+}
+
 static kiln_status lower_task(kiln_lowered *l, kiln_task *t, kiln_error *err)
 {
     const kiln_pass_ctx *ctx = l->ctx;
-    const kiln_graph *g = ctx->g;
     const kiln_group *gr = &ctx->groups[t->group];
-    const kiln_node *n = g->nodes[t->anchor];
     kiln_status s = task_args(l, t, err);
     if (s != KILN_OK)
         return s;
     t->epi_from = 1;
     t->residual_arg = -1;
-    const kiln_value *y = g->values[gr->outputs[0]];
-    int64_t out_numel = kiln_shape_numel(&y->shape);
-    t->flops = (double)out_numel * gr->n_nodes;
-    switch (t->tpl) {
-    case KILN_TPL_CONV2D_NCHWC:
-        return lower_conv_nchwc(l, t, err);
-    case KILN_TPL_DWCONV2D_NCHWC:
-        return lower_dwconv(l, t, err);
-    case KILN_TPL_CONV2D_DIRECT: {
-        kiln_win2d w;
-        kiln_geom_win2d(g, n, &w);
-        t->flops = 2.0 * w.n * w.m * w.oh * w.ow * (double)(w.c / w.groups) * w.kh * w.kw;
-        return KILN_OK;
-    }
-    case KILN_TPL_DENSE: {
-        kiln_dense d;
-        kiln_geom_dense(g, n, &d);
-        kiln_knobs_dense(t, &d, &ctx->target);
-        maybe_randomize(l, t);
-        int nb = kiln_task_knob(t, "nb", ctx->target.vec);
-        const kiln_value *bv = g->values[n->inputs[1]];
-        int64_t nbytes;
-        float *p = pack_dense(bv->data, &d, nb, &nbytes);
-        if (!p)
-            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-        char lb[32];
-        snprintf(lb, sizeof lb, "KN%dn", nb);
-        int tid = weight_tensor(l, bv->id, lb, p, nbytes);
-        if (tid < 0)
-            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-        t->args[kiln_task_arg(t, bv->id)] = tid;
-        t->flops = 2.0 * d.M * d.N * d.K;
-        return KILN_OK;
-    }
-    case KILN_TPL_MATMUL: {
-        kiln_bmm b;
-        kiln_geom_bmm(g, n, &b);
-        t->flops = 2.0 * b.batch * b.M * b.N * b.K;
-        kiln_knobs_rows(t, b.batch, b.M, b.N * b.K);
-        return KILN_OK;
-    }
-    case KILN_TPL_POOL2D: {
-        kiln_win2d w;
-        kiln_geom_win2d(g, n, &w);
-        t->flops = (double)w.n * w.c * w.oh * w.ow * w.kh * w.kw;
-        kiln_knobs_rows(t, w.n * ((w.c + w.bin - 1) / w.bin), w.oh, w.ow * w.kh * w.kw * w.bin);
-        return KILN_OK;
-    }
-    case KILN_TPL_ELEMWISE:
-        t->epi_from = 0;
-        kiln_knobs_chunk(t, kiln_layout_nbytes(y->dtype, &y->shape, y->layout) / 4);
-        return KILN_OK;
-    default:
-        return KILN_OK;
-    }
-}
-
-/* Randomizes the knobs of templates whose knobs do not affect packing. */
-static kiln_status lower_task_knobs(kiln_lowered *l, kiln_task *t, kiln_error *err)
-{
-    kiln_status s = lower_task(l, t, err);
-    if (s == KILN_OK && t->tpl != KILN_TPL_CONV2D_NCHWC && t->tpl != KILN_TPL_DENSE &&
-        t->tpl != KILN_TPL_DWCONV2D_NCHWC)
-        maybe_randomize(l, t);
-    return s;
+    const kiln_value *y = ctx->g->values[gr->outputs[0]];
+    t->flops = (double)kiln_shape_numel(&y->shape) * gr->n_nodes;
+    if (t->tpl->space && (s = t->tpl->space(l, t, err)) != KILN_OK)
+        return s;
+    maybe_randomize(l, t);
+    return configure_task(l, t, err);
 }
 
 /* ---- workload keys and dedupe ------------------------------------------------- */
@@ -549,7 +214,7 @@ static kiln_status name_task(kiln_lowered *l, kiln_task *t, kiln_error *err)
     const kiln_graph *g = ctx->g;
     const kiln_group *gr = &ctx->groups[t->group];
     kiln_sb b = {0}, c = {0}, shp = {0}, lay = {0};
-    kiln_sb_printf(&b, "%s|%s|", kiln_tpl_name(t->tpl), ctx->target.name);
+    kiln_sb_printf(&b, "%s|%s|", t->tpl->name, ctx->target.name);
     for (int i = 0; i < t->n_args; i++) {
         if (i)
             kiln_sb_puts(&b, ",");
@@ -601,18 +266,25 @@ static kiln_status name_task(kiln_lowered *l, kiln_task *t, kiln_error *err)
     char hex[33];
     kiln_hash_hex(&h, hex);
     hex[12] = 0;
-    snprintf(t->fn_name, sizeof t->fn_name, "kiln_k_%s_f32_%s", kiln_tpl_name(t->tpl), hex);
+    snprintf(t->fn_name, sizeof t->fn_name, "kiln_k_%s_f32_%s", t->tpl->name, hex);
     return KILN_OK;
 }
 
 kiln_status kiln_lowered_finalize(kiln_lowered *l, kiln_error *err)
 {
+    bool repacked = false;
     for (int i = 0; i < l->n_tasks; i++) {
         kiln_task *t = &l->tasks[i];
-        if (t->tpl == KILN_TPL_CONV2D_NCHWC)
-            kiln_knobs_apply_conv(t, t->params);
-        if (t->tpl == KILN_TPL_DWCONV2D_NCHWC)
-            kiln_knobs_apply_dwconv(t, t->params);
+        int n_tensors = l->n_tensors;
+        kiln_status s = configure_task(l, t, err);
+        if (s != KILN_OK)
+            return s;
+        repacked |= l->n_tensors != n_tensors;
+    }
+    if (repacked && !compact_weights(l))
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int i = 0; i < l->n_tasks; i++) {
+        kiln_task *t = &l->tasks[i];
         kiln_status s = name_task(l, t, err);
         if (s != KILN_OK)
             return s;
@@ -622,8 +294,6 @@ kiln_status kiln_lowered_finalize(kiln_lowered *l, kiln_error *err)
                 t->kernel = l->tasks[j].kernel;
                 break;
             }
-        if (t->tpl == KILN_TPL_CONV2D_NCHWC)
-            t->workspace = (int64_t)kiln_conv_workspace_bytes(t->params);
     }
     l->workspace = 0;
     for (int i = 0; i < l->n_tasks; i++)
@@ -746,8 +416,8 @@ kiln_status kiln_lower(kiln_pass_ctx *ctx, uint64_t knob_seed, kiln_lowered **ou
         kiln_task *t = &l->tasks[l->n_tasks++];
         t->group = r;
         t->anchor = gr->anchor;
-        t->tpl = node_tpl(g, g->nodes[gr->anchor]);
-        if (t->tpl == KILN_TPL_REF) {
+        t->tpl = kiln_target_template(&ctx->target, g, g->nodes[gr->anchor], NULL);
+        if (t->tpl == kiln_target_templates(&ctx->target)->fallback) {
             const char *op = kiln_op_name(g->nodes[gr->anchor]->op);
             l->n_fallback++;
             if (!strstr(l->fallback_ops, op) &&
@@ -756,7 +426,7 @@ kiln_status kiln_lower(kiln_pass_ctx *ctx, uint64_t knob_seed, kiln_lowered **ou
                          sizeof l->fallback_ops - strlen(l->fallback_ops), "%s%s",
                          l->fallback_ops[0] ? ", " : "", op);
         }
-        s = lower_task_knobs(l, t, err);
+        s = lower_task(l, t, err);
         if (s != KILN_OK) {
             kiln_error_prefix(err, s, "lowering '%s': ", g->nodes[gr->anchor]->name);
             goto fail;

@@ -17,37 +17,22 @@
 #define KILN_LOWER_LOWER_H
 
 #include "pass/pass.h"
-
-typedef enum kiln_tpl {
-    KILN_TPL_CONV2D_NCHWC,   /* blocked direct conv, kiln_kernels_conv.h */
-    KILN_TPL_DWCONV2D_NCHWC, /* depthwise conv on NCHW{b}c */
-    KILN_TPL_CONV2D_DIRECT,  /* row-major direct conv: any groups (fallback) */
-    KILN_TPL_DENSE,          /* Gemm / MatMul with a constant B: packed panels */
-    KILN_TPL_MATMUL,         /* batched MatMul of two activations */
-    KILN_TPL_POOL2D,         /* Max/AveragePool, NCHW or NCHW{b}c */
-    KILN_TPL_GLOBAL_POOL,    /* GlobalAverage/MaxPool */
-    KILN_TPL_SOFTMAX,        /* Softmax / LogSoftmax along one axis */
-    KILN_TPL_LAYERNORM,
-    KILN_TPL_REDUCE,         /* Reduce{Mean,Sum,Max,Min} */
-    KILN_TPL_ELEMWISE,       /* fused elementwise/broadcast chains */
-    KILN_TPL_TRANSPOSE,
-    KILN_TPL_COPY,           /* Reshape/Flatten that cannot be a view, Identity */
-    KILN_TPL_CONCAT,
-    KILN_TPL_SLICE,
-    KILN_TPL_SPLIT,
-    KILN_TPL_GATHER,
-    KILN_TPL_PAD,
-    KILN_TPL_LAYOUT,         /* layout transform NCHW{a}c -> NCHW{b}c */
-    KILN_TPL_REF,            /* fallback: the reference kernel, linked into the .so */
-    KILN_TPL_COUNT
-} kiln_tpl;
-
-const char *kiln_tpl_name(kiln_tpl t);
+#include "target/template.h"
 
 #define KILN_KNOB_MAX_CHOICES 16
+/* What a knob is, for a search and for a reader of a space. */
+typedef enum kiln_knob_kind {
+    KILN_KNOB_TILE = 0, /* a tile or split size (a count of elements, rows, panels) */
+    KILN_KNOB_ORDER,    /* a loop order, one of a few enumerated schedules */
+    KILN_KNOB_BLOCK,    /* a layout block size: decided with the neighbours (alter-layout);
+                           fixed in a whole model, free when a task is built alone */
+} kiln_knob_kind;
+
 typedef struct kiln_knob {
     const char *name;
+    kiln_knob_kind kind;
     int value;
+    int offset;         /* byte offset of the int it sets in t->params; -1: none */
     int n_choices;
     int choices[KILN_KNOB_MAX_CHOICES];
 } kiln_knob;
@@ -58,7 +43,7 @@ typedef struct kiln_knob {
  * other templates use the generic fields. */
 typedef struct kiln_task {
     int group;
-    kiln_tpl tpl;
+    const kiln_template *tpl;
     int anchor;            /* node deciding the template */
     int n_args, n_in;      /* tensors: args[0..n_in) read, the rest written */
     int *args;             /* tensor-table indices */
@@ -73,11 +58,11 @@ typedef struct kiln_task {
     int64_t workspace;     /* per-thread scratch bytes */
     int kernel;            /* first task with the same kernel (itself when unique) */
     int epi_from;          /* index in the group's node list where the epilogue starts */
-    int conv_epi;          /* KILN_EPI_* flags for the blocked conv */
     int residual_arg;      /* arg index of the residual, or -1 */
-    float clip_lo, clip_hi;
     char *shapes, *layouts; /* for reports */
-    void *params;          /* template parameters (malloc'ed; kiln_conv_params for conv) */
+    void *params;          /* template parameters (malloc'ed by its space; knobs write into it) */
+    bool packed;           /* weights packed for packed_knobs */
+    int packed_knobs[KILN_MAX_KNOBS];
 } kiln_task;
 
 typedef struct kiln_tensor_entry {
@@ -110,22 +95,21 @@ kiln_status kiln_lower(kiln_pass_ctx *ctx, uint64_t knob_seed, kiln_lowered **ou
                        kiln_error *err);
 void kiln_lowered_destroy(kiln_lowered *l);
 
-/* ---- queries used by the passes ------------------------------------------- */
-/* Whether an anchored op has a template for these attributes (else the
- * reference fallback). */
-bool kiln_lower_has_template(const kiln_graph *g, const kiln_node *n);
-/* An elementwise float32 op the code generator can emit as an expression
- * (fusable into epilogues and elementwise groups). */
-bool kiln_epilogue_op(const kiln_graph *g, const kiln_node *n);
-/* How a row-major operand of shape v is indexed from the flat storage index
- * of an output y in layout l: 0 not by a simple rule, 1 scalar, 2 per channel
- * (dim 1), 3 per last dim, 4 same shape. */
-int kiln_epilogue_bcast_kind(const kiln_shape *v, const kiln_shape *y, kiln_layout l);
+/* ---- helpers for the templates' hooks ----------------------------------------- */
+/* The weights tensor of constant value v in `layout` (NULL: its own); owned:
+ * a packed copy (nbytes), owned by the table from then on; NULL: the
+ * constant's own bytes. -1 when out of memory (owned is freed). */
+int kiln_lower_weights(kiln_lowered *l, int v, const char *layout, void *owned, int64_t nbytes);
+/* Arg index of value v in the task, or -1. */
+int kiln_task_arg(const kiln_task *t, int v);
+/* The knob value by name (def if absent). */
+int kiln_task_knob(const kiln_task *t, const char *name, int def);
 
 /* Sets knob `name` of a task (tests sample knob spaces); false if no such knob
  * or the value is not in its space. */
 bool kiln_task_set_knob(kiln_task *t, const char *name, int value);
-/* Recomputes workload/config strings, kernel names and dedupe. */
+/* After knob values changed: copies them into each task's params, packs the
+ * weights again, recomputes workload/config strings, kernel names and dedupe. */
 kiln_status kiln_lowered_finalize(kiln_lowered *l, kiln_error *err);
 
 #endif

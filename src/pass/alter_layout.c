@@ -1,21 +1,14 @@
 /* pass/alter_layout.c: blocked layouts across runs of conv-like ops.
  *
  * Algorithm (one forward walk in node order, building a new graph):
- *  - A 2-D float32 Conv with constant weights that the blocked template
- *    handles (groups == 1, or whole channel blocks per group) reads its input
- *    in whatever NCHW{b}c it arrives in, except that a row-major input of 2
- *    to 4 channels (an image) is first transformed to NCHW{C}c, one block of
- *    all its channels: the microkernel then walks a filter row's taps and
- *    channels as one contiguous run (with NCHW1c it loops over each channel
- *    plane and each tap for a single FMA group: 49% of peak against 70% on
- *    squeezenet's first conv, 69% against 88% on resnet's 7x7).
- *    It writes NCHW{cb}c, cb the largest of vec, vec/2, .., 1 dividing C_out,
- *    or vec with the channels padded up to a multiple of vec when groups == 1
- *    and the padding costs at most a third of C_out (1000 classes -> 1008,
- *    mobilenet-v2's 24 channels -> 32: a third more FMAs, but at the full
- *    vector width instead of half of it, and the consumer conv's input
- *    blocks are whole vectors). Its weight gets the layout
- *    OIHW{cb_in}i{cb}o: packing happens once, at code generation.
+ *  - A node whose template has a layout preference (target/template.h:
+ *    kiln_target_layout; today the blocked and depthwise conv templates,
+ *    codegen/c/tpl_conv2d_nchwc.c and tpl_dwconv2d_nchwc.c, which say why
+ *    they choose the blocks they do) gets its data input transformed to the
+ *    layout it wants, its weight re-laid as a new constant (OIHW{i}i{o}o,
+ *    packed once at code generation) and its output in the template's
+ *    layout, typically NCHW{cb}c. The block sizes are the template's
+ *    decision (they are knobs of its space); this pass only applies them.
  *  - Padding channels of such a partial-block value hold act(0): the packed
  *    weights' padding rows and the bias padding are zeros. They must stay
  *    finite (a conv reading them multiplies them by zero weights), so a
@@ -24,8 +17,6 @@
  *    and GlobalAveragePool (which ignores the padding); anything else
  *    (Div, Log, Pad, Concat, depthwise with another block..) reads it through
  *    a transform, which drops the padding.
- *  - A depthwise Conv (group == C_in == C_out) keeps the block of its input
- *    (NCHW{vec}c after a transform when its input is row-major).
  *  - Layout-agnostic ops keep the block of their inputs: unary elementwise
  *    ops, binary elementwise ops over two activations of the same shape and
  *    layout (the residual Add), 2-D Max/AveragePool, spatial Pad, and Concat along the
@@ -41,28 +32,10 @@
 #include <string.h>
 
 #include "pass/pass.h"
+#include "target/template.h"
 #include "util/error.h"
 
 static const kiln_layout ROW_MAJOR = {KILN_LAYOUT_ROW_MAJOR, 0, 0};
-
-static kiln_layout nchwc(int b)
-{
-    kiln_layout l = {KILN_LAYOUT_NCHWC, b, 0};
-    return b <= 1 ? ROW_MAJOR : l;
-}
-
-static int block_of(kiln_layout l)
-{
-    return l.kind == KILN_LAYOUT_NCHWC ? l.block_a : 1;
-}
-
-static int largest_block(int64_t c, int vec)
-{
-    for (int b = vec; b > 1; b /= 2)
-        if (c % b == 0)
-            return b;
-    return 1;
-}
 
 /* A blocked value whose channel count the block does not divide. */
 static bool partial_block(const kiln_value *v)
@@ -102,15 +75,6 @@ bool kiln_conv_is_depthwise(const kiln_graph *g, const kiln_node *n)
     int64_t grp = kiln_attr_int(n, "group", 1);
     return x->shape.rank == 4 && grp > 1 && grp == x->shape.dims[1] &&
            w->shape.dims[0] == grp && w->shape.dims[1] == 1;
-}
-
-static bool conv2d_f32(const kiln_graph *g, const kiln_node *n)
-{
-    if (n->op != KILN_OP_CONV)
-        return false;
-    const kiln_value *x = g->values[n->inputs[0]], *w = g->values[n->inputs[1]];
-    return x->shape.rank == 4 && x->dtype == KILN_DTYPE_FLOAT32 && w->kind == KILN_VALUE_CONST &&
-           w->data != NULL;
 }
 
 static bool is_unary_elemwise(kiln_op op)
@@ -206,49 +170,19 @@ static int emit(state *s, const kiln_node *n, const int *inputs, kiln_layout out
     return id;
 }
 
-static int lay_conv(state *s, const kiln_node *n, int *in)
+/* A node whose template chose its layouts (target/template.h): the data
+ * input transformed to what it wants, the weight re-laid as a new constant
+ * (packed at code generation), the output in the template's layout. */
+static int lay_template(state *s, const kiln_node *n, int *in, const kiln_tpl_layout *tl)
 {
-    kiln_graph *g = s->rw.dst;
-    const kiln_graph *src = s->rw.src;
-    const kiln_value *x = src->values[n->inputs[0]], *w = src->values[n->inputs[1]];
-    const kiln_value *y = src->values[n->outputs[0]];
-    int vec = s->ctx->target.vec;
-    int64_t c_in = x->shape.dims[1], c_out = y->shape.dims[1];
-    int64_t grp = kiln_attr_int(n, "group", 1);
-    in[1] = -1;
-    if (kiln_conv_is_depthwise(src, n)) {
-        in[1] = kiln_rewrite_value(&s->rw, n->inputs[1]);
-        int b = block_of(g->values[in[0]]->layout);
-        if (b == 1 || c_in % b != 0)
-            b = largest_block(c_in, vec);
-        if (b == 1) {
-            in[0] = as_layout(s, in[0], ROW_MAJOR);
-            return emit(s, n, in, ROW_MAJOR);
-        }
-        in[0] = as_layout(s, in[0], nchwc(b));
-        return emit(s, n, in, nchwc(b));
+    in[0] = as_layout(s, in[0], tl->in);
+    if (tl->weight.kind != KILN_LAYOUT_ROW_MAJOR) {
+        const kiln_value *w = s->rw.src->values[n->inputs[1]];
+        char name[512];
+        snprintf(name, sizeof name, "%s.packed", w->name);
+        in[1] = kiln_rewrite_const(&s->rw, name, w->dtype, &w->shape, w->data, tl->weight);
     }
-    int cb_out = largest_block(grp > 1 ? c_out / grp : c_out, vec);
-    const kiln_value *bias = n->n_inputs > 2 && n->inputs[2] >= 0 ? src->values[n->inputs[2]] : NULL;
-    if (grp == 1 && vec > 1 && cb_out < vec && (!bias || (bias->kind == KILN_VALUE_CONST && bias->data)) &&
-        (c_out + vec - 1) / vec * vec - c_out <= c_out / 3)
-        cb_out = vec; /* padded (the bias is padded at lowering): see the top */
-    int cb_in = block_of(g->values[in[0]]->layout);
-    if (grp > 1 && (c_in / grp) % cb_in != 0)
-        cb_in = 1;
-    if (grp == 1 && cb_in == 1 && c_in >= 2 && c_in <= 4)
-        cb_in = (int)c_in; /* an image: one block of all its channels, see the top */
-    if (grp > 1 && cb_out == 1 && cb_in == 1) {
-        in[1] = kiln_rewrite_value(&s->rw, n->inputs[1]);
-        in[0] = as_layout(s, in[0], ROW_MAJOR);
-        return emit(s, n, in, ROW_MAJOR);
-    }
-    in[0] = as_layout(s, in[0], nchwc(cb_in));
-    kiln_layout wl = {KILN_LAYOUT_OIHWIO, cb_in, cb_out};
-    char name[512];
-    snprintf(name, sizeof name, "%s.packed", w->name);
-    in[1] = kiln_rewrite_const(&s->rw, name, w->dtype, &w->shape, w->data, wl);
-    return emit(s, n, in, nchwc(cb_out));
+    return emit(s, n, in, tl->out);
 }
 
 kiln_status kiln_pass_alter_layout(kiln_pass_ctx *ctx, kiln_error *err)
@@ -264,16 +198,22 @@ kiln_status kiln_pass_alter_layout(kiln_pass_ctx *ctx, kiln_error *err)
         int *in = n->n_inputs <= 16 ? stack : malloc(sizeof(int) * (size_t)n->n_inputs);
         if (!in)
             goto oom;
-        for (int k = 0; k < n->n_inputs; k++)
-            in[k] = conv2d_f32(src, n) && k == 1 ? -1 /* lay_conv decides */
-                                                 : kiln_rewrite_value(&s.rw, n->inputs[k]);
         kiln_graph *g = s.rw.dst;
+        /* the template taking n may choose its layouts (conv block sizes) */
+        kiln_tpl_layout tl;
+        int x0 = n->n_inputs > 0 ? kiln_rewrite_value(&s.rw, n->inputs[0]) : -1;
+        bool chosen = n->n_inputs > 0 && n->n_outputs == 1 && x0 >= 0 &&
+                      kiln_target_layout(&ctx->target, src, n, g->values[x0]->layout, &tl);
+        for (int k = 0; k < n->n_inputs; k++)
+            in[k] = k == 0                                                  ? x0
+                    : chosen && k == 1 && tl.weight.kind != KILN_LAYOUT_ROW_MAJOR ? -1
+                                                            : kiln_rewrite_value(&s.rw, n->inputs[k]);
         int id = -1;
         const kiln_value *y = n->n_outputs == 1 ? src->values[n->outputs[0]] : NULL;
         bool f32 = y && y->dtype == KILN_DTYPE_FLOAT32;
         kiln_layout l0 = n->n_inputs > 0 && in[0] >= 0 ? g->values[in[0]]->layout : ROW_MAJOR;
-        if (conv2d_f32(src, n)) {
-            id = lay_conv(&s, n, in);
+        if (chosen) {
+            id = lay_template(&s, n, in, &tl);
         } else if (f32 && is_unary_elemwise(n->op) && l0.kind == KILN_LAYOUT_NCHWC &&
                    (!partial_block(g->values[in[0]]) || keeps_finite(n->op))) {
             id = emit(&s, n, in, l0);
@@ -304,7 +244,7 @@ kiln_status kiln_pass_alter_layout(kiln_pass_ctx *ctx, kiln_error *err)
             if (ok)
                 id = emit(&s, n, in, l0);
         }
-        if (id == -1 && !(conv2d_f32(src, n))) {
+        if (id == -1) {
             /* a row-major consumer: transform blocked inputs back */
             for (int k = 0; k < n->n_inputs; k++)
                 if (in[k] >= 0)

@@ -2,10 +2,11 @@
  *
  * Algorithm: one walk in node order. Every node either joins the group of one
  * of its producers or opens a group of its own:
- *  - An elementwise/broadcast node n (kiln_epilogue_op) joins the group G that
+ *  - An elementwise/broadcast node n (kiln_target_epilogue_op) joins the group G that
  *    produced one of its inputs (the "tip") when every value G produced so far
  *    is read only by G's nodes and n (never by anyone else, never a graph
- *    output) and G's template accepts n as an epilogue step:
+ *    output) and G's template accepts n as an epilogue step (its match
+ *    hook says which kind, target/template.h):
  *      blocked and depthwise conv (kernel headers): residual Add of an
  *        activation of the same shape and layout, then Relu, then Clip,
  *        each at most once;
@@ -28,8 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lower/lower.h"
 #include "pass/pass.h"
+#include "target/template.h"
 #include "util/error.h"
 
 typedef enum style { ST_NONE, ST_CONV, ST_GENERIC, ST_ELEMWISE } style;
@@ -45,6 +46,7 @@ typedef struct gstate {
 
 typedef struct fctx {
     const kiln_graph *g;
+    const kiln_target *tg;
     int *cons_start, *cons; /* CSR: consumers of each value (node ids, one per edge) */
     int *group_of;          /* node -> group */
     gstate *gs;
@@ -56,36 +58,23 @@ static bool is_f32(const kiln_value *v)
     return v->dtype == KILN_DTYPE_FLOAT32;
 }
 
-static style anchor_style(const kiln_graph *g, const kiln_node *n)
+/* The fusion style of a group anchored at n: what its template absorbs. */
+static style anchor_style(const kiln_target *tg, const kiln_graph *g, const kiln_node *n)
 {
-    if (n->n_outputs != 1)
+    if (n->n_outputs != 1 || !is_f32(g->values[n->outputs[0]]))
         return ST_NONE;
-    const kiln_value *y = g->values[n->outputs[0]];
-    if (!is_f32(y))
-        return ST_NONE;
-    switch (n->op) {
-    case KILN_OP_CONV:
-        if (g->values[n->inputs[1]]->layout.kind == KILN_LAYOUT_OIHWIO ||
-            (kiln_conv_is_depthwise(g, n) &&
-             g->values[n->inputs[0]]->layout.kind == KILN_LAYOUT_NCHWC))
-            return ST_CONV; /* the kernel headers' epilogue */
-        return kiln_lower_has_template(g, n) ? ST_GENERIC : ST_NONE;
-    case KILN_OP_MAXPOOL:
-    case KILN_OP_AVERAGEPOOL:
-    case KILN_OP_GLOBALAVERAGEPOOL:
-    case KILN_OP_GLOBALMAXPOOL:
-    case KILN_OP_GEMM:
-    case KILN_OP_MATMUL:
-    case KILN_OP_SOFTMAX:
-    case KILN_OP_LAYERNORM:
-    case KILN_OP_REDUCEMEAN:
-        return kiln_lower_has_template(g, n) ? ST_GENERIC : ST_NONE;
-    default:
-        break;
-    }
-    if (kiln_epilogue_op(g, n))
+    kiln_epi_kind e;
+    kiln_target_template(tg, g, n, &e);
+    switch (e) {
+    case KILN_EPI_KIND_HEADER:
+        return ST_CONV; /* the kernel headers' epilogue */
+    case KILN_EPI_KIND_ANY:
+        return ST_GENERIC;
+    case KILN_EPI_KIND_CHAIN:
         return ST_ELEMWISE;
-    return ST_NONE;
+    default:
+        return ST_NONE;
+    }
 }
 
 /* How the epilogue can read operand `v` against output `y`. */
@@ -131,7 +120,7 @@ static bool accepts(const fctx *f, int gi, const kiln_node *n)
 {
     const kiln_graph *g = f->g;
     const gstate *s = &f->gs[gi];
-    if (s->st == ST_NONE || !kiln_epilogue_op(g, n))
+    if (s->st == ST_NONE || !kiln_target_epilogue_op(f->tg, g, n))
         return false;
     const kiln_value *y = g->values[n->outputs[0]];
     const kiln_value *t = g->values[s->tip];
@@ -318,7 +307,7 @@ static kiln_status build_groups(kiln_pass_ctx *ctx, fctx *f, const int *uses, ki
 kiln_status kiln_pass_fuse(kiln_pass_ctx *ctx, kiln_error *err)
 {
     const kiln_graph *g = ctx->g;
-    fctx f = {.g = g};
+    fctx f = {.g = g, .tg = &ctx->target};
     kiln_status st = KILN_OK;
     int nv = g->n_values, nn = g->n_nodes;
     int *uses = kiln_pass_use_counts(g);
@@ -350,7 +339,7 @@ kiln_status kiln_pass_fuse(kiln_pass_ctx *ctx, kiln_error *err)
     for (int i = 0; i < nn; i++) {
         const kiln_node *n = g->nodes[i];
         int joined = -1;
-        if (n->n_outputs == 1 && kiln_epilogue_op(g, n)) {
+        if (n->n_outputs == 1 && kiln_target_epilogue_op(f.tg, g, n)) {
             for (int k = 0; k < n->n_inputs && joined < 0; k++) {
                 const kiln_value *x = g->values[n->inputs[k]];
                 if (x->kind != KILN_VALUE_NODE)
@@ -375,7 +364,7 @@ kiln_status kiln_pass_fuse(kiln_pass_ctx *ctx, kiln_error *err)
         }
         gstate *s = &f.gs[f.n_groups];
         f.group_of[i] = f.n_groups++;
-        s->st = anchor_style(g, n);
+        s->st = anchor_style(f.tg, g, n);
         s->tip = n->outputs[0];
         if (!push_node(s, i)) {
             st = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");

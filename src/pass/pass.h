@@ -24,21 +24,7 @@
 #include <stdio.h>
 
 #include "ir/graph.h"
-
-/* ---- target ----------------------------------------------------------------- */
-typedef enum kiln_isa { KILN_TARGET_GENERIC = 0, KILN_TARGET_AVX2 = 1, KILN_TARGET_AVX512 = 2 } kiln_isa;
-
-typedef struct kiln_target {
-    char name[32];     /* "x86_64-avx512", "x86_64-avx2", "generic" */
-    kiln_isa isa;
-    int vec;           /* floats per vector register: 16, 8, 4 */
-    int64_t l1_bytes;  /* data cache sizes used by analytic defaults */
-    int64_t l2_bytes;
-} kiln_target;
-
-/* `name` NULL or "host": the machine we run on; else "avx512", "avx2",
- * "generic" (optionally prefixed "x86_64-"). */
-kiln_status kiln_target_resolve(const char *name, kiln_target *t, kiln_error *err);
+#include "target/target.h"
 
 /* ---- fused groups ------------------------------------------------------------ */
 typedef enum kiln_group_kind {

@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lower/lower.h"
 #include "pass/pass.h"
+#include "target/template.h"
 #include "util/error.h"
 
 #define ALIGN 64
@@ -63,7 +63,7 @@ static bool elementwise_group(const kiln_pass_ctx *ctx, const kiln_group *gr)
     if (gr->kind != KILN_GROUP_KERNEL || gr->n_outputs != 1)
         return false;
     for (int i = 0; i < gr->n_nodes; i++)
-        if (!kiln_epilogue_op(g, g->nodes[gr->nodes[i]]))
+        if (!kiln_target_epilogue_op(&ctx->target, g, g->nodes[gr->nodes[i]]))
             return false;
     return true;
 }

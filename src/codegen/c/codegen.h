@@ -16,10 +16,14 @@
 
 #include "codegen/c/sb.h"
 #include "lower/lower.h"
+#include "target/template.h"
 
 /* ---- elementwise expressions (expr.c) --------------------------------------- */
 /* Whether op can be emitted as a float expression. */
 bool kiln_expr_supported(const kiln_node *n);
+/* A float32 node the generator can emit as an expression: the C template
+ * set's expr_op (fusable into epilogues and elementwise groups). */
+bool kiln_expr_op(const kiln_graph *g, const kiln_node *n);
 /* Appends "<out> = f(operands);" for node n (float operands as C expressions).
  * Returns false if the op is not supported. */
 bool kiln_expr_emit(kiln_sb *b, const kiln_node *n, const char *const *operands, int n_operands,
@@ -36,10 +40,6 @@ void kiln_emit_epilogue(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, c
                         const char *idx);
 /* True when the task has epilogue nodes. */
 bool kiln_task_has_epilogue(const kiln_lowered *l, const kiln_task *t);
-/* Arg index of value v in the task, or -1. */
-int kiln_task_arg(const kiln_task *t, int v);
-/* The knob value by name (def if absent). */
-int kiln_task_knob(const kiln_task *t, const char *name, int def);
 
 /* Declares a<k> (inputs) and o<k> (outputs) float pointers from the task
  * context, first lines of task_. */
@@ -55,12 +55,23 @@ void kiln_emit_prologue(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
 /* The exported kernel function running `n_tasks` tasks of task_ with `grain`. */
 void kiln_emit_entry(kiln_sb *b, const kiln_task *t, const char *n_tasks, int64_t grain);
 
-/* ---- per template (emit_*.c): each appends a whole kernel file ---------- */
-kiln_status kiln_emit_conv_nchwc(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
-kiln_status kiln_emit_dwconv(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
-kiln_status kiln_emit_conv_direct(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
-kiln_status kiln_emit_dense(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
-kiln_status kiln_emit_matmul(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+/* ---- shared by several templates (tpl_common.c, emit_movement.c) ---------- */
+/* A float32 Conv with a constant weight whose 1-D/2-D geometry resolves. */
+bool kiln_tpl_conv_operands(const kiln_graph *g, const kiln_node *n);
+/* Row-major data input (input 0). */
+bool kiln_tpl_row_major_in(const kiln_graph *g, const kiln_node *n);
+/* Value v is float32. */
+bool kiln_tpl_f32(const kiln_graph *g, int v);
+/* The kernel headers' epilogue of a conv-like group: KILN_EPI_* flags from
+ * the bias, the residual Add, Relu and Clip after the anchor (sets
+ * t->residual_arg and t->epi_from; clip bounds into lo/hi). */
+int kiln_tpl_header_epilogue(const kiln_lowered *l, kiln_task *t, bool has_bias, float *lo,
+                             float *hi);
+/* "NULL" or a<k> / o<k>. */
+void kiln_emit_arg_or_null(kiln_sb *b, int arg, bool out);
+
+/* Emitters kept by op family (emit_pool.c, emit_norm.c, emit_movement.c);
+ * the templates' descriptors point at them. */
 kiln_status kiln_emit_pool(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
 kiln_status kiln_emit_global_pool(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
 kiln_status kiln_emit_softmax(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
@@ -72,6 +83,7 @@ kiln_status kiln_emit_concat(kiln_sb *b, const kiln_lowered *l, const kiln_task 
 kiln_status kiln_emit_split(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
 kiln_status kiln_emit_pad(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
 kiln_status kiln_emit_layout(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+/* The reference-kernel fallback (emit_ref.c). */
 kiln_status kiln_emit_ref(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
 
 /* The whole source of the task's kernel. */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "codegen/c/codegen.h"
+#include "codegen/c/ref_node.h"
 #include "util/error.h"
 
 #define WALIGN 64
@@ -114,7 +115,7 @@ kiln_status kiln_codegen_model(const kiln_lowered *l, const char *name, const ch
                    KILN_VERSION);
     kiln_sb_printf(&b, "extern const unsigned char kiln_weights_blob[];\n\n");
     for (int i = 0; i < l->n_tasks; i++)
-        if (l->tasks[i].kernel == i)
+        if (l->tasks[i].kernel == i && !kiln_task_is_fallback(l, &l->tasks[i]))
             kiln_sb_printf(&b, "void %s(void *const *args, const kiln_rt *rt);\n", l->tasks[i].fn_name);
     kiln_sb_printf(&b, "\nstatic const kiln_abi_tensor tensors_[%d] = {\n",
                    l->n_tensors ? l->n_tensors : 1);
@@ -149,8 +150,21 @@ kiln_status kiln_codegen_model(const kiln_lowered *l, const char *name, const ch
         kiln_sb_puts(&b, "    {");
         group_name(&b, l, t);
         kiln_sb_puts(&b, ", ");
-        cstr(&b, kiln_tpl_name(t->tpl));
-        kiln_sb_printf(&b, ", %s, %d, 0, args_%d,\n     ", l->tasks[t->kernel].fn_name, t->n_args, i);
+        /* a fallback step: no kernel, its node as text (ref_node.h) */
+        bool ref = kiln_task_is_fallback(l, t);
+        char *ref_node = NULL;
+        if (ref) {
+            kiln_status s = kiln_ref_node_text(l, t, &ref_node, err);
+            if (s != KILN_OK) {
+                kiln_sb_free(&b);
+                return s;
+            }
+            kiln_sb_printf(&b, "\"ref:%s\"", kiln_op_name(g->nodes[t->anchor]->op));
+        } else {
+            cstr(&b, t->tpl->name);
+        }
+        kiln_sb_printf(&b, ", %s, %d, 0, args_%d,\n     ",
+                       ref ? "NULL" : l->tasks[t->kernel].fn_name, t->n_args, i);
         cstr(&b, t->workload);
         kiln_sb_printf(&b, ", 0x%016llxULL, %.17g,\n     ", (unsigned long long)t->workload_hash,
                        t->flops);
@@ -159,6 +173,12 @@ kiln_status kiln_codegen_model(const kiln_lowered *l, const char *name, const ch
         cstr(&b, t->layouts);
         kiln_sb_puts(&b, ", ");
         cstr(&b, t->config);
+        kiln_sb_puts(&b, ", ");
+        if (ref)
+            cstr(&b, ref_node);
+        else
+            kiln_sb_puts(&b, "NULL");
+        free(ref_node);
         kiln_sb_puts(&b, "},\n");
     }
     if (!l->n_tasks)

@@ -47,7 +47,7 @@ bool kiln_expr_supported(const kiln_node *n)
     }
 }
 
-bool kiln_epilogue_op(const kiln_graph *g, const kiln_node *n)
+bool kiln_expr_op(const kiln_graph *g, const kiln_node *n)
 {
     if (!kiln_expr_supported(n) || !all_f32(g, n))
         return false;

@@ -1,4 +1,4 @@
-/* toolchain/target.c: targets. "host" asks the CPU (cpuid through
+/* target/target.c: targets. "host" asks the CPU (cpuid through
  * __builtin_cpu_supports): AVX-512 needs avx512f/bw/vl, AVX2 needs avx2 and
  * fma; anything else is "generic" (portable C, SSE2 on x86-64). Cache sizes
  * for the analytic defaults come from sysconf when it knows them. */
@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pass/pass.h"
+#include "target/target.h"
 #include "util/error.h"
 
 static void set(kiln_target *t, kiln_isa isa)

@@ -1,23 +1,121 @@
-/* codegen/c/emit_dense.c: matrix products.
+/* codegen/c/tpl_dense.c: Y = alpha * A x B + beta * C with B constant (Gemm,
+ * or MatMul with a constant 2-D B, A flattened to [M, K]).
  *
- * dense: Y = alpha * A x B + beta * C with B constant, packed at compile time
- *   into panels [N/nb][K][nb]. A task owns an mr-row tile of A and a run of
- *   `panels` panels; per panel an mr x nb accumulator tile lives in registers
- *   (the j loop is one or two vectors, the r loop unrolled), fed by a
- *   broadcast of A[r][k] and one panel row per k, then the bias/epilogue and
- *   the only store. One row of A with AVX-512 (batch-1 classifiers: a
- *   matrix-vector product bound by streaming the weights) takes an explicit
- *   path with four independent sums over k: gcc vectorizes the generic loop
- *   across k there and ran 4x below memory speed.
- * matmul: batched A x B of two activations (numpy broadcasting over the
- *   batch dims); a task computes `rows_per_task` output rows, accumulating
- *   rank-1 updates along k into the output row (contiguous in n, vectorized). */
+ * B is packed at compile time into panels [N/nb][K][nb] (zero padded). A
+ * task owns an mr-row tile of A and a run of `panels` panels; per panel an
+ * mr x nb accumulator tile lives in registers (the j loop is one or two
+ * vectors, the r loop unrolled), fed by a broadcast of A[r][k] and one panel
+ * row per k, then the bias/epilogue and the only store. One row of A with
+ * AVX-512 (batch-1 classifiers: a matrix-vector product bound by streaming
+ * the weights) takes an explicit path with four independent sums over k:
+ * gcc vectorizes the generic loop across k there and ran 4x below memory
+ * speed.
+ *
+ * Knobs: mr (rows per register tile) and nb (panel width: one or two
+ * vectors), chosen so mr*nb/vec accumulators plus the loaded panel fit the
+ * 32 (AVX-512) or 16 (AVX2) vector registers; panels per task for >= 8
+ * tasks of >= ~64K multiply-adds. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "codegen/c/codegen.h"
 #include "lower/geom.h"
+#include "lower/knobs.h"
+#include "util/error.h"
 
-kiln_status kiln_emit_dense(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
+static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
+                  kiln_epi_kind *epi)
+{
+    (void)tg;
+    kiln_dense d;
+    if ((n->op != KILN_OP_GEMM && n->op != KILN_OP_MATMUL) || !kiln_geom_dense(g, n, &d))
+        return false;
+    *epi = KILN_EPI_KIND_ANY;
+    return true;
+}
+
+static void dense_knobs(kiln_task *t, const kiln_dense *d, const kiln_target *tg)
+{
+    int vec = tg->vec;
+    int regs = tg->isa == KILN_TARGET_AVX512 ? 32 : 16;
+    int nb = d->N >= 2 * vec && d->M >= 4 ? 2 * vec : vec;
+    int mr = 1;
+    while (mr * 2 <= 8 && mr * 2 <= d->M && (mr * 2) * (nb / vec) + nb / vec + 1 <= regs)
+        mr *= 2;
+    if (d->M >= 6 && 6 * (nb / vec) + nb / vec + 1 <= regs && nb == vec)
+        mr = 6;
+    kiln_knob *k = kiln_knob_add(t, "mr", KILN_KNOB_TILE, mr, -1);
+    kiln_knob_choice(k, 1);
+    kiln_knob_choice(k, 2);
+    kiln_knob_choice(k, 4);
+    kiln_knob_choice(k, 6);
+    kiln_knob_choice(k, 8);
+    k = kiln_knob_add(t, "nb", KILN_KNOB_TILE, nb, -1);
+    kiln_knob_choice(k, vec);
+    kiln_knob_choice(k, 2 * vec);
+    int64_t panels = (d->N + nb - 1) / nb, mtiles = (d->M + mr - 1) / mr;
+    int ppt = 1;
+    while (ppt * 2 <= panels && mtiles * ((panels + ppt * 2 - 1) / (ppt * 2)) >= 8 &&
+           (int64_t)ppt * nb * d->K * mr < 65536)
+        ppt *= 2;
+    k = kiln_knob_add(t, "panels", KILN_KNOB_TILE, ppt, -1);
+    kiln_knob_pow2(k, (int)(panels < 64 ? panels : 64), false);
+}
+
+
+static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
+{
+    (void)err;
+    kiln_dense d;
+    kiln_geom_dense(l->ctx->g, l->ctx->g->nodes[t->anchor], &d);
+    dense_knobs(t, &d, &l->ctx->target);
+    t->flops = 2.0 * d.M * d.N * d.K;
+    return KILN_OK;
+}
+
+/* Dense B -> panels [ceil(N/nb)][K][nb], zero padded; B is [K,N] or, with
+ * trans_b, [N,K]. */
+static float *pack_dense(const float *bsrc, const kiln_dense *d, int nb, int64_t *nbytes)
+{
+    int64_t np = (d->N + nb - 1) / nb;
+    *nbytes = (int64_t)sizeof(float) * np * d->K * nb;
+    float *p = malloc((size_t)*nbytes + 1);
+    if (!p)
+        return NULL;
+    for (int64_t pi = 0; pi < np; pi++)
+        for (int64_t k = 0; k < d->K; k++)
+            for (int j = 0; j < nb; j++) {
+                int64_t col = pi * nb + j;
+                float v = 0.0f;
+                if (col < d->N)
+                    v = d->trans_b ? bsrc[col * d->K + k] : bsrc[k * d->N + col];
+                p[(pi * d->K + k) * nb + j] = v;
+            }
+    return p;
+}
+
+static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
+{
+    const kiln_graph *g = l->ctx->g;
+    const kiln_node *n = g->nodes[t->anchor];
+    kiln_dense d;
+    kiln_geom_dense(g, n, &d);
+    int nb = kiln_task_knob(t, "nb", l->ctx->target.vec);
+    const kiln_value *bv = g->values[n->inputs[1]];
+    int64_t nbytes;
+    float *p = pack_dense(bv->data, &d, nb, &nbytes);
+    if (!p)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    char lb[32];
+    snprintf(lb, sizeof lb, "KN%dn", nb);
+    int tid = kiln_lower_weights(l, bv->id, lb, p, nbytes);
+    if (tid < 0)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    t->args[kiln_task_arg(t, bv->id)] = tid;
+    return KILN_OK;
+}
+
+static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
 {
     const kiln_graph *g = l->ctx->g;
     const kiln_node *n = g->nodes[t->anchor];
@@ -120,59 +218,10 @@ kiln_status kiln_emit_dense(kiln_sb *b, const kiln_lowered *l, const kiln_task *
     return KILN_OK;
 }
 
-kiln_status kiln_emit_matmul(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
-{
-    const kiln_graph *g = l->ctx->g;
-    const kiln_node *n = g->nodes[t->anchor];
-    kiln_bmm m;
-    kiln_geom_bmm(g, n, &m);
-    int rpt = kiln_task_knob(t, "rows_per_task", 1);
-    int64_t mtasks = (m.M + rpt - 1) / rpt;
-    int aa = kiln_task_arg(t, n->inputs[0]), ba = kiln_task_arg(t, n->inputs[1]);
-    kiln_emit_prologue(b, l, t, NULL, 0);
-    kiln_sb_printf(b, "enum { M_ = %lld, N_ = %lld, K_ = %lld, RPT_ = %d, MT_ = %lld };\n\n",
-                   (long long)m.M, (long long)m.N, (long long)m.K, rpt, (long long)mtasks);
-    kiln_sb_puts(b, KILN_TASK_SIG);
-    kiln_emit_arg_ptrs(b, t);
-    kiln_sb_puts(b, "    for (int64_t task = begin_; task < end_; task++) {\n"
-                    "        int64_t bt = task / MT_, m0 = (task % MT_) * RPT_;\n"
-                    "        int64_t aoff = 0, boff = 0;\n"
-                    "        (void)bt;\n");
-    int64_t st = 1;
-    for (int i = m.n_bdims - 1; i >= 0; i--) {
-        if (m.a_bstride[i])
-            kiln_sb_printf(b, "        aoff += (bt / %lld %% %lld) * %lld;\n", (long long)st,
-                           (long long)m.out_dims[i], (long long)(m.a_bstride[i] * m.M * m.K));
-        if (m.b_bstride[i])
-            kiln_sb_printf(b, "        boff += (bt / %lld %% %lld) * %lld;\n", (long long)st,
-                           (long long)m.out_dims[i], (long long)(m.b_bstride[i] * m.K * m.N));
-        st *= m.out_dims[i];
-    }
-    kiln_sb_printf(b,
-                   "        int64_t m1 = KILN_MIN_((int64_t)M_, m0 + RPT_);\n"
-                   "        for (int64_t mm = m0; mm < m1; mm++) {\n"
-                   "            float *orow = o0 + (bt * M_ + mm) * (int64_t)N_;\n"
-                   "            const float *arow = a%d + aoff + mm * (int64_t)K_;\n"
-                   "            for (int64_t j = 0; j < N_; j++)\n"
-                   "                orow[j] = 0.0f;\n"
-                   "            for (int64_t k = 0; k < K_; k++) {\n"
-                   "                const float av = arow[k];\n"
-                   "                const float *bk = a%d + boff + k * (int64_t)N_;\n"
-                   "                for (int64_t j = 0; j < N_; j++)\n"
-                   "                    orow[j] += av * bk[j];\n"
-                   "            }\n",
-                   aa, ba);
-    if (kiln_task_has_epilogue(l, t)) {
-        kiln_sb_puts(b, "            for (int64_t j = 0; j < N_; j++) {\n"
-                        "                float v = orow[j];\n"
-                        "                int64_t idx = (bt * M_ + mm) * (int64_t)N_ + j;\n"
-                        "                (void)idx;\n");
-        kiln_emit_epilogue(b, l, t, "v", "idx");
-        kiln_sb_puts(b, "                orow[j] = v;\n            }\n");
-    }
-    kiln_sb_puts(b, "        }\n    }\n}\n");
-    char nt[64];
-    snprintf(nt, sizeof nt, "%lld", (long long)(m.batch * mtasks));
-    kiln_emit_entry(b, t, nt, 1);
-    return KILN_OK;
-}
+const kiln_template kiln_tpl_dense = {
+    .name = "dense",
+    .match = match,
+    .space = space,
+    .pack = pack,
+    .emit = emit,
+};

@@ -1,0 +1,59 @@
+/* codegen/c/tpl_common.c: small questions and pieces several templates share
+ * (operand checks of their match hooks, the kernel headers' epilogue). */
+#include "codegen/c/codegen.h"
+#include "codegen/c/kernels/kiln_kernels_common.h"
+#include "lower/geom.h"
+
+bool kiln_tpl_f32(const kiln_graph *g, int v)
+{
+    return v >= 0 && g->values[v]->dtype == KILN_DTYPE_FLOAT32;
+}
+
+bool kiln_tpl_row_major_in(const kiln_graph *g, const kiln_node *n)
+{
+    return n->n_inputs > 0 && n->inputs[0] >= 0 &&
+           g->values[n->inputs[0]]->layout.kind == KILN_LAYOUT_ROW_MAJOR;
+}
+
+bool kiln_tpl_conv_operands(const kiln_graph *g, const kiln_node *n)
+{
+    kiln_win2d w;
+    return n->op == KILN_OP_CONV && kiln_tpl_f32(g, n->inputs[0]) &&
+           g->values[n->inputs[1]]->kind == KILN_VALUE_CONST && kiln_geom_win2d(g, n, &w);
+}
+
+int kiln_tpl_header_epilogue(const kiln_lowered *l, kiln_task *t, bool has_bias, float *lo,
+                             float *hi)
+{
+    const kiln_graph *g = l->ctx->g;
+    const kiln_group *gr = &l->ctx->groups[t->group];
+    int epi = has_bias ? KILN_EPI_BIAS : 0;
+    *lo = -3.4028234663852886e38f;
+    *hi = 3.4028234663852886e38f;
+    t->residual_arg = -1;
+    for (int i = 1; i < gr->n_nodes; i++) {
+        const kiln_node *m = g->nodes[gr->nodes[i]];
+        if (m->op == KILN_OP_ADD) {
+            int prev = g->nodes[gr->nodes[i - 1]]->outputs[0];
+            int other = m->inputs[0] == prev ? m->inputs[1] : m->inputs[0];
+            epi |= KILN_EPI_RESIDUAL;
+            t->residual_arg = kiln_task_arg(t, other);
+        } else if (m->op == KILN_OP_RELU) {
+            epi |= KILN_EPI_RELU;
+        } else if (m->op == KILN_OP_CLIP) {
+            epi |= KILN_EPI_CLIP;
+            *lo = kiln_attr_float(m, "min", *lo);
+            *hi = kiln_attr_float(m, "max", *hi);
+        }
+    }
+    t->epi_from = gr->n_nodes; /* the header applies the whole epilogue */
+    return epi;
+}
+
+void kiln_emit_arg_or_null(kiln_sb *b, int arg, bool out)
+{
+    if (arg < 0)
+        kiln_sb_puts(b, "NULL");
+    else
+        kiln_sb_printf(b, "%c%d", out ? 'o' : 'a', arg);
+}

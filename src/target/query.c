@@ -1,0 +1,86 @@
+/* target/query.c: the questions passes and lowering ask a target's template
+ * set (target/template.h). Every CPU target is served by the C template set
+ * (codegen/c/templates.def); a GPU target would add its own set here. */
+#include <string.h>
+
+#include "target/template.h"
+
+/* codegen/c/registry.c */
+extern const kiln_template_set kiln_c_template_set;
+
+const kiln_template_set *kiln_target_templates(const kiln_target *tg)
+{
+    (void)tg;
+    return &kiln_c_template_set;
+}
+
+const kiln_template *kiln_target_template(const kiln_target *tg, const kiln_graph *g,
+                                          const kiln_node *n, kiln_epi_kind *epi)
+{
+    const kiln_template_set *set = kiln_target_templates(tg);
+    kiln_epi_kind e = KILN_EPI_KIND_NONE;
+    for (int i = 0; i < set->n_tpl; i++) {
+        e = KILN_EPI_KIND_NONE;
+        if (set->tpl[i]->match && set->tpl[i]->match(tg, g, n, &e)) {
+            if (epi)
+                *epi = e;
+            return set->tpl[i];
+        }
+    }
+    if (epi)
+        *epi = KILN_EPI_KIND_NONE;
+    return set->fallback;
+}
+
+bool kiln_target_has_template(const kiln_target *tg, const kiln_graph *g, const kiln_node *n)
+{
+    return kiln_target_template(tg, g, n, NULL) != kiln_target_templates(tg)->fallback;
+}
+
+bool kiln_target_layout(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
+                        kiln_layout in, kiln_tpl_layout *out)
+{
+    const kiln_template_set *set = kiln_target_templates(tg);
+    for (int i = 0; i < set->n_tpl; i++)
+        if (set->tpl[i]->layout && set->tpl[i]->layout(tg, g, n, in, out))
+            return true;
+    return false;
+}
+
+bool kiln_target_epilogue_op(const kiln_target *tg, const kiln_graph *g, const kiln_node *n)
+{
+    return kiln_target_templates(tg)->expr_op(g, n);
+}
+
+const kiln_template *kiln_target_template_named(const kiln_target *tg, const char *name)
+{
+    const kiln_template_set *set = kiln_target_templates(tg);
+    for (int i = 0; i < set->n_tpl; i++)
+        if (!strcmp(set->tpl[i]->name, name))
+            return set->tpl[i];
+    return !strcmp(set->fallback->name, name) ? set->fallback : NULL;
+}
+
+int kiln_epilogue_bcast_kind(const kiln_shape *v, const kiln_shape *y, kiln_layout l)
+{
+    if (kiln_shape_numel(v) == 1)
+        return 1;
+    if (kiln_shape_equal(v, y))
+        return 4;
+    if (v->rank > y->rank || y->rank < 2)
+        return 0;
+    int diff = y->rank - v->rank;
+    bool chan = true, last = true;
+    for (int d = 0; d < y->rank; d++) {
+        int64_t vd = d >= diff ? v->dims[d - diff] : 1;
+        if (d == 1 ? vd != y->dims[1] : vd != 1)
+            chan = false;
+        if (d == y->rank - 1 ? vd != y->dims[d] : vd != 1)
+            last = false;
+    }
+    if (chan)
+        return 2;
+    if (last && l.kind == KILN_LAYOUT_ROW_MAJOR)
+        return 3;
+    return 0;
+}

@@ -1,0 +1,101 @@
+/* target/template.h: kernel templates and the one query passes make of them.
+ *
+ * A template is the unit that tuning, targets and fusion talk about. Each
+ * lives in one file, codegen/<target>/tpl_<name>.c, exporting one descriptor
+ * listed in one X-macro table, codegen/<target>/templates.def. A descriptor
+ * answers, for its target:
+ *   match:  does it take this node as the anchor of a fused group, and which
+ *           epilogue ops can it absorb after it?
+ *   layout: (optional) the layouts it wants for the node's data input, its
+ *           weight and its output: block sizes are the template's decision,
+ *           alter-layout applies them;
+ *   space:  its knobs (typed, each with its choices) with the analytic
+ *           default as each knob's value, and the task's flops;
+ *   pack:   the weights in the layout the configuration wants, packed once
+ *           at compile time (also any per-thread workspace it needs);
+ *   emit:   the kernel's source for a configuration (thin glue over the
+ *           kernel-library headers where the kernel is a header).
+ * The order of templates.def is the order match is asked in; a node no
+ * template takes runs its reference kernel inside the compiled model (the
+ * "ref" template, always last).
+ *
+ * Passes ask kiln_target_template / kiln_target_layout /
+ * kiln_target_epilogue_op and never lowering's or codegen's internals;
+ * lowering calls the hooks of the template a task got. */
+#ifndef KILN_TARGET_TEMPLATE_H
+#define KILN_TARGET_TEMPLATE_H
+
+#include "ir/graph.h"
+#include "target/target.h"
+
+struct kiln_lowered;
+struct kiln_task;
+struct kiln_sb;
+
+/* Which elementwise ops a template absorbs after its anchor (fuse.c). */
+typedef enum kiln_epi_kind {
+    KILN_EPI_KIND_NONE = 0, /* nothing: the group is the node alone */
+    KILN_EPI_KIND_HEADER,   /* the kernel header's own: residual Add, then Relu, then Clip */
+    KILN_EPI_KIND_ANY,      /* any expression op whose other operand is the same-shaped
+                               activation, a scalar, a per-channel or per-last-dim constant */
+    KILN_EPI_KIND_CHAIN,    /* elementwise groups: any expression op of the same output shape */
+} kiln_epi_kind;
+
+/* The layouts a template wants for a node (template.layout). */
+typedef struct kiln_tpl_layout {
+    kiln_layout in;     /* data input (input 0) */
+    kiln_layout weight; /* weight (input 1); row-major: as it is */
+    kiln_layout out;    /* output 0 */
+} kiln_tpl_layout;
+
+typedef struct kiln_template {
+    const char *name; /* in workload keys, kernel names and reports */
+    bool (*match)(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
+                  kiln_epi_kind *epi);
+    /* NULL: alter-layout's generic rules place the node */
+    bool (*layout)(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
+                   kiln_layout in, kiln_tpl_layout *out);
+    /* NULL: no knobs (flops default to output elements x nodes) */
+    kiln_status (*space)(struct kiln_lowered *l, struct kiln_task *t, kiln_error *err);
+    /* NULL: weights as they are. Called with the knob values final and
+     * copied into t->params; may be called again after a knob changes. */
+    kiln_status (*pack)(struct kiln_lowered *l, struct kiln_task *t, kiln_error *err);
+    kiln_status (*emit)(struct kiln_sb *b, const struct kiln_lowered *l,
+                        const struct kiln_task *t);
+} kiln_template;
+
+/* A target's templates, in match order, the fallback last. */
+typedef struct kiln_template_set {
+    const char *name;                  /* "c" */
+    const kiln_template *const *tpl;
+    int n_tpl;
+    const kiln_template *fallback;     /* the reference-kernel template */
+    /* An elementwise op the target can emit as an expression (fusable into
+     * epilogues and elementwise groups). */
+    bool (*expr_op)(const kiln_graph *g, const kiln_node *n);
+} kiln_template_set;
+
+/* The set serving a target. */
+const kiln_template_set *kiln_target_templates(const kiln_target *tg);
+
+/* The template for anchor node n: never NULL (the fallback when no template
+ * takes it, with *epi NONE). epi may be NULL. */
+const kiln_template *kiln_target_template(const kiln_target *tg, const kiln_graph *g,
+                                          const kiln_node *n, kiln_epi_kind *epi);
+/* Whether a template other than the fallback takes n. */
+bool kiln_target_has_template(const kiln_target *tg, const kiln_graph *g, const kiln_node *n);
+/* The layouts the template that claims n wants, given the layout its data
+ * input arrives in; false when no template has a layout preference for n. */
+bool kiln_target_layout(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
+                        kiln_layout in, kiln_tpl_layout *out);
+/* Whether n can be fused as an expression (epilogues, elementwise groups). */
+bool kiln_target_epilogue_op(const kiln_target *tg, const kiln_graph *g, const kiln_node *n);
+/* A template by name, or NULL. */
+const kiln_template *kiln_target_template_named(const kiln_target *tg, const char *name);
+
+/* How a row-major operand of shape v is indexed from the flat storage index
+ * of an output y in layout l: 0 not by a simple rule, 1 scalar, 2 per channel
+ * (dim 1), 3 per last dim, 4 same shape. */
+int kiln_epilogue_bcast_kind(const kiln_shape *v, const kiln_shape *y, kiln_layout l);
+
+#endif
