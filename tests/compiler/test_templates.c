@@ -5,6 +5,7 @@
  * Each case is a small graph compiled end to end and compared with the
  * reference executor (rtol 1e-3, atol 1e-4). */
 #include "compiler_test.h"
+#include "lower/lower.h"
 #include "util/rng.h"
 
 static char *dir;
@@ -62,6 +63,177 @@ static void check(kiln_graph *g, int result, uint64_t knob_seed)
     if (knob_seed) {
         snprintf(tag, sizeof tag, "case%d_k", case_no);
         ct_check_graph(g, dir, tag, knob_seed, 200 + (uint64_t)case_no, 1e-3, 1e-4);
+    }
+    case_no++;
+    kiln_graph_destroy(g);
+}
+
+/* ---- typed graphs: any dtype in and out ------------------------------------------ */
+
+/* How typed inputs are filled: integers uniform in [lo, hi), or, `wide`,
+ * random bits for integers and float16, and floats mixing edge values (NaN,
+ * infinities, beyond every integer range, halves, float16 overflow and
+ * subnormals) with values in [-300, 300) (every saturation of 8-bit types). */
+typedef struct fill_spec {
+    int64_t lo, hi;
+    bool wide;
+} fill_spec;
+
+static int tinput(kiln_graph *g, const char *name, kiln_dtype t, kiln_shape s)
+{
+    return kiln_graph_add_input(g, name, t, &s);
+}
+
+static const double edge_values[] = {
+    NAN, INFINITY, -INFINITY, 0.0, -0.0, 0.5, -0.5, 1.5, -2.5, 127.5, 128.0, -129.0,
+    255.9, 256.0, 32767.9, -32769.0, 65504.0, 65520.0, 1e-8, -6e-8, 2147483647.5,
+    -2147483649.0, 4294967296.0, 9.3e18, -9.3e18, 1.9e19, 3e38, -3e38, 1e300, 0.1,
+    1.0000000001, 2049.0000001};
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void fill_typed(kiln_tensor *t, uint64_t seed, fill_spec f)
+{
+    int64_t n = kiln_shape_numel(&t->shape);
+    uint64_t r = seed * 7919 + 1;
+    const int n_edge = (int)(sizeof edge_values / sizeof edge_values[0]);
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t bits = splitmix(&r);
+        double u = (double)(bits >> 11) * (1.0 / 9007199254740992.0); /* [0, 1) */
+        double fv = f.wide ? (i % 3 == 0 ? edge_values[(i / 3) % n_edge] : u * 600.0 - 300.0)
+                           : u * 2.0 - 1.0;
+        int64_t iv = f.wide ? (int64_t)(i % 2 ? bits : bits % 1000 - 500)
+                            : f.lo + (int64_t)(bits % (uint64_t)(f.hi - f.lo));
+        switch (t->dtype) {
+        case KILN_DTYPE_FLOAT32: ((float *)t->data)[i] = (float)fv; break;
+        case KILN_DTYPE_FLOAT64: ((double *)t->data)[i] = fv; break;
+        case KILN_DTYPE_FLOAT16: {
+            uint16_t h;
+            if (f.wide) {
+                h = (uint16_t)bits;
+            } else { /* a half in [-1, 1): sign, exponent 1..14, mantissa */
+                h = (uint16_t)(((bits >> 20) & 0x8000u) | ((1 + bits % 14) << 10) |
+                               ((bits >> 8) & 0x3ffu));
+            }
+            ((uint16_t *)t->data)[i] = h;
+            break;
+        }
+        case KILN_DTYPE_BOOL: ((uint8_t *)t->data)[i] = bits % 5 == 0 ? 7 : (uint8_t)(bits % 2); break;
+        case KILN_DTYPE_INT8: ((int8_t *)t->data)[i] = (int8_t)iv; break;
+        case KILN_DTYPE_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)iv; break;
+        case KILN_DTYPE_INT16: ((int16_t *)t->data)[i] = (int16_t)iv; break;
+        case KILN_DTYPE_UINT16: ((uint16_t *)t->data)[i] = (uint16_t)iv; break;
+        case KILN_DTYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)iv; break;
+        case KILN_DTYPE_UINT32: ((uint32_t *)t->data)[i] = (uint32_t)iv; break;
+        case KILN_DTYPE_INT64: ((int64_t *)t->data)[i] = iv; break;
+        case KILN_DTYPE_UINT64: ((uint64_t *)t->data)[i] = (uint64_t)iv; break;
+        default: break;
+        }
+    }
+}
+
+/* Tasks of g's compiled form that fell back to the reference kernels; their
+ * ops into ops. */
+static int fallbacks(const kiln_graph *g, char *ops, size_t n_ops)
+{
+    kiln_error err = {0};
+    kiln_target tg;
+    kiln_pass_ctx *ctx = NULL;
+    kiln_lowered *l = NULL;
+    if (kiln_target_resolve(NULL, &tg, &err) != KILN_OK ||
+        kiln_pass_ctx_create(g, &tg, &ctx, &err) != KILN_OK ||
+        kiln_pass_run_all(ctx, &err) != KILN_OK || kiln_lower(ctx, 0, &l, &err) != KILN_OK)
+        fail_msg("case %d: lowering: %s", case_no, err.msg);
+    int nf = l->n_fallback;
+    snprintf(ops, n_ops, "%s", l->fallback_ops);
+    kiln_lowered_destroy(l);
+    kiln_pass_ctx_destroy(ctx);
+    return nf;
+}
+
+/* Compiles g (knob_seed 0: the defaults), runs it and the reference executor
+ * on inputs filled per `f` and compares every output: float32 within rtol,
+ * anything else (and float32 when rtol is 0) bit for bit. */
+static void run_typed(const kiln_graph *g, const char *tag, uint64_t knob_seed, fill_spec f,
+                      double rtol)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.so", dir, tag);
+    kiln_error err = {0};
+    kiln_compile_options opts = {.jobs = 2};
+    if (kiln_compile_ex(g, &opts, knob_seed, path, &err) != KILN_OK)
+        fail_msg("%s: compile failed: %s", tag, err.msg);
+    kiln_module *m = NULL;
+    if (kiln_module_load(path, NULL, &m, &err) != KILN_OK)
+        fail_msg("%s: load failed: %s", tag, err.msg);
+    kiln_ref_executor *ex = NULL;
+    if (kiln_ref_executor_create(g, &ex, &err) != KILN_OK)
+        fail_msg("%s: ref executor: %s", tag, err.msg);
+    for (int i = 0; i < g->n_inputs; i++) {
+        const kiln_value *v = g->values[g->inputs[i]];
+        kiln_tensor t;
+        assert_int_equal(kiln_tensor_alloc(&t, v->dtype, &v->shape, &err), KILN_OK);
+        fill_typed(&t, 300 + (uint64_t)case_no * 13 + (uint64_t)i, f);
+        assert_int_equal(kiln_module_set_input(m, i, &t, &err), KILN_OK);
+        assert_int_equal(kiln_ref_executor_set_input(ex, i, &t, &err), KILN_OK);
+        kiln_tensor_release(&t);
+    }
+    if (kiln_module_run(m, &err) != KILN_OK)
+        fail_msg("%s: run failed: %s", tag, err.msg);
+    if (kiln_ref_executor_run(ex, &err) != KILN_OK)
+        fail_msg("%s: ref run failed: %s", tag, err.msg);
+    for (int i = 0; i < g->n_outputs; i++) {
+        const kiln_tensor *a = kiln_module_output(m, i), *b = kiln_ref_executor_output(ex, i);
+        assert_non_null(a);
+        assert_non_null(b);
+        assert_int_equal(a->dtype, b->dtype);
+        assert_true(kiln_shape_equal(&a->shape, &b->shape));
+        int64_t n = kiln_shape_numel(&b->shape);
+        if (b->dtype != KILN_DTYPE_FLOAT32 || rtol == 0.0) {
+            size_t es = kiln_dtype_size(b->dtype);
+            for (int64_t k = 0; k < n; k++)
+                if (memcmp((const char *)a->data + k * (int64_t)es,
+                           (const char *)b->data + k * (int64_t)es, es) != 0)
+                    fail_msg("%s: output %d (%s): element %lld of %lld differs", tag, i,
+                             kiln_dtype_name(b->dtype), (long long)k, (long long)n);
+            continue;
+        }
+        ct_result r = ct_compare(a->data, b->data, n, rtol, 1e-5);
+        if (r.bad)
+            fail_msg("%s: output %d: %lld of %lld elements differ (max |d| %g); first at %lld: "
+                     "got %g, want %g",
+                     tag, i, (long long)r.bad, (long long)n, r.max_abs, (long long)r.first_bad,
+                     (double)r.got, (double)r.want);
+    }
+    kiln_module_destroy(m);
+    kiln_ref_executor_destroy(ex);
+}
+
+/* Adds `result` as the output, infers shapes, asserts that nothing falls
+ * back to a reference kernel, and checks with the default knobs and (when
+ * knob_seed) a random sample of the knob spaces. */
+static void check_typed(kiln_graph *g, int result, uint64_t knob_seed, fill_spec f, double rtol)
+{
+    if (result >= 0)
+        assert_int_equal(kiln_graph_add_output(g, result), KILN_OK);
+    kiln_error err = {0};
+    if (kiln_graph_infer_shapes(g, &err) != KILN_OK)
+        fail_msg("case %d: %s", case_no, err.msg);
+    char ops[512], tag[32];
+    int nf = fallbacks(g, ops, sizeof ops);
+    if (nf != 0)
+        fail_msg("case %d: %d tasks fall back to reference kernels (%s)", case_no, nf, ops);
+    snprintf(tag, sizeof tag, "typed%d", case_no);
+    run_typed(g, tag, 0, f, rtol);
+    if (knob_seed) {
+        snprintf(tag, sizeof tag, "typed%d_k", case_no);
+        run_typed(g, tag, knob_seed, f, rtol);
     }
     case_no++;
     kiln_graph_destroy(g);
@@ -502,9 +674,57 @@ static void test_elemwise_movement(void **state)
     check(g, out(g, cat), 6200);
 }
 
+/* ---- Cast, Gather with any indices, Where, Expand, Einsum --------------------------- */
+
+static const kiln_dtype all_dtypes[] = {
+    KILN_DTYPE_FLOAT32, KILN_DTYPE_FLOAT16, KILN_DTYPE_FLOAT64, KILN_DTYPE_INT8,
+    KILN_DTYPE_UINT8,   KILN_DTYPE_INT16,   KILN_DTYPE_UINT16,  KILN_DTYPE_INT32,
+    KILN_DTYPE_UINT32,  KILN_DTYPE_INT64,   KILN_DTYPE_UINT64,  KILN_DTYPE_BOOL};
+#define N_DTYPES ((int)(sizeof all_dtypes / sizeof all_dtypes[0]))
+
+static int cast_to(kiln_graph *g, int x, kiln_dtype to)
+{
+    int n = node(g, KILN_OP_CAST, &x, 1);
+    assert_int_equal(kiln_node_set_int(g, n, "to", to), KILN_OK);
+    return out(g, n);
+}
+
+/* every dtype to every dtype, on edge values (NaN, infinities, beyond each
+ * integer range, halves, float16 extremes, 64-bit integers beyond 2^53,
+ * bool bytes other than 0/1), compared bit for bit with the reference */
+static void test_cast(void **state)
+{
+    (void)state;
+    for (int i = 0; i < N_DTYPES; i++) {
+        kiln_graph *g;
+        assert_int_equal(kiln_graph_create(&g), KILN_OK);
+        int x = tinput(g, "x", all_dtypes[i], ks(2, 3, 347));
+        for (int j = 0; j < N_DTYPES; j++)
+            assert_int_equal(kiln_graph_add_output(g, cast_to(g, x, all_dtypes[j])), KILN_OK);
+        check_typed(g, -1, i % 3 == 0 ? 7100 + (uint64_t)i : 0, (fill_spec){.wide = true}, 0.0);
+    }
+    /* the attention-mask chain: int64 mask -> float32, (1 - m) * -10000 fused
+     * into the cast; a rank-0 cast; a cast of a graph output's producer */
+    kiln_graph *g;
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    int mask = tinput(g, "mask", KILN_DTYPE_INT64, ks(2, 2, 9));
+    int one = param(g, "one", ks(0), 1, 1.0f, 1.0f);
+    int big = param(g, "big", ks(0), 2, -10000.0f, -10000.0f);
+    int m = cast_to(g, mask, KILN_DTYPE_FLOAT32);
+    int sub[2] = {one, m};
+    int s1 = out(g, node(g, KILN_OP_SUB, sub, 2));
+    int mul[2] = {s1, big};
+    assert_int_equal(kiln_graph_add_output(g, out(g, node(g, KILN_OP_MUL, mul, 2))), KILN_OK);
+    int sc = tinput(g, "s", KILN_DTYPE_FLOAT64, ks(0));
+    assert_int_equal(kiln_graph_add_output(g, cast_to(g, sc, KILN_DTYPE_INT32)), KILN_OK);
+    check_typed(g, -1, 7200, (fill_spec){.lo = 0, .hi = 2}, 1e-6);
+}
+
 int main(void)
 {
     dir = kt_tempdir();
+    if (getenv("KILN_TEST_FILTER")) /* e.g. KILN_TEST_FILTER='test_cast' */
+        cmocka_set_test_filter(getenv("KILN_TEST_FILTER"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_fixed),       cmocka_unit_test(test_conv_random),
         cmocka_unit_test(test_conv_padded_channels),
@@ -512,6 +732,7 @@ int main(void)
         cmocka_unit_test(test_pad),
         cmocka_unit_test(test_dense),
         cmocka_unit_test(test_matmul_softmax_norm), cmocka_unit_test(test_elemwise_movement),
+        cmocka_unit_test(test_cast),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kt_rmdir(dir);
