@@ -167,6 +167,7 @@ static void run_typed(const kiln_graph *g, const char *tag, uint64_t knob_seed, 
     snprintf(path, sizeof path, "%s/%s.so", dir, tag);
     kiln_error err = {0};
     kiln_compile_options opts = {.jobs = 2};
+    opts.dump_code_dir = getenv("KILN_TEST_DUMP"); /* the generated C, for a reader */
     if (kiln_compile_ex(g, &opts, knob_seed, path, &err) != KILN_OK)
         fail_msg("%s: compile failed: %s", tag, err.msg);
     kiln_module *m = NULL;
@@ -720,6 +721,97 @@ static void test_cast(void **state)
     check_typed(g, -1, 7200, (fill_spec){.lo = 0, .hi = 2}, 1e-6);
 }
 
+static int gather(kiln_graph *g, int x, int idx, int axis)
+{
+    int in[2] = {x, idx};
+    int n = node(g, KILN_OP_GATHER, in, 2);
+    kiln_node_set_int(g, n, "axis", axis);
+    return out(g, n);
+}
+
+/* Gather with index tensors (constant or not, int64 or int32, negative
+ * entries, any rank) along every axis, on every element size; embedding
+ * lookups with a constant table and a fused position-embedding Add */
+static void test_gather_rows(void **state)
+{
+    (void)state;
+    kiln_graph *g;
+    /* embedding: constant table [50, 24], ids int64 [2, 7] in [-50, 50) */
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    int table = param(g, "table", ks(2, 50, 24), 1, -1.0f, 1.0f);
+    int ids = tinput(g, "ids", KILN_DTYPE_INT64, ks(2, 2, 7));
+    check_typed(g, gather(g, table, ids, 0), 7300, (fill_spec){.lo = -50, .hi = 50}, 0.0);
+    /* + position embeddings of the same shape, fused into the gather */
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    table = param(g, "table", ks(2, 30, 16), 2, -1.0f, 1.0f);
+    ids = tinput(g, "ids", KILN_DTYPE_INT32, ks(2, 1, 9));
+    int pos = tinput(g, "pos", KILN_DTYPE_FLOAT32, ks(3, 1, 9, 16));
+    int add[2] = {gather(g, table, ids, 0), pos};
+    check_typed(g, out(g, node(g, KILN_OP_ADD, add, 2)), 7301, (fill_spec){.lo = -30, .hi = 30},
+                0.0);
+    /* every dtype along axis 1 (and -1) with a rank-2 index tensor */
+    for (int i = 0; i < N_DTYPES; i++) {
+        assert_int_equal(kiln_graph_create(&g), KILN_OK);
+        int x = tinput(g, "x", all_dtypes[i], ks(3, 4, 9, 3));
+        int ix = tinput(g, "ix", i % 2 ? KILN_DTYPE_INT32 : KILN_DTYPE_INT64, ks(2, 2, 5));
+        int y1 = gather(g, x, ix, 1);
+        assert_int_equal(kiln_graph_add_output(g, y1), KILN_OK);
+        int x2 = tinput(g, "x2", all_dtypes[i], ks(2, 3, 9));
+        check_typed(g, gather(g, x2, ix, -1), i % 4 == 0 ? 7310 + (uint64_t)i : 0,
+                    (fill_spec){.lo = -9, .hi = 9}, 0.0);
+    }
+    /* a run-time scalar index; constant index vectors with negative entries */
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    int x = tinput(g, "x", KILN_DTYPE_FLOAT64, ks(2, 6, 5));
+    int sc = tinput(g, "i", KILN_DTYPE_INT64, ks(0));
+    assert_int_equal(kiln_graph_add_output(g, gather(g, x, sc, 0)), KILN_OK);
+    int64_t cidx[3] = {-1, 0, 3};
+    int ci = kiln_graph_add_const(g, "ci", KILN_DTYPE_INT64, &(kiln_shape){1, {3}}, cidx);
+    assert_int_equal(kiln_graph_add_output(g, gather(g, x, ci, 1)), KILN_OK);
+    int xf = tinput(g, "xf", KILN_DTYPE_FLOAT32, ks(4, 2, 3, 4, 5));
+    int32_t cidx2[2][2] = {{-2, 1}, {0, -1}};
+    int ci2 = kiln_graph_add_const(g, "ci2", KILN_DTYPE_INT32, &(kiln_shape){2, {2, 2}}, cidx2);
+    check_typed(g, gather(g, xf, ci2, 2), 7320, (fill_spec){.lo = -5, .hi = 5}, 0.0);
+}
+
+/* an index outside [-dim, dim) writes a row of zeros (the reference kernel
+ * fails the run instead) and reads nothing out of bounds */
+static void test_gather_out_of_range(void **state)
+{
+    (void)state;
+    kiln_graph *g;
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    const int V = 5, H = 3;
+    int table = param(g, "table", ks(2, V, H), 3, 1.0f, 2.0f);
+    int ids = tinput(g, "ids", KILN_DTYPE_INT64, ks(1, 6));
+    assert_int_equal(kiln_graph_add_output(g, gather(g, table, ids, 0)), KILN_OK);
+    kiln_error err = {0};
+    assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+    char ops[512], path[1024];
+    assert_int_equal(fallbacks(g, ops, sizeof ops), 0);
+    snprintf(path, sizeof path, "%s/gather_oob.so", dir);
+    kiln_compile_options opts = {.jobs = 2};
+    if (kiln_compile(g, &opts, path, &err) != KILN_OK)
+        fail_msg("compile: %s", err.msg);
+    kiln_module *m = NULL;
+    assert_int_equal(kiln_module_load(path, NULL, &m, &err), KILN_OK);
+    int64_t idv[6] = {4, 5, -5, -6, INT64_MAX, INT64_MIN};
+    kiln_tensor t = {KILN_DTYPE_INT64, {1, {6}}, idv};
+    assert_int_equal(kiln_module_set_input(m, 0, &t, &err), KILN_OK);
+    assert_int_equal(kiln_module_run(m, &err), KILN_OK);
+    const kiln_tensor *y = kiln_module_output(m, 0);
+    const float *tb = g->values[table]->data, *yv = y->data;
+    for (int r = 0; r < 6; r++)
+        for (int k = 0; k < H; k++) {
+            float want = r == 0 ? tb[4 * H + k] : r == 2 ? tb[k] : 0.0f;
+            if (yv[r * H + k] != want)
+                fail_msg("row %d (index %lld), element %d: %g, want %g", r, (long long)idv[r], k,
+                         (double)yv[r * H + k], (double)want);
+        }
+    kiln_module_destroy(m);
+    kiln_graph_destroy(g);
+}
+
 int main(void)
 {
     dir = kt_tempdir();
@@ -733,6 +825,7 @@ int main(void)
         cmocka_unit_test(test_dense),
         cmocka_unit_test(test_matmul_softmax_norm), cmocka_unit_test(test_elemwise_movement),
         cmocka_unit_test(test_cast),
+        cmocka_unit_test(test_gather_rows), cmocka_unit_test(test_gather_out_of_range),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kt_rmdir(dir);
