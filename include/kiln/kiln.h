@@ -112,6 +112,41 @@ kiln_status kiln_compile_cached(const char *model, uint64_t seed,
                                 const kiln_compile_options *opts, char **so_path,
                                 kiln_error *err);
 
+/* ---- Compiling in stages (src/driver) --------------------------------------
+ * kiln_compile is these stages in one call. A build holds one compilation:
+ *   kiln_build_passes     graph passes (shapes, folding, layouts, fusion, memory)
+ *   kiln_build_lower      fused groups -> tasks, each with its template's
+ *                         knob space and analytic default configuration
+ *   kiln_build_configure  explicit configurations (kiln_build_set_config),
+ *                         else the best tuning record per workload key
+ *                         (opts->records), else the default
+ *   kiln_build_codegen    C for every unique kernel and the model tables
+ *   kiln_build_link       $CC through the object cache, one .so
+ * Each stage runs the ones before it that have not run yet. The graph and
+ * the options' strings are read during create (strings copied); the graph
+ * must outlive the build. Not thread-safe; one build per thread. */
+typedef struct kiln_build kiln_build;
+
+kiln_status kiln_build_create(const kiln_graph *g, const kiln_compile_options *opts,
+                              kiln_build **out, kiln_error *err);
+void kiln_build_destroy(kiln_build *b); /* NULL: no-op */
+kiln_status kiln_build_passes(kiln_build *b, kiln_error *err);
+kiln_status kiln_build_lower(kiln_build *b, kiln_error *err);
+/* Task `task`'s knobs from a JSON object {"knob": value, ...} (after lower,
+ * before configure): every knob named must exist and the value be in its
+ * space, else KILN_ERR_INVALID_ARGUMENT and nothing changes. */
+kiln_status kiln_build_set_config(kiln_build *b, int task, const char *config_json,
+                                  kiln_error *err);
+kiln_status kiln_build_configure(kiln_build *b, kiln_error *err);
+kiln_status kiln_build_codegen(kiln_build *b, kiln_error *err);
+/* out_path NULL: the model cache (<cache>/models/<build id>.so), reused
+ * when present. */
+kiln_status kiln_build_link(kiln_build *b, const char *out_path, kiln_error *err);
+/* The .so written (or found) by link; NULL before. Owned by the build. */
+const char *kiln_build_output(const kiln_build *b);
+/* Tasks whose configuration came from the tuning records. */
+int kiln_build_tuned_tasks(const kiln_build *b);
+
 /* ---- Reference executor: runs any valid graph with the reference kernels -- */
 typedef struct kiln_ref_executor kiln_ref_executor;
 

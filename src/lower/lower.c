@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/c/sb.h"
+#include "util/sb.h"
 #include "lower/hash.h"
 #include "lower/knobs.h"
 #include "util/error.h"
@@ -247,7 +247,7 @@ static kiln_status name_task(kiln_lowered *l, kiln_task *t, kiln_error *err)
     kiln_sb_puts(&c, "{");
     for (int i = 0; i < t->n_knobs; i++)
         kiln_sb_printf(&c, "\"%s\": %d, ", t->knobs[i].name, t->knobs[i].value);
-    kiln_sb_puts(&c, "\"source\": \"default\"}");
+    kiln_sb_printf(&c, "\"source\": \"%s\"}", t->source ? t->source : "default");
     free(t->workload);
     free(t->config);
     free(t->shapes);

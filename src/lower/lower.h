@@ -37,7 +37,7 @@ typedef struct kiln_knob {
     int choices[KILN_KNOB_MAX_CHOICES];
 } kiln_knob;
 
-#define KILN_MAX_KNOBS 8
+#define KILN_MAX_KNOBS 12
 
 /* Blocked-conv geometry mirrors kiln_conv_params of the kernel header; the
  * other templates use the generic fields. */
@@ -52,7 +52,9 @@ typedef struct kiln_task {
     kiln_knob knobs[KILN_MAX_KNOBS];
     char *workload;
     uint64_t workload_hash;
-    char *config;          /* JSON of the knobs */
+    char *config;          /* JSON of the knobs, with "source" */
+    const char *source;    /* where the knob values came from: "default" (NULL too),
+                              "records", "explicit", "random" */
     char fn_name[128];     /* kiln_k_<template>_<hash> */
     double flops;
     int64_t workspace;     /* per-thread scratch bytes */

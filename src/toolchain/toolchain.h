@@ -6,6 +6,7 @@
  * parallel, each object cached under <cache>/objects/<hash>.o where the hash
  * covers the source, the flags, the compiler's identity and the embedded
  * headers; the link puts kernels, model and weights into one shared object.
+ * Toolchain only: what to compile is the driver's (src/driver).
  */
 #ifndef KILN_TOOLCHAIN_TOOLCHAIN_H
 #define KILN_TOOLCHAIN_TOOLCHAIN_H
@@ -53,10 +54,36 @@ kiln_status kiln_cc_compile(const kiln_cc *cc, const kiln_cc_job *jobs, int n, i
 kiln_status kiln_cc_link(const kiln_cc *cc, const char *const *objs, int n, const char *out,
                          const char *log, kiln_error *err);
 
-/* kiln_compile with knob values drawn at random from each template's knob
- * space (knob_seed != 0; 0 = the analytic defaults): tests of the spaces. */
-kiln_status kiln_compile_ex(const kiln_graph *g, const kiln_compile_options *opts,
-                            uint64_t knob_seed, const char *out_path, kiln_error *err);
+/* ---- a build workspace (objcache.c) ----------------------------------------- */
+/* One build's private directory (with the embedded headers), the object
+ * cache and the final link. Kernels are cached by hash(compiler key,
+ * source); other sources (model.c, weights.S) always compile. */
+typedef struct kiln_tc_build kiln_tc_build;
+
+kiln_status kiln_tc_begin(const kiln_target *tg, const char *cache_dir, kiln_tc_build **out,
+                          kiln_error *err);
+/* Removes the private directory and frees. NULL is a no-op. */
+void kiln_tc_end(kiln_tc_build *b);
+const char *kiln_tc_dir(const kiln_tc_build *b);
+const kiln_cc *kiln_tc_cc(const kiln_tc_build *b);
+/* A kernel source: found in the object cache, or written out and queued.
+ * hex receives its cache key (part of the build id). */
+kiln_status kiln_tc_add_kernel(kiln_tc_build *b, const char *name, const char *source,
+                               char hex[33], kiln_error *err);
+/* How many kernels the cache had. */
+int kiln_tc_cached(const kiln_tc_build *b);
+/* A source that always compiles (written under the workspace as `name`). */
+kiln_status kiln_tc_add_source(kiln_tc_build *b, const char *name, const char *source,
+                               kiln_error *err);
+/* <cache>/models/<build_id>.so (directory created); malloc'ed. */
+char *kiln_tc_model_path(const kiln_tc_build *b, const char *build_id, kiln_error *err);
+/* A regular, non-empty file exists at path. */
+bool kiln_tc_have(const char *path);
+/* Compiles what is queued (`parallel` at a time; <= 0: the cores), links
+ * everything into out_path (written beside and renamed). */
+kiln_status kiln_tc_link(kiln_tc_build *b, const char *out_path, int parallel, kiln_error *err);
+/* Moves a file (copy + unlink across file systems). */
+kiln_status kiln_tc_move_file(const char *from, const char *to, kiln_error *err);
 
 /* ---- files ---------------------------------------------------------------- */
 /* mkdir -p */

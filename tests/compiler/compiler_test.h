@@ -13,7 +13,7 @@
 
 #include "ir/graph.h"
 #include "kiln/runtime.h"
-#include "toolchain/toolchain.h"
+#include "driver/driver.h"
 
 /* Worst mismatch of one comparison, for messages. */
 typedef struct ct_result {

@@ -22,8 +22,8 @@ static void compile_help(void)
            "Options:\n"
            "  -o, --output F        the shared object to write (required)\n"
            "  --target T            host (default), avx512, avx2 or generic\n"
-           "  --records R           tuning records (JSON lines); checked and noted in the\n"
-            "                        model metadata, not applied yet (tuning is next)\n"
+           "  --records R           tuning records (JSON lines): each task takes the best\n"
+           "                        record of its workload key (docs/COMPILER.md)\n"
            "  --dump-code DIR       also write the generated C (kernels, model.c) to DIR\n"
            "  --print-ir-after P    print the IR after pass P to stderr ('input', 'all', or:\n");
     for (int i = 0; i < n; i++)

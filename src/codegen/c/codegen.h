@@ -14,7 +14,7 @@
 #ifndef KILN_CODEGEN_C_CODEGEN_H
 #define KILN_CODEGEN_C_CODEGEN_H
 
-#include "codegen/c/sb.h"
+#include "util/sb.h"
 #include "lower/lower.h"
 #include "target/template.h"
 

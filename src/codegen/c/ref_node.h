@@ -6,7 +6,7 @@
 #ifndef KILN_CODEGEN_C_REF_NODE_H
 #define KILN_CODEGEN_C_REF_NODE_H
 
-#include "codegen/c/sb.h"
+#include "util/sb.h"
 #include "lower/lower.h"
 
 /* Whether task t runs its node's reference kernel (the fallback template). */

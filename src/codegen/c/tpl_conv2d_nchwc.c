@@ -20,6 +20,8 @@
  * input-channel blocks per accumulation pass, the loop order, and the task
  * split (oh_tile rows x oc_group channel blocks); the analytic defaults come
  * from the header's register/cache model (kiln_conv_default_params). The
+ * block sizes cb_in and cb_out are knobs of kind block: chosen by layout()
+ * with the neighbours in view, fixed within a whole model. The
  * epilogue is the header's: bias, residual Add, Relu, Clip. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +136,13 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     k = kiln_knob_add(t, "oc_group", KILN_KNOB_TILE, p->oc_group,
                       (int)offsetof(kiln_conv_params, oc_group));
     kiln_knob_pow2(k, (int)q.cob_g, true);
+    /* the block sizes alter-layout applied (layout above): part of the
+     * configuration, fixed within a model (the neighbours share them) */
+    k = kiln_knob_add(t, "cb_in", KILN_KNOB_BLOCK, p->cb_in, (int)offsetof(kiln_conv_params, cb_in));
+    kiln_knob_choice(k, p->cb_in);
+    k = kiln_knob_add(t, "cb_out", KILN_KNOB_BLOCK, p->cb_out,
+                      (int)offsetof(kiln_conv_params, cb_out));
+    kiln_knob_choice(k, p->cb_out);
     t->flops = kiln_conv_flops(p);
     return KILN_OK;
 }

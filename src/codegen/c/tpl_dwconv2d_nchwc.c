@@ -82,6 +82,8 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     k = kiln_knob_add(t, "oh_tile", KILN_KNOB_TILE, p->oh_tile,
                       (int)offsetof(kiln_dwconv_params, oh_tile));
     kiln_knob_pow2(k, p->oh, true);
+    k = kiln_knob_add(t, "cb", KILN_KNOB_BLOCK, p->cb, (int)offsetof(kiln_dwconv_params, cb));
+    kiln_knob_choice(k, p->cb); /* the block alter-layout applied: fixed in a model */
     t->flops = kiln_dwconv_flops(p);
     return KILN_OK;
 }

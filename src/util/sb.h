@@ -1,7 +1,7 @@
-/* codegen/c/sb.h: a growable string for generated code and keys. A failed
+/* util/sb.h: a growable string (generated code, workload keys, messages). A failed
  * allocation sets `oom` and later appends do nothing; check once at the end. */
-#ifndef KILN_CODEGEN_C_SB_H
-#define KILN_CODEGEN_C_SB_H
+#ifndef KILN_UTIL_SB_H
+#define KILN_UTIL_SB_H
 
 #include <stdbool.h>
 #include <stddef.h>

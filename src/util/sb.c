@@ -1,5 +1,5 @@
-/* codegen/c/sb.c: the growable string (sb.h). */
-#include "codegen/c/sb.h"
+/* util/sb.c: the growable string (sb.h). */
+#include "util/sb.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,0 +1,198 @@
+/* driver/configs.c: where a task's knob values come from (driver.h).
+ *
+ * In order of precedence: an explicit configuration (kiln_build_set_config:
+ * building one task with a given config, as tuning does), the best tuning
+ * record for the task's workload key (opts.records), the template's analytic
+ * default (lowering put it there). A configuration is a JSON object
+ * {"knob": value, ...}; every knob it names must exist in the task's space
+ * and the value must be one of its choices, else nothing is changed.
+ *
+ * Records file: JSON lines (docs/COMPILER.md, "Tuning records"), one
+ * measurement each, e.g.
+ *   {"version": 1, "workload": "<key>", "template": "dense",
+ *    "knobs": {"mr": 4, "nb": 32, "panels": 2}, "status": "ok",
+ *    "samples_us": [10.1, 10.3, 9.9]}
+ * Blank lines and lines starting with '#' are skipped. For each workload key
+ * the record with status "ok" and the lowest median sample wins; a record
+ * whose template differs from the task's, or whose knobs are not in the
+ * task's space, is not applied (the task keeps its default). A line that is
+ * not such an object is an error naming the file and line. */
+#include <cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver/driver.h"
+#include "util/error.h"
+
+/* Parses config_json and checks every knob before changing any. */
+static kiln_status check_knobs(const kiln_task *t, const cJSON *cfg, kiln_error *err)
+{
+    if (!cJSON_IsObject(cfg))
+        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "a configuration is a JSON object");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cfg)
+    {
+        if (!strcmp(it->string, "source"))
+            continue;
+        const kiln_knob *k = NULL;
+        for (int i = 0; i < t->n_knobs && !k; i++)
+            if (!strcmp(t->knobs[i].name, it->string))
+                k = &t->knobs[i];
+        if (!k)
+            return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
+                               "template %s has no knob '%s'", t->tpl->name, it->string);
+        if (!cJSON_IsNumber(it) || it->valuedouble != (double)(int)it->valuedouble)
+            return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "knob '%s': not an integer",
+                               it->string);
+        bool ok = false;
+        for (int c = 0; c < k->n_choices && !ok; c++)
+            ok = k->choices[c] == (int)it->valuedouble;
+        if (!ok)
+            return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
+                               "knob '%s' = %d is not in the space of template %s", it->string,
+                               (int)it->valuedouble, t->tpl->name);
+    }
+    return KILN_OK;
+}
+
+static void set_knobs(kiln_task *t, const cJSON *cfg, const char *source)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cfg)
+    {
+        if (strcmp(it->string, "source") != 0)
+            kiln_task_set_knob(t, it->string, (int)it->valuedouble);
+    }
+    t->source = source;
+}
+
+kiln_status kiln_driver_set_knobs(kiln_task *t, const char *config_json, const char *source,
+                                  kiln_error *err)
+{
+    cJSON *cfg = cJSON_Parse(config_json ? config_json : "");
+    if (!cfg)
+        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "configuration is not JSON: %.80s",
+                           config_json ? config_json : "(null)");
+    kiln_status s = check_knobs(t, cfg, err);
+    if (s == KILN_OK)
+        set_knobs(t, cfg, source);
+    cJSON_Delete(cfg);
+    return s;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of a record's samples; -1 when it has none. */
+static double record_cost(const cJSON *rec)
+{
+    const cJSON *samples = cJSON_GetObjectItemCaseSensitive(rec, "samples_us");
+    int n = cJSON_GetArraySize(samples);
+    if (!cJSON_IsArray(samples) || n <= 0 || n > 100000)
+        return -1;
+    double *v = malloc(sizeof(double) * (size_t)n);
+    if (!v)
+        return -1;
+    int k = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, samples)
+    {
+        if (cJSON_IsNumber(it) && it->valuedouble >= 0)
+            v[k++] = it->valuedouble;
+    }
+    double m = -1;
+    if (k > 0) {
+        qsort(v, (size_t)k, sizeof *v, cmp_double);
+        m = k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+    }
+    free(v);
+    return m;
+}
+
+typedef struct best {
+    cJSON *rec; /* owned */
+    double cost;
+} best;
+
+kiln_status kiln_driver_apply_records(kiln_build *b, kiln_error *err)
+{
+    kiln_lowered *low = b->low;
+    FILE *f = fopen(b->records, "r");
+    if (!f)
+        return kiln_errorf(err, KILN_ERR_IO, "cannot read tuning records '%s': %s", b->records,
+                           strerror(errno));
+    best *bt = calloc((size_t)low->n_tasks + 1, sizeof *bt);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int lineno = 0;
+    kiln_status s = bt ? KILN_OK : kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    while (s == KILN_OK && (len = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        char *p = line;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p == '\n' || *p == '\r' || *p == 0 || *p == '#')
+            continue;
+        cJSON *rec = cJSON_Parse(p);
+        const cJSON *wl = rec ? cJSON_GetObjectItemCaseSensitive(rec, "workload") : NULL;
+        const cJSON *kn = rec ? cJSON_GetObjectItemCaseSensitive(rec, "knobs") : NULL;
+        if (!cJSON_IsObject(rec) || !cJSON_IsString(wl) || !cJSON_IsObject(kn)) {
+            s = kiln_errorf(err, KILN_ERR_PARSE,
+                            "tuning records '%s', line %d: not a record (a JSON object with "
+                            "\"workload\" and \"knobs\")",
+                            b->records, lineno);
+            cJSON_Delete(rec);
+            break;
+        }
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(rec, "status");
+        double cost = record_cost(rec);
+        bool used = false;
+        if ((!st || (cJSON_IsString(st) && !strcmp(st->valuestring, "ok"))) && cost >= 0)
+            for (int i = 0; i < low->n_tasks; i++) {
+                if (b->explicit_cfg[i] || strcmp(low->tasks[i].workload, wl->valuestring) != 0)
+                    continue;
+                const cJSON *tp = cJSON_GetObjectItemCaseSensitive(rec, "template");
+                if (tp && (!cJSON_IsString(tp) || strcmp(tp->valuestring, low->tasks[i].tpl->name)))
+                    continue;
+                if (check_knobs(&low->tasks[i], kn, NULL) != KILN_OK || (bt[i].rec && bt[i].cost <= cost))
+                    continue;
+                /* the old best is shared by every task of this workload: freed
+                 * once, at the first of them */
+                if (bt[i].rec && !used)
+                    cJSON_Delete(bt[i].rec);
+                bt[i].rec = rec;
+                bt[i].cost = cost;
+                used = true;
+            }
+        if (!used)
+            cJSON_Delete(rec);
+    }
+    free(line);
+    fclose(f);
+    if (s == KILN_OK)
+        for (int i = 0; i < low->n_tasks; i++)
+            if (bt[i].rec) {
+                set_knobs(&low->tasks[i], cJSON_GetObjectItemCaseSensitive(bt[i].rec, "knobs"),
+                          "records");
+                b->n_tuned++;
+            }
+    /* free each record once: tasks sharing a workload share the record */
+    if (bt)
+        for (int i = 0; i < low->n_tasks; i++) {
+            if (!bt[i].rec)
+                continue;
+            cJSON *r = bt[i].rec;
+            for (int j = i; j < low->n_tasks; j++)
+                if (bt[j].rec == r)
+                    bt[j].rec = NULL;
+            cJSON_Delete(r);
+        }
+    free(bt);
+    return s;
+}

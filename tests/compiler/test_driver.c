@@ -1,0 +1,224 @@
+/* tests/compiler/test_driver.c: the compile pipeline in stages (src/driver):
+ * stages run in order on demand, an explicit configuration reaches the
+ * generated kernel and keeps the numbers, bad configurations are refused
+ * naming the knob, tuning records are applied (best median per workload
+ * key, other templates' and out-of-space records ignored) and a corrupt
+ * records file is an error naming the line. The MLP zoo network: dense
+ * templates with packed weights whose packing depends on a knob (nb). */
+#include "compiler_test.h"
+#include "lower/lower.h"
+
+#include <unistd.h>
+
+static char g_dir[256];
+
+static kiln_graph *mlp(void)
+{
+    kiln_graph *g = NULL;
+    kiln_error err = {0};
+    assert_int_equal(kiln_zoo_build("mlp", 0, 0, &g, &err), KILN_OK);
+    return g;
+}
+
+/* The first task using the dense template. */
+static int dense_task(const kiln_build *b)
+{
+    for (int i = 0; i < b->low->n_tasks; i++)
+        if (!strcmp(b->low->tasks[i].tpl->name, "dense"))
+            return i;
+    fail_msg("no dense task");
+    return -1;
+}
+
+/* Runs the .so and the reference executor on one seeded input; asserts the
+ * outputs agree. */
+static void check_so(const kiln_graph *g, const char *path)
+{
+    kiln_error err = {0};
+    kiln_module *m = NULL;
+    kiln_ref_executor *ex = NULL;
+    assert_int_equal(kiln_module_load(path, NULL, &m, &err), KILN_OK);
+    assert_int_equal(kiln_ref_executor_create(g, &ex, &err), KILN_OK);
+    const kiln_value *v = g->values[g->inputs[0]];
+    kiln_tensor t;
+    assert_int_equal(kiln_tensor_alloc(&t, v->dtype, &v->shape, &err), KILN_OK);
+    kt_fill_random(t.data, kiln_shape_numel(&v->shape), 7, -1.0f, 1.0f);
+    assert_int_equal(kiln_module_set_input(m, 0, &t, &err), KILN_OK);
+    assert_int_equal(kiln_ref_executor_set_input(ex, 0, &t, &err), KILN_OK);
+    kiln_tensor_release(&t);
+    assert_int_equal(kiln_module_run(m, &err), KILN_OK);
+    assert_int_equal(kiln_ref_executor_run(ex, &err), KILN_OK);
+    const kiln_tensor *a = kiln_module_output(m, 0), *b = kiln_ref_executor_output(ex, 0);
+    ct_result r = ct_compare(a->data, b->data, kiln_shape_numel(&b->shape), 1e-4, 1e-5);
+    assert_int_equal(r.bad, 0);
+    kiln_module_destroy(m);
+    kiln_ref_executor_destroy(ex);
+}
+
+/* A configuration moving every knob of t with a choice to its first
+ * non-default value, as JSON; *moved counts them. */
+static void other_config(const kiln_task *t, char *buf, size_t size, int *moved)
+{
+    size_t n = (size_t)snprintf(buf, size, "{");
+    *moved = 0;
+    for (int k = 0; k < t->n_knobs; k++) {
+        int v = t->knobs[k].value;
+        for (int c = 0; c < t->knobs[k].n_choices; c++)
+            if (t->knobs[k].choices[c] != t->knobs[k].value) {
+                v = t->knobs[k].choices[c];
+                (*moved)++;
+                break;
+            }
+        n += (size_t)snprintf(buf + n, size - n, "%s\"%s\": %d", k ? ", " : "", t->knobs[k].name, v);
+    }
+    snprintf(buf + n, size - n, "}");
+}
+
+/* Every knob of t has the value cfg (JSON) gives it. */
+static void assert_config(const kiln_task *t, const char *cfg)
+{
+    for (int k = 0; k < t->n_knobs; k++) {
+        char pat[64];
+        snprintf(pat, sizeof pat, "\"%s\": %d", t->knobs[k].name, t->knobs[k].value);
+        if (!strstr(cfg, pat))
+            fail_msg("knob %s = %d, not as in %s", t->knobs[k].name, t->knobs[k].value, cfg);
+    }
+}
+
+static void test_stages_and_explicit_config(void **state)
+{
+    (void)state;
+    kiln_graph *g = mlp();
+    kiln_error err = {0};
+    kiln_build *b = NULL;
+    kiln_compile_options opts = {.jobs = 2};
+    assert_int_equal(kiln_build_create(g, &opts, &b, &err), KILN_OK);
+    assert_null(kiln_build_output(b));
+    assert_int_equal(kiln_build_lower(b, &err), KILN_OK); /* runs passes first */
+    assert_non_null(b->ctx);
+    int d = dense_task(b);
+    const kiln_task *t = &b->low->tasks[d];
+    assert_true(t->n_knobs > 0);
+    char cfg[512], before[512];
+    int moved;
+    other_config(t, cfg, sizeof cfg, &moved);
+    assert_true(moved > 0);
+    snprintf(before, sizeof before, "%s", t->config);
+    /* refused: unknown knob, value outside the space, not JSON, no such task */
+    assert_int_equal(kiln_build_set_config(b, d, "{\"nope\": 1}", &err), KILN_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.msg, "nope"));
+    char bad[128];
+    snprintf(bad, sizeof bad, "{\"%s\": -77}", t->knobs[0].name);
+    assert_int_equal(kiln_build_set_config(b, d, bad, &err), KILN_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.msg, t->knobs[0].name));
+    assert_int_equal(kiln_build_set_config(b, d, "{mr", &err), KILN_ERR_INVALID_ARGUMENT);
+    assert_int_equal(kiln_build_set_config(b, 9999, cfg, &err), KILN_ERR_INVALID_ARGUMENT);
+    assert_config(t, before); /* unchanged by the refusals */
+    assert_int_equal(kiln_build_set_config(b, d, cfg, &err), KILN_OK);
+    assert_int_equal(kiln_build_configure(b, &err), KILN_OK);
+    assert_config(t, cfg);
+    assert_non_null(strstr(t->config, "\"source\": \"explicit\""));
+    assert_int_equal(kiln_build_set_config(b, d, cfg, &err), KILN_ERR_INVALID_ARGUMENT);
+    char path[512];
+    snprintf(path, sizeof path, "%s/explicit.so", g_dir);
+    assert_int_equal(kiln_build_link(b, path, &err), KILN_OK);
+    assert_string_equal(kiln_build_output(b), path);
+    kiln_build_destroy(b);
+    check_so(g, path);
+    kiln_graph_destroy(g);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The workload key, the default and another configuration of the first
+ * dense task. */
+static char *dense_key(const kiln_graph *g, char *def, char *alt, size_t size)
+{
+    kiln_error err = {0};
+    kiln_build *b = NULL;
+    assert_int_equal(kiln_build_create(g, NULL, &b, &err), KILN_OK);
+    assert_int_equal(kiln_build_lower(b, &err), KILN_OK);
+    const kiln_task *t = &b->low->tasks[dense_task(b)];
+    int moved;
+    other_config(t, alt, size, &moved);
+    size_t n = (size_t)snprintf(def, size, "{");
+    for (int k = 0; k < t->n_knobs; k++)
+        n += (size_t)snprintf(def + n, size - n, "%s\"%s\": %d", k ? ", " : "", t->knobs[k].name,
+                              t->knobs[k].value);
+    snprintf(def + n, size - n, "}");
+    char *key = strdup(t->workload);
+    kiln_build_destroy(b);
+    return key;
+}
+
+static void test_records(void **state)
+{
+    (void)state;
+    kiln_graph *g = mlp();
+    kiln_error err = {0};
+    char def[512], alt[512];
+    char *key = dense_key(g, def, alt, sizeof def);
+    char rec[512], path[512], text[16384];
+    snprintf(rec, sizeof rec, "%s/records.jsonl", g_dir);
+    /* the slower record, one for another template, one outside the space, an
+     * error record, then the winner (median 2.0) */
+    snprintf(text, sizeof text,
+             "# kiln tuning records\n"
+             "{\"version\": 1, \"workload\": \"%s\", \"template\": \"dense\", \"knobs\": %s, \"status\": \"ok\", \"samples_us\": [5, 6, 4]}\n"
+             "\n"
+             "{\"version\": 1, \"workload\": \"%s\", \"template\": \"matmul\", \"knobs\": {}, \"status\": \"ok\", \"samples_us\": [0.1]}\n"
+             "{\"version\": 1, \"workload\": \"%s\", \"template\": \"dense\", \"knobs\": {\"no_such_knob\": 5}, \"status\": \"ok\", \"samples_us\": [0.1]}\n"
+             "{\"version\": 1, \"workload\": \"%s\", \"template\": \"dense\", \"knobs\": {}, \"status\": \"error\", \"samples_us\": [0.1]}\n"
+             "{\"version\": 1, \"workload\": \"%s\", \"template\": \"dense\", \"knobs\": %s, \"status\": \"ok\", \"samples_us\": [2, 9, 1]}\n",
+             key, def, key, key, key, key, alt);
+    write_file(rec, text);
+    kiln_compile_options opts = {.jobs = 2, .records = rec};
+    kiln_build *b = NULL;
+    assert_int_equal(kiln_build_create(g, &opts, &b, &err), KILN_OK);
+    assert_int_equal(kiln_build_configure(b, &err), KILN_OK);
+    assert_int_equal(kiln_build_tuned_tasks(b), 1);
+    const kiln_task *t = &b->low->tasks[dense_task(b)];
+    assert_config(t, alt);
+    assert_non_null(strstr(t->config, "\"source\": \"records\""));
+    snprintf(path, sizeof path, "%s/records.so", g_dir);
+    assert_int_equal(kiln_build_link(b, path, &err), KILN_OK);
+    kiln_build_destroy(b);
+    check_so(g, path);
+
+    /* a corrupt line: an error naming the file and the line */
+    snprintf(text, sizeof text, "\n{\"version\": 1, \"workload\": \"x\", \"knobs\": {}}\n{\"workload\": \n");
+    write_file(rec, text);
+    assert_int_equal(kiln_build_create(g, &opts, &b, &err), KILN_OK);
+    assert_int_equal(kiln_build_configure(b, &err), KILN_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "line 3"));
+    assert_non_null(strstr(err.msg, "records.jsonl"));
+    kiln_build_destroy(b);
+    /* a missing file is refused at create */
+    b = NULL;
+    opts.records = "/nonexistent/records.jsonl";
+    assert_int_equal(kiln_build_create(g, &opts, &b, &err), KILN_ERR_IO);
+    assert_null(b);
+    free(key);
+    kiln_graph_destroy(g);
+}
+
+int main(void)
+{
+    snprintf(g_dir, sizeof g_dir, "/tmp/kiln_test_driver_%d", (int)getpid());
+    kiln_error err = {0};
+    if (kiln_mkdirs(g_dir, &err) != KILN_OK)
+        return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stages_and_explicit_config),
+        cmocka_unit_test(test_records),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    kiln_rmtree(g_dir);
+    return rc;
+}
