@@ -1,0 +1,154 @@
+/* codegen/c/tpl_where.c: Where(cond, X, Y) with numpy broadcasting of all
+ * three operands, row-major, X/Y of any dtype (only moved, so by element
+ * size as in the reference kernel; a condition byte reads true when
+ * nonzero). The output is walked row by row along its last dim: a row's
+ * coordinates give each operand's base (dims an operand broadcasts have
+ * stride 0, folded out at generation), then one select per element with each
+ * operand's inner stride (0 or 1) a constant. A float32 result absorbs an
+ * epilogue. Knob: rows_per_task. */
+#include <stdio.h>
+
+#include "codegen/c/codegen.h"
+#include "lower/knobs.h"
+
+/* The output's dims (rank >= 1) and each operand's element strides
+ * against them (0 where it broadcasts). */
+typedef struct where_geom {
+    int rank;
+    int64_t dims[KILN_MAX_RANK];
+    int64_t st[3][KILN_MAX_RANK];
+    int64_t rows, last;
+} where_geom;
+
+static bool geom(const kiln_graph *g, const kiln_node *n, where_geom *w)
+{
+    const kiln_value *y = g->values[n->outputs[0]];
+    w->rank = y->shape.rank > 0 ? y->shape.rank : 1;
+    for (int d = 0; d < w->rank; d++)
+        w->dims[d] = y->shape.rank > 0 ? y->shape.dims[d] : 1;
+    for (int k = 0; k < 3; k++) {
+        const kiln_shape *s = &g->values[n->inputs[k]]->shape;
+        int diff = w->rank - s->rank;
+        if (diff < 0)
+            return false;
+        int64_t v = 1;
+        for (int d = w->rank - 1; d >= 0; d--) {
+            int64_t e = d >= diff ? s->dims[d - diff] : 1;
+            if (e != 1 && e != w->dims[d])
+                return false;
+            w->st[k][d] = e == 1 ? 0 : v;
+            v *= e;
+        }
+    }
+    w->last = w->dims[w->rank - 1];
+    w->rows = 1;
+    for (int d = 0; d < w->rank - 1; d++)
+        w->rows *= w->dims[d];
+    return true;
+}
+
+static const char *elem_type(kiln_dtype t)
+{
+    if (t == KILN_DTYPE_FLOAT32)
+        return "float";
+    switch (kiln_dtype_size(t)) {
+    case 1: return "uint8_t";
+    case 2: return "uint16_t";
+    case 4: return "uint32_t";
+    case 8: return "uint64_t";
+    default: return NULL;
+    }
+}
+
+static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
+                  kiln_epi_kind *epi)
+{
+    (void)tg;
+    if (n->op != KILN_OP_WHERE || n->n_inputs != 3 || n->n_outputs != 1)
+        return false;
+    for (int k = 0; k < 3; k++)
+        if (n->inputs[k] < 0 || g->values[n->inputs[k]]->layout.kind != KILN_LAYOUT_ROW_MAJOR)
+            return false;
+    const kiln_value *c = g->values[n->inputs[0]], *x = g->values[n->inputs[1]],
+                     *yy = g->values[n->inputs[2]], *o = g->values[n->outputs[0]];
+    where_geom w;
+    if (c->dtype != KILN_DTYPE_BOOL || x->dtype != yy->dtype || o->dtype != x->dtype ||
+        o->layout.kind != KILN_LAYOUT_ROW_MAJOR || !elem_type(o->dtype) || !geom(g, n, &w))
+        return false;
+    if (o->dtype == KILN_DTYPE_FLOAT32)
+        *epi = KILN_EPI_KIND_ANY;
+    return true;
+}
+
+static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
+{
+    (void)err;
+    where_geom w;
+    geom(l->ctx->g, l->ctx->g->nodes[t->anchor], &w);
+    kiln_knobs_rows(t, 1, w.rows, w.last);
+    return KILN_OK;
+}
+
+static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
+{
+    const kiln_graph *g = l->ctx->g;
+    const kiln_node *n = g->nodes[t->anchor];
+    const kiln_value *o = g->values[n->outputs[0]];
+    where_geom w;
+    geom(g, n, &w);
+    int rpt = kiln_task_knob(t, "rows_per_task", 1);
+    const char *ty = elem_type(o->dtype);
+    kiln_emit_prologue(b, l, t, NULL, 0);
+    kiln_sb_printf(b, "/* %s, %lld rows of %lld */\nstatic const int64_t ROWS_ = %lld, LAST_ = %lld;\n"
+                      "enum { RPT_ = %d };\n\n",
+                   kiln_dtype_name(o->dtype), (long long)w.rows, (long long)w.last,
+                   (long long)w.rows, (long long)w.last, rpt);
+    kiln_sb_puts(b, KILN_TASK_SIG);
+    kiln_emit_arg_ptrs(b, t);
+    kiln_sb_printf(b,
+                   "    const uint8_t *cp = (const uint8_t *)a%d;\n"
+                   "    const %s *xp = (const %s *)a%d;\n"
+                   "    const %s *yp = (const %s *)a%d;\n"
+                   "    %s *op = (%s *)o0;\n"
+                   "    const int64_t r1 = KILN_MIN_(end_ * RPT_, ROWS_);\n"
+                   "    for (int64_t row = begin_ * RPT_; row < r1; row++) {\n"
+                   "        int64_t off[3] = {0, 0, 0}, q = row;\n"
+                   "        (void)q;\n",
+                   kiln_task_arg(t, n->inputs[0]), ty, ty, kiln_task_arg(t, n->inputs[1]), ty, ty,
+                   kiln_task_arg(t, n->inputs[2]), ty, ty);
+    for (int d = w.rank - 2; d >= 0; d--) {
+        if (w.dims[d] == 1)
+            continue;
+        kiln_sb_printf(b, "        { const int64_t c = q %% %lld; q /= %lld;", (long long)w.dims[d],
+                       (long long)w.dims[d]);
+        for (int k = 0; k < 3; k++)
+            if (w.st[k][d])
+                kiln_sb_printf(b, " off[%d] += c * %lld;", k, (long long)w.st[k][d]);
+        kiln_sb_puts(b, " (void)c; }\n");
+    }
+    int r = w.rank - 1;
+    kiln_sb_printf(b,
+                   "        const uint8_t *cr = cp + off[0];\n"
+                   "        const %s *xr = xp + off[1], *yr = yp + off[2];\n"
+                   "        %s *dst = op + row * LAST_;\n"
+                   "        for (int64_t j = 0; j < LAST_; j++) {\n"
+                   "            %s v = cr[j * %lld] ? xr[j * %lld] : yr[j * %lld];\n",
+                   ty, ty, ty, (long long)w.st[0][r], (long long)w.st[1][r], (long long)w.st[2][r]);
+    if (kiln_task_has_epilogue(l, t)) {
+        kiln_sb_puts(b, "            const int64_t idx = row * LAST_ + j;\n"
+                        "            (void)idx;\n");
+        kiln_emit_epilogue(b, l, t, "v", "idx");
+    }
+    kiln_sb_puts(b, "            dst[j] = v;\n        }\n    }\n}\n");
+    char nt[64];
+    snprintf(nt, sizeof nt, "%lld", (long long)((w.rows + rpt - 1) / rpt));
+    kiln_emit_entry(b, t, nt, 1);
+    return KILN_OK;
+}
+
+const kiln_template kiln_tpl_where = {
+    .name = "where",
+    .match = match,
+    .space = space,
+    .emit = emit,
+};
