@@ -70,7 +70,8 @@ static void check(kiln_graph *g, int result, uint64_t knob_seed)
 
 /* ---- typed graphs: any dtype in and out ------------------------------------------ */
 
-/* How typed inputs are filled: integers uniform in [lo, hi), or, `wide`,
+/* How typed inputs are filled: integers uniform in [lo, hi) (when hi > lo,
+ * else [-100, 100)), or, `wide`,
  * random bits for integers and float16, and floats mixing edge values (NaN,
  * infinities, beyond every integer range, halves, float16 overflow and
  * subnormals) with values in [-300, 300) (every saturation of 8-bit types). */
@@ -108,8 +109,9 @@ static void fill_typed(kiln_tensor *t, uint64_t seed, fill_spec f)
         double u = (double)(bits >> 11) * (1.0 / 9007199254740992.0); /* [0, 1) */
         double fv = f.wide ? (i % 3 == 0 ? edge_values[(i / 3) % n_edge] : u * 600.0 - 300.0)
                            : u * 2.0 - 1.0;
-        int64_t iv = f.wide ? (int64_t)(i % 2 ? bits : bits % 1000 - 500)
-                            : f.lo + (int64_t)(bits % (uint64_t)(f.hi - f.lo));
+        int64_t iv = f.wide          ? (int64_t)(i % 2 ? bits : bits % 1000 - 500)
+                     : f.hi > f.lo ? f.lo + (int64_t)(bits % (uint64_t)(f.hi - f.lo))
+                                   : (int64_t)(bits % 200) - 100;
         switch (t->dtype) {
         case KILN_DTYPE_FLOAT32: ((float *)t->data)[i] = (float)fv; break;
         case KILN_DTYPE_FLOAT64: ((double *)t->data)[i] = fv; break;
@@ -812,6 +814,51 @@ static void test_gather_out_of_range(void **state)
     kiln_graph_destroy(g);
 }
 
+static int where(kiln_graph *g, int c, int x, int y)
+{
+    int in[3] = {c, x, y};
+    return out(g, node(g, KILN_OP_WHERE, in, 3));
+}
+
+/* Where with all three operands broadcasting (leading, middle and inner
+ * dims, scalars), every dtype, condition bytes other than 0/1, a fused
+ * epilogue, the attention-mask form */
+static void test_where(void **state)
+{
+    (void)state;
+    kiln_graph *g;
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    int c = tinput(g, "c", KILN_DTYPE_BOOL, ks(3, 2, 1, 5));
+    int x = tinput(g, "x", KILN_DTYPE_FLOAT32, ks(2, 3, 1));
+    int y = tinput(g, "y", KILN_DTYPE_FLOAT32, ks(3, 2, 3, 5));
+    check_typed(g, where(g, c, x, y), 7400, (fill_spec){0}, 0.0);
+    for (int i = 0; i < N_DTYPES; i++) {
+        assert_int_equal(kiln_graph_create(&g), KILN_OK);
+        c = tinput(g, "c", KILN_DTYPE_BOOL, ks(3, 3, 7, 1));
+        x = tinput(g, "x", all_dtypes[i], ks(2, 1, 9));
+        y = tinput(g, "y", all_dtypes[i], ks(0));
+        assert_int_equal(kiln_graph_add_output(g, where(g, c, x, y)), KILN_OK);
+        int c2 = tinput(g, "c2", KILN_DTYPE_BOOL, ks(2, 4, 5));
+        int x2 = tinput(g, "x2", all_dtypes[i], ks(2, 4, 5));
+        int y2 = tinput(g, "y2", all_dtypes[i], ks(3, 2, 1, 5));
+        check_typed(g, where(g, c2, x2, y2), i % 4 == 1 ? 7410 + (uint64_t)i : 0,
+                    (fill_spec){.lo = -100, .hi = 100}, 0.0);
+    }
+    /* scores [2, 3, 4, 4] masked by [2, 1, 1, 4] with a constant, scaled
+     * (fused), then softmax; a scalar condition */
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    int sc = tinput(g, "scores", KILN_DTYPE_FLOAT32, ks(4, 2, 3, 4, 4));
+    int mk = tinput(g, "mask", KILN_DTYPE_BOOL, ks(4, 2, 1, 1, 4));
+    int ninf = param(g, "neg", ks(0), 4, -1e9f, -1e9f);
+    int half = param(g, "half", ks(0), 5, 0.5f, 0.5f);
+    int mul[2] = {where(g, mk, sc, ninf), half};
+    int sm = node(g, KILN_OP_SOFTMAX, (int[]){out(g, node(g, KILN_OP_MUL, mul, 2))}, 1);
+    kiln_node_set_int(g, sm, "axis", -1);
+    assert_int_equal(kiln_graph_add_output(g, out(g, sm)), KILN_OK);
+    int c0 = tinput(g, "c0", KILN_DTYPE_BOOL, ks(0));
+    check_typed(g, where(g, c0, sc, ninf), 7420, (fill_spec){0}, 1e-5);
+}
+
 int main(void)
 {
     dir = kt_tempdir();
@@ -826,6 +873,7 @@ int main(void)
         cmocka_unit_test(test_matmul_softmax_norm), cmocka_unit_test(test_elemwise_movement),
         cmocka_unit_test(test_cast),
         cmocka_unit_test(test_gather_rows), cmocka_unit_test(test_gather_out_of_range),
+        cmocka_unit_test(test_where),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kt_rmdir(dir);
