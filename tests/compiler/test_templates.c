@@ -859,6 +859,50 @@ static void test_where(void **state)
     check_typed(g, where(g, c0, sc, ninf), 7420, (fill_spec){0}, 1e-5);
 }
 
+static int expand(kiln_graph *g, int x, int rank, const int64_t *shape)
+{
+    int n = node(g, KILN_OP_EXPAND, &x, 1);
+    assert_int_equal(kiln_node_set_ints(g, n, "shape", shape, rank), KILN_OK);
+    return out(g, n);
+}
+
+/* Expand (the copy template's strided emitter): every dtype, every
+ * broadcast pattern (new leading dims, inner and middle dims of 1, a scalar,
+ * a shape shorter than the input's, dims of 1 in the shape kept from the
+ * input, rank 0) */
+static void test_expand(void **state)
+{
+    (void)state;
+    static const struct {
+        int rank;
+        int64_t in[4];
+        int srank;
+        int64_t shape[4];
+    } cases[] = {
+        {2, {3, 1}, 3, {2, 3, 4}}, {0, {0}, 2, {2, 3}},    {2, {1, 5}, 2, {4, 5}},
+        {2, {3, 4}, 3, {2, 1, 1}}, {4, {2, 1, 3, 1}, 4, {2, 5, 3, 7}}, {1, {7}, 1, {1}},
+        {0, {0}, 0, {0}},          {3, {1, 1, 1}, 1, {9}},
+    };
+    int nc = (int)(sizeof cases / sizeof cases[0]);
+    for (int i = 0; i < N_DTYPES; i++) {
+        kiln_graph *g;
+        assert_int_equal(kiln_graph_create(&g), KILN_OK);
+        for (int c = 0; c < nc; c++) {
+            kiln_shape s = {.rank = cases[c].rank};
+            for (int d = 0; d < s.rank; d++)
+                s.dims[d] = cases[c].in[d];
+            char name[16];
+            snprintf(name, sizeof name, "x%d", c);
+            int x = tinput(g, name, all_dtypes[i], s);
+            int y = expand(g, x, cases[c].srank, cases[c].shape);
+            if (c < nc - 1)
+                assert_int_equal(kiln_graph_add_output(g, y), KILN_OK);
+            else
+                check_typed(g, y, 0, (fill_spec){.wide = true}, 0.0);
+        }
+    }
+}
+
 int main(void)
 {
     dir = kt_tempdir();
@@ -873,7 +917,7 @@ int main(void)
         cmocka_unit_test(test_matmul_softmax_norm), cmocka_unit_test(test_elemwise_movement),
         cmocka_unit_test(test_cast),
         cmocka_unit_test(test_gather_rows), cmocka_unit_test(test_gather_out_of_range),
-        cmocka_unit_test(test_where),
+        cmocka_unit_test(test_where),            cmocka_unit_test(test_expand),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kt_rmdir(dir);
