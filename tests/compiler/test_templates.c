@@ -903,6 +903,85 @@ static void test_expand(void **state)
     }
 }
 
+static int einsum(kiln_graph *g, const char *eq, int a, int b)
+{
+    int in[2] = {a, b};
+    int n = node(g, KILN_OP_EINSUM, in, 2);
+    assert_int_equal(kiln_node_set_string(g, n, "equation", eq), KILN_OK);
+    return out(g, n);
+}
+
+/* Einsum equations that are batched matmuls, operands transposed in every
+ * way, batch dims broadcast, several summed labels merged, no M, no N, no
+ * summed label, a transposed output; equations that are not (diagonals,
+ * sums over one operand, three operands) keep the reference fallback */
+static void test_einsum(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *eq;
+        int ra, rb;
+        int64_t a[4], b[4];
+        bool const_b;
+    } cases[] = {
+        {"bij,bjk->bik", 3, 3, {3, 5, 7}, {3, 7, 6}, false},
+        {"bhid,bhjd->bhij", 4, 4, {2, 3, 5, 8}, {2, 3, 6, 8}, false},
+        {"bhij,bhjd->bhid", 4, 4, {2, 3, 5, 6}, {2, 3, 6, 8}, false},
+        {"ij,jk->ik", 2, 2, {9, 13}, {13, 11}, false},
+        {"bid,jd->bij", 3, 2, {2, 5, 16}, {7, 16}, true},
+        {"...ij,...jk->...ik", 4, 3, {2, 1, 4, 5}, {3, 5, 6}, false},
+        {"bij,bkj->bki", 3, 3, {2, 4, 19}, {2, 3, 19}, false},
+        {"bhqd,bkhd->bhqk", 4, 4, {2, 3, 4, 5}, {2, 7, 3, 5}, false},
+        {"bijk,bjkl->bil", 4, 4, {2, 3, 4, 5}, {2, 4, 5, 6}, false},
+        {"bj,bjk->bk", 2, 3, {3, 10}, {3, 10, 4}, false},
+        {"bij,bj->bi", 3, 2, {3, 6, 9}, {3, 9}, false},
+        {"bi,bj->bij", 2, 2, {2, 5}, {2, 3}, false},
+        {"ij,jk", 2, 2, {1, 17}, {17, 33}, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kiln_graph *g;
+        assert_int_equal(kiln_graph_create(&g), KILN_OK);
+        kiln_shape sa = {.rank = cases[i].ra}, sb = {.rank = cases[i].rb};
+        memcpy(sa.dims, cases[i].a, sizeof cases[i].a);
+        memcpy(sb.dims, cases[i].b, sizeof cases[i].b);
+        int a = input(g, "a", sa);
+        int b = cases[i].const_b ? param(g, "b", sb, 30 + i, -1.0f, 1.0f) : input(g, "b", sb);
+        int y = einsum(g, cases[i].eq, a, b);
+        if (i == 1) { /* attention scores: scaled (fused), then softmax */
+            int sc = param(g, "scale", ks(0), 31, 0.35f, 0.36f);
+            int m[2] = {y, sc};
+            int sm = node(g, KILN_OP_SOFTMAX, (int[]){out(g, node(g, KILN_OP_MUL, m, 2))}, 1);
+            kiln_node_set_int(g, sm, "axis", -1);
+            y = out(g, sm);
+        }
+        check_typed(g, y, i % 3 == 0 ? 7500 + (uint64_t)i : 0, (fill_spec){0}, 1e-4);
+    }
+    static const struct {
+        const char *eq;
+        int ra, rb;
+        int64_t a[3], b[3];
+    } others[] = {
+        {"bii,bi->bi", 3, 2, {2, 4, 4}, {2, 4}},
+        {"ij,jk->i", 2, 2, {3, 4}, {4, 5}},
+        {"bij,bjk->bk", 3, 3, {2, 3, 4}, {2, 4, 5}},
+    };
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        kiln_graph *g;
+        assert_int_equal(kiln_graph_create(&g), KILN_OK);
+        kiln_shape sa = {.rank = others[i].ra}, sb = {.rank = others[i].rb};
+        memcpy(sa.dims, others[i].a, sizeof others[i].a);
+        memcpy(sb.dims, others[i].b, sizeof others[i].b);
+        int y = einsum(g, others[i].eq, input(g, "a", sa), input(g, "b", sb));
+        assert_int_equal(kiln_graph_add_output(g, y), KILN_OK);
+        kiln_error err = {0};
+        assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+        char ops[512];
+        if (fallbacks(g, ops, sizeof ops) != 1 || strcmp(ops, "Einsum") != 0)
+            fail_msg("'%s' was taken by a template (fallbacks: '%s')", others[i].eq, ops);
+        kiln_graph_destroy(g);
+    }
+}
+
 int main(void)
 {
     dir = kt_tempdir();
@@ -918,6 +997,7 @@ int main(void)
         cmocka_unit_test(test_cast),
         cmocka_unit_test(test_gather_rows), cmocka_unit_test(test_gather_out_of_range),
         cmocka_unit_test(test_where),            cmocka_unit_test(test_expand),
+        cmocka_unit_test(test_einsum),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kt_rmdir(dir);
