@@ -6,6 +6,7 @@
  * reference executor (rtol 1e-3, atol 1e-4). */
 #include "compiler_test.h"
 #include "lower/lower.h"
+#include "util/half.h"
 #include "util/rng.h"
 
 static char *dir;
@@ -78,6 +79,7 @@ static void check(kiln_graph *g, int result, uint64_t knob_seed)
 typedef struct fill_spec {
     int64_t lo, hi;
     bool wide;
+    int64_t in_hi[4]; /* nonzero: integer input k in [0, in_hi[k]) instead */
 } fill_spec;
 
 static int tinput(kiln_graph *g, const char *name, kiln_dtype t, kiln_shape s)
@@ -161,7 +163,8 @@ static int fallbacks(const kiln_graph *g, char *ops, size_t n_ops)
 
 /* Compiles g (knob_seed 0: the defaults), runs it and the reference executor
  * on inputs filled per `f` and compares every output: float32 within rtol,
- * anything else (and float32 when rtol is 0) bit for bit. */
+ * float16 within rtol plus its own rounding, anything else (and the floats
+ * when rtol is 0) bit for bit. */
 static void run_typed(const kiln_graph *g, const char *tag, uint64_t knob_seed, fill_spec f,
                       double rtol)
 {
@@ -182,7 +185,12 @@ static void run_typed(const kiln_graph *g, const char *tag, uint64_t knob_seed, 
         const kiln_value *v = g->values[g->inputs[i]];
         kiln_tensor t;
         assert_int_equal(kiln_tensor_alloc(&t, v->dtype, &v->shape, &err), KILN_OK);
-        fill_typed(&t, 300 + (uint64_t)case_no * 13 + (uint64_t)i, f);
+        fill_spec fi = f;
+        if (i < 4 && f.in_hi[i] > 0) {
+            fi.lo = 0;
+            fi.hi = f.in_hi[i];
+        }
+        fill_typed(&t, 300 + (uint64_t)case_no * 13 + (uint64_t)i, fi);
         assert_int_equal(kiln_module_set_input(m, i, &t, &err), KILN_OK);
         assert_int_equal(kiln_ref_executor_set_input(ex, i, &t, &err), KILN_OK);
         kiln_tensor_release(&t);
@@ -198,6 +206,17 @@ static void run_typed(const kiln_graph *g, const char *tag, uint64_t knob_seed, 
         assert_int_equal(a->dtype, b->dtype);
         assert_true(kiln_shape_equal(&a->shape, &b->shape));
         int64_t n = kiln_shape_numel(&b->shape);
+        if (b->dtype == KILN_DTYPE_FLOAT16 && rtol > 0.0) {
+            /* rounds a float32 result that may differ in its last bits */
+            for (int64_t k = 0; k < n; k++) {
+                float x = kiln_f16_to_f32(((const uint16_t *)a->data)[k]);
+                float w = kiln_f16_to_f32(((const uint16_t *)b->data)[k]);
+                if (!(fabsf(x - w) <= 1e-3f + (float)(rtol + 1e-3) * fabsf(w)))
+                    fail_msg("%s: output %d (float16): element %lld: %g, want %g", tag, i,
+                             (long long)k, (double)x, (double)w);
+            }
+            continue;
+        }
         if (b->dtype != KILN_DTYPE_FLOAT32 || rtol == 0.0) {
             size_t es = kiln_dtype_size(b->dtype);
             for (int64_t k = 0; k < n; k++)
@@ -982,6 +1001,89 @@ static void test_einsum(void **state)
     }
 }
 
+static int reshape(kiln_graph *g, int x, int rank, const int64_t *shape)
+{
+    int n = node(g, KILN_OP_RESHAPE, &x, 1);
+    assert_int_equal(kiln_node_set_ints(g, n, "shape", shape, rank), KILN_OK);
+    return out(g, n);
+}
+
+/* x [B, S, H] @ W + b, both constant */
+static int linear(kiln_graph *g, int x, int h, uint64_t seed)
+{
+    int w = param(g, "w", ks(2, h, h), seed, -0.3f, 0.3f);
+    int bias = param(g, "bias", ks(1, h), seed + 1, -0.1f, 0.1f);
+    int mm[2] = {x, w};
+    int a[2] = {out(g, node(g, KILN_OP_MATMUL, mm, 2)), bias};
+    return out(g, node(g, KILN_OP_ADD, a, 2));
+}
+
+static int layernorm(kiln_graph *g, int x, int h, uint64_t seed)
+{
+    int in[3] = {x, param(g, "ln_s", ks(1, h), seed, 0.5f, 1.5f),
+                 param(g, "ln_b", ks(1, h), seed + 1, -0.5f, 0.5f)};
+    int n = node(g, KILN_OP_LAYERNORM, in, 3);
+    kiln_node_set_int(g, n, "axis", -1);
+    return out(g, n);
+}
+
+/* A BERT-like encoder layer as exporters write it: token embeddings by a
+ * run-time Gather, position embeddings added, LayerNorm, Q/K/V projections,
+ * scores by Einsum on the [B, S, heads, d] views (no transposes), scaled,
+ * masked twice (Where on the bool-cast mask, and the additive
+ * (1 - float(mask)) * -10000), softmax, context by Transpose + MatMul,
+ * output projection, residual, LayerNorm; a float16 copy of the result.
+ * Everything compiles: no task falls back to a reference kernel. */
+static void test_transformer(void **state)
+{
+    (void)state;
+    enum { B = 2, S = 7, H = 16, NH = 2, DH = 8, V = 40 };
+    kiln_graph *g;
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    int ids = tinput(g, "input_ids", KILN_DTYPE_INT64, ks(2, B, S));
+    int mask = tinput(g, "attention_mask", KILN_DTYPE_INT64, ks(2, B, S));
+    int tok = param(g, "tok", ks(2, V, H), 40, -1.0f, 1.0f);
+    int pos = param(g, "pos", ks(2, 12, H), 41, -1.0f, 1.0f);
+    int64_t pids[S];
+    for (int i = 0; i < S; i++)
+        pids[i] = i;
+    int pid = kiln_graph_add_const(g, "pos_ids", KILN_DTYPE_INT64, &(kiln_shape){1, {S}}, pids);
+    int e[2] = {gather(g, tok, ids, 0), gather(g, pos, pid, 0)};
+    int x = out(g, node(g, KILN_OP_ADD, e, 2));
+    int h = layernorm(g, x, H, 42);
+    int64_t heads[4] = {B, S, NH, DH};
+    int q = reshape(g, linear(g, h, H, 43), 4, heads);
+    int k = reshape(g, linear(g, h, H, 45), 4, heads);
+    int v = reshape(g, linear(g, h, H, 47), 4, heads);
+    int sc = einsum(g, "bihd,bjhd->bhij", q, k);
+    int scale[2] = {sc, param(g, "scale", ks(0), 49, 0.35355339f, 0.35355339f)};
+    sc = out(g, node(g, KILN_OP_MUL, scale, 2));
+    int64_t m4[4] = {B, 1, 1, S};
+    int mb = reshape(g, cast_to(g, mask, KILN_DTYPE_BOOL), 4, m4);
+    sc = where(g, mb, sc, param(g, "neg", ks(0), 50, -1e9f, -1e9f));
+    int one = param(g, "one", ks(0), 51, 1.0f, 1.0f);
+    int inv[2] = {one, cast_to(g, mask, KILN_DTYPE_FLOAT32)};
+    int big[2] = {out(g, node(g, KILN_OP_SUB, inv, 2)), param(g, "big", ks(0), 52, -1e4f, -1e4f)};
+    int add_mask[2] = {sc, reshape(g, out(g, node(g, KILN_OP_MUL, big, 2)), 4, m4)};
+    sc = out(g, node(g, KILN_OP_ADD, add_mask, 2));
+    int sm = node(g, KILN_OP_SOFTMAX, &sc, 1);
+    kiln_node_set_int(g, sm, "axis", -1);
+    int tv = node(g, KILN_OP_TRANSPOSE, &v, 1);
+    ints(g, tv, "perm", 4, 0, 2, 1, 3);
+    int pv[2] = {out(g, sm), out(g, tv)};
+    int ctx = out(g, node(g, KILN_OP_MATMUL, pv, 2)); /* [B, NH, S, DH] */
+    int tc = node(g, KILN_OP_TRANSPOSE, &ctx, 1);
+    ints(g, tc, "perm", 4, 0, 2, 1, 3);
+    int64_t bsh[3] = {B, S, H};
+    int attn = linear(g, reshape(g, out(g, tc), 3, bsh), H, 53);
+    int res[2] = {attn, x};
+    int y = layernorm(g, out(g, node(g, KILN_OP_ADD, res, 2)), H, 55);
+    assert_int_equal(kiln_graph_add_output(g, y), KILN_OK);
+    assert_int_equal(kiln_graph_add_output(g, cast_to(g, y, KILN_DTYPE_FLOAT16)), KILN_OK);
+    /* ids in [0, V) (negative ones are taken too: test_gather_rows), mask 0/1 */
+    check_typed(g, -1, 7600, (fill_spec){.in_hi = {V, 2}}, 1e-4);
+}
+
 int main(void)
 {
     dir = kt_tempdir();
@@ -997,7 +1099,7 @@ int main(void)
         cmocka_unit_test(test_cast),
         cmocka_unit_test(test_gather_rows), cmocka_unit_test(test_gather_out_of_range),
         cmocka_unit_test(test_where),            cmocka_unit_test(test_expand),
-        cmocka_unit_test(test_einsum),
+        cmocka_unit_test(test_einsum),           cmocka_unit_test(test_transformer),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kt_rmdir(dir);
