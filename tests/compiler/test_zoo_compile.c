@@ -13,6 +13,21 @@ static void zoo(const char *name)
         fail_msg("%s: %s", name, err.msg);
     ct_check_graph(g, dir, name, 0, 42, 1e-3, 1e-4);
     kiln_graph_destroy(g);
+    /* every node of a zoo network has a kernel template: a template that
+     * stopped matching would otherwise go unnoticed, its nodes falling back
+     * to their (slow) reference kernels */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.so", dir, name);
+    kiln_module *m = NULL;
+    if (kiln_module_load(path, NULL, &m, &err) != KILN_OK)
+        fail_msg("%s: load failed: %s", name, err.msg);
+    for (int i = 0; i < kiln_module_num_steps(m); i++) {
+        kiln_step_info si;
+        assert_int_equal(kiln_module_step_info(m, i, &si), KILN_OK);
+        if (strncmp(si.op, "ref:", 4) == 0)
+            fail_msg("%s: step %d '%s' runs its reference kernel (%s)", name, i, si.name, si.op);
+    }
+    kiln_module_destroy(m);
 }
 
 static void test_mlp(void **state)

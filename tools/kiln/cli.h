@@ -62,11 +62,12 @@ char *cli_type_str(kiln_dtype dt, const kiln_shape *s, char *buf, size_t size);
  * the runtime; a zoo name or .onnx is compiled through the cache and run by
  * the runtime (executor "graph", the default; NULL means it) or run by the
  * reference executor ("ref"). threads: 0 = $KILN_NUM_THREADS or the physical
- * cores. Prints any error; returns KILN_EXIT_OK or KILN_EXIT_ERROR. */
+ * cores. A compiled model's nodes without a kernel template (fallback steps,
+ * run by their reference kernels inside it) are named in one line on stderr.
+ * Prints any error; returns KILN_EXIT_OK or KILN_EXIT_ERROR. */
 typedef struct cli_model {
     const char *model;
     const char *executor;  /* "graph" or "ref" (what actually runs) */
-    int fallback;          /* COMPILER-FALLBACK: ref because the compiler is missing */
     int threads;
     double load_ms;        /* compile (or import) + load */
     char *so_path;         /* the compiled .so from the cache, or NULL */

@@ -3,12 +3,32 @@
  * - a path ending in .so: the runtime (kiln_module_load);
  * - a zoo name or .onnx with --executor graph (the default): compiled through
  *   the cache (kiln_compile_cached), then loaded by the runtime;
- * - --executor ref: the reference executor over the imported graph. */
+ * - --executor ref: the reference executor over the imported graph (only
+ *   when asked for: every valid graph compiles, docs/COMPILER.md). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "util/rng.h"
+
+/* One line naming the fallback steps (op "ref:<Op>"), at most 10 of them. */
+static void print_fallbacks(const kiln_module *m)
+{
+    int n = 0, steps = kiln_module_num_steps(m);
+    kiln_step_info si;
+    for (int i = 0; i < steps; i++)
+        n += kiln_module_step_info(m, i, &si) == KILN_OK && !strncmp(si.op, "ref:", 4);
+    if (!n)
+        return;
+    fprintf(stderr, "kiln: %d node%s run%s %s reference kernel (no template):", n,
+            n == 1 ? "" : "s", n == 1 ? "s" : "", n == 1 ? "its" : "their");
+    for (int i = 0, k = 0; i < steps && k < 10; i++)
+        if (kiln_module_step_info(m, i, &si) == KILN_OK && !strncmp(si.op, "ref:", 4))
+            fprintf(stderr, "%s %s '%s'", k++ ? "," : "", si.op + 4, si.name);
+    if (n > 10)
+        fprintf(stderr, ", and %d more", n - 10);
+    fputc('\n', stderr);
+}
 
 int cli_model_open(cli_model *cm, const char *cmd, const char *model, const char *executor,
                    uint64_t seed, int threads)
@@ -28,24 +48,12 @@ int cli_model_open(cli_model *cm, const char *cmd, const char *model, const char
         return KILN_EXIT_ERROR;
     }
     double t0 = cli_now_ms();
-    if (!is_so && strcmp(executor, "graph") == 0) {
-        kiln_status st = kiln_compile_cached(model, seed, NULL, &cm->so_path, &err);
-        if (st == KILN_ERR_UNSUPPORTED) {
-            /* The compiler refuses graphs with ops it has no template for
-             * (docs/COMPILER.md): those run on the reference executor and the
-             * user is told why. An import error is reported as such. */
-            kiln_error cerr = err;
-            if (kiln_model_load(model, seed, &cm->g, &err) != KILN_OK) {
-                cli_model_close(cm);
-                return cli_lib_error(&err);
-            }
-            fprintf(stderr, "kiln: note: %s; running on the reference executor\n", cerr.msg);
-            executor = "ref";
-            cm->fallback = 1;
-        } else if (st != KILN_OK) {
-            return cli_lib_error(&err);
-        }
-    }
+    /* Every valid graph compiles: a node with no kernel template runs its
+     * reference kernel inside the compiled model (a fallback step). The
+     * reference executor runs only when the user asks for it. */
+    if (!is_so && strcmp(executor, "graph") == 0 &&
+        kiln_compile_cached(model, seed, NULL, &cm->so_path, &err) != KILN_OK)
+        return cli_lib_error(&err);
     cm->executor = strcmp(executor, "ref") == 0 ? "ref" : "graph";
     if (cm->executor[0] == 'r') {
         if ((!cm->g && kiln_model_load(model, seed, &cm->g, &err) != KILN_OK) ||
@@ -61,6 +69,7 @@ int cli_model_open(cli_model *cm, const char *cmd, const char *model, const char
             return cli_lib_error(&err);
         }
         cm->threads = kiln_module_num_threads(cm->mod);
+        print_fallbacks(cm->mod);
     }
     cm->load_ms = cli_now_ms() - t0;
     return KILN_EXIT_OK;
@@ -123,8 +132,7 @@ char *cli_model_describe(const cli_model *cm, char *buf, size_t size)
         snprintf(buf, size, "graph (%s, %d thread%s)", cm->so_path ? cm->so_path : cm->model,
                  cm->threads, cm->threads == 1 ? "" : "s");
     else
-        snprintf(buf, size, "ref (reference kernels, 1 thread)%s",
-                 cm->fallback ? "; the compiler has no template for some of its ops" : "");
+        snprintf(buf, size, "ref (reference kernels, 1 thread)");
     return buf;
 }
 
