@@ -152,3 +152,36 @@ void kiln_geom_split(const kiln_shape *s, int a0, int a1, int64_t *outer, int64_
     *mid = m;
     *inner = in;
 }
+
+bool kiln_geom_bcast_rows(const kiln_graph *g, const kiln_node *n, int n_ops, kiln_bcast_rows *w)
+{
+    if (n_ops < 1 || n_ops > KILN_GEOM_MAX_BCAST || n->n_inputs < n_ops || n->n_outputs < 1)
+        return false;
+    const kiln_value *y = g->values[n->outputs[0]];
+    memset(w, 0, sizeof *w);
+    w->n_ops = n_ops;
+    w->rank = y->shape.rank > 0 ? y->shape.rank : 1;
+    for (int d = 0; d < w->rank; d++)
+        w->dims[d] = y->shape.rank > 0 ? y->shape.dims[d] : 1;
+    for (int k = 0; k < n_ops; k++) {
+        if (n->inputs[k] < 0)
+            return false;
+        const kiln_shape *s = &g->values[n->inputs[k]]->shape;
+        int diff = w->rank - s->rank;
+        if (diff < 0)
+            return false;
+        int64_t v = 1;
+        for (int d = w->rank - 1; d >= 0; d--) {
+            int64_t e = d >= diff ? s->dims[d - diff] : 1;
+            if (e != 1 && e != w->dims[d])
+                return false;
+            w->st[k][d] = e == 1 ? 0 : v;
+            v *= e;
+        }
+    }
+    w->last = w->dims[w->rank - 1];
+    w->rows = 1;
+    for (int d = 0; d < w->rank - 1; d++)
+        w->rows *= w->dims[d];
+    return true;
+}

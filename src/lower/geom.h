@@ -41,6 +41,21 @@ typedef struct kiln_bmm {
 } kiln_bmm;
 bool kiln_geom_bmm(const kiln_graph *g, const kiln_node *n, kiln_bmm *b);
 
+/* Broadcasting ops (Where, comparisons, logic): the output walked as rows
+ * of its last dim, and each operand's element strides against the output's
+ * dims (0 where it broadcasts or lacks the dim). A scalar output is [1]. */
+#define KILN_GEOM_MAX_BCAST 3
+typedef struct kiln_bcast_rows {
+    int rank, n_ops;
+    int64_t dims[KILN_MAX_RANK];
+    int64_t st[KILN_GEOM_MAX_BCAST][KILN_MAX_RANK];
+    int64_t rows, last; /* rows x last = the output's elements */
+} kiln_bcast_rows;
+/* Inputs [0, n_ops) of n against its output 0 (row-major); false when one
+ * is absent or does not broadcast to it. */
+bool kiln_geom_bcast_rows(const kiln_graph *g, const kiln_node *n, int n_ops,
+                          kiln_bcast_rows *w);
+
 /* outer x axis x inner decomposition of a shape around axis [a0, a1). */
 void kiln_geom_split(const kiln_shape *s, int a0, int a1, int64_t *outer, int64_t *mid,
                      int64_t *inner);

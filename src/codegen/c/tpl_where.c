@@ -9,43 +9,8 @@
 #include <stdio.h>
 
 #include "codegen/c/codegen.h"
+#include "lower/geom.h"
 #include "lower/knobs.h"
-
-/* The output's dims (rank >= 1) and each operand's element strides
- * against them (0 where it broadcasts). */
-typedef struct where_geom {
-    int rank;
-    int64_t dims[KILN_MAX_RANK];
-    int64_t st[3][KILN_MAX_RANK];
-    int64_t rows, last;
-} where_geom;
-
-static bool geom(const kiln_graph *g, const kiln_node *n, where_geom *w)
-{
-    const kiln_value *y = g->values[n->outputs[0]];
-    w->rank = y->shape.rank > 0 ? y->shape.rank : 1;
-    for (int d = 0; d < w->rank; d++)
-        w->dims[d] = y->shape.rank > 0 ? y->shape.dims[d] : 1;
-    for (int k = 0; k < 3; k++) {
-        const kiln_shape *s = &g->values[n->inputs[k]]->shape;
-        int diff = w->rank - s->rank;
-        if (diff < 0)
-            return false;
-        int64_t v = 1;
-        for (int d = w->rank - 1; d >= 0; d--) {
-            int64_t e = d >= diff ? s->dims[d - diff] : 1;
-            if (e != 1 && e != w->dims[d])
-                return false;
-            w->st[k][d] = e == 1 ? 0 : v;
-            v *= e;
-        }
-    }
-    w->last = w->dims[w->rank - 1];
-    w->rows = 1;
-    for (int d = 0; d < w->rank - 1; d++)
-        w->rows *= w->dims[d];
-    return true;
-}
 
 static const char *elem_type(kiln_dtype t)
 {
@@ -71,9 +36,10 @@ static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
             return false;
     const kiln_value *c = g->values[n->inputs[0]], *x = g->values[n->inputs[1]],
                      *yy = g->values[n->inputs[2]], *o = g->values[n->outputs[0]];
-    where_geom w;
+    kiln_bcast_rows w;
     if (c->dtype != KILN_DTYPE_BOOL || x->dtype != yy->dtype || o->dtype != x->dtype ||
-        o->layout.kind != KILN_LAYOUT_ROW_MAJOR || !elem_type(o->dtype) || !geom(g, n, &w))
+        o->layout.kind != KILN_LAYOUT_ROW_MAJOR || !elem_type(o->dtype) ||
+        !kiln_geom_bcast_rows(g, n, 3, &w))
         return false;
     if (o->dtype == KILN_DTYPE_FLOAT32)
         *epi = KILN_EPI_KIND_ANY;
@@ -83,8 +49,8 @@ static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
 static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
 {
     (void)err;
-    where_geom w;
-    geom(l->ctx->g, l->ctx->g->nodes[t->anchor], &w);
+    kiln_bcast_rows w;
+    kiln_geom_bcast_rows(l->ctx->g, l->ctx->g->nodes[t->anchor], 3, &w);
     kiln_knobs_rows(t, 1, w.rows, w.last);
     return KILN_OK;
 }
@@ -94,8 +60,8 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     const kiln_graph *g = l->ctx->g;
     const kiln_node *n = g->nodes[t->anchor];
     const kiln_value *o = g->values[n->outputs[0]];
-    where_geom w;
-    geom(g, n, &w);
+    kiln_bcast_rows w;
+    kiln_geom_bcast_rows(g, n, 3, &w);
     int rpt = kiln_task_knob(t, "rows_per_task", 1);
     const char *ty = elem_type(o->dtype);
     kiln_emit_prologue(b, l, t, NULL, 0);
