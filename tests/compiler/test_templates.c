@@ -1001,6 +1001,43 @@ static void test_einsum(void **state)
     }
 }
 
+/* comparisons of every dtype with broadcasting (floats on edge values:
+ * NaN, infinities, -0.0 against 0.0; integers in a small range, so that
+ * many compare equal), logic ops and Not on bool */
+static void test_compare(void **state)
+{
+    (void)state;
+    static const kiln_op cmps[] = {KILN_OP_EQUAL, KILN_OP_GREATER, KILN_OP_LESS,
+                                   KILN_OP_GREATEROREQUAL, KILN_OP_LESSOREQUAL};
+    static const kiln_op logic[] = {KILN_OP_AND, KILN_OP_OR, KILN_OP_XOR};
+    for (int i = 0; i < N_DTYPES; i++) {
+        kiln_graph *g;
+        assert_int_equal(kiln_graph_create(&g), KILN_OK);
+        kiln_dtype t = all_dtypes[i];
+        int x = tinput(g, "x", t, ks(3, 3, 1, 5));
+        int y = tinput(g, "y", t, ks(2, 4, 5));
+        int last = -1;
+        for (int c = 0; c < 5; c++) {
+            int in[2] = {c % 2 ? y : x, c % 2 ? x : y};
+            if (last >= 0)
+                assert_int_equal(kiln_graph_add_output(g, last), KILN_OK);
+            last = out(g, node(g, cmps[c], in, 2));
+        }
+        if (t == KILN_DTYPE_BOOL) {
+            for (int c = 0; c < 3; c++) {
+                int in[2] = {x, y};
+                assert_int_equal(kiln_graph_add_output(g, last), KILN_OK);
+                last = out(g, node(g, logic[c], in, 2));
+            }
+            assert_int_equal(kiln_graph_add_output(g, last), KILN_OK);
+            last = out(g, node(g, KILN_OP_NOT, &x, 1));
+        }
+        bool fl = t == KILN_DTYPE_FLOAT32 || t == KILN_DTYPE_FLOAT16 || t == KILN_DTYPE_FLOAT64;
+        check_typed(g, last, i % 4 == 2 ? 7700 + (uint64_t)i : 0,
+                    fl ? (fill_spec){.wide = true} : (fill_spec){.lo = -3, .hi = 3}, 0.0);
+    }
+}
+
 static int reshape(kiln_graph *g, int x, int rank, const int64_t *shape)
 {
     int n = node(g, KILN_OP_RESHAPE, &x, 1);
@@ -1098,7 +1135,8 @@ int main(void)
         cmocka_unit_test(test_matmul_softmax_norm), cmocka_unit_test(test_elemwise_movement),
         cmocka_unit_test(test_cast),
         cmocka_unit_test(test_gather_rows), cmocka_unit_test(test_gather_out_of_range),
-        cmocka_unit_test(test_where),            cmocka_unit_test(test_expand),
+        cmocka_unit_test(test_where),            cmocka_unit_test(test_compare),
+        cmocka_unit_test(test_expand),
         cmocka_unit_test(test_einsum),           cmocka_unit_test(test_transformer),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
