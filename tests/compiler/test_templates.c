@@ -1038,6 +1038,35 @@ static void test_compare(void **state)
     }
 }
 
+/* ArgMax / ArgMin of every numeric dtype along the first, a middle and the
+ * last axis, keepdims or not, first or last index (ties: integers in a
+ * small range; floats with NaN, infinities and repeated edge values) */
+static void test_argreduce(void **state)
+{
+    (void)state;
+    for (int i = 0; i < N_DTYPES; i++) {
+        kiln_dtype t = all_dtypes[i];
+        if (t == KILN_DTYPE_BOOL)
+            continue;
+        kiln_graph *g;
+        assert_int_equal(kiln_graph_create(&g), KILN_OK);
+        int x = tinput(g, "x", t, ks(3, 4, 7, 5));
+        int last = -1;
+        for (int v = 0; v < 6; v++) {
+            int n = node(g, v % 2 ? KILN_OP_ARGMIN : KILN_OP_ARGMAX, &x, 1);
+            kiln_node_set_int(g, n, "axis", v < 2 ? 0 : v < 4 ? 1 : -1);
+            kiln_node_set_int(g, n, "keepdims", v % 3 != 0);
+            kiln_node_set_int(g, n, "select_last_index", v / 2 % 2 == 0 ? v % 2 : 1 - v % 2);
+            if (last >= 0)
+                assert_int_equal(kiln_graph_add_output(g, last), KILN_OK);
+            last = out(g, n);
+        }
+        bool fl = t == KILN_DTYPE_FLOAT32 || t == KILN_DTYPE_FLOAT16 || t == KILN_DTYPE_FLOAT64;
+        check_typed(g, last, i % 4 == 0 ? 7800 + (uint64_t)i : 0,
+                    fl ? (fill_spec){.wide = true} : (fill_spec){.lo = -3, .hi = 3}, 0.0);
+    }
+}
+
 static int reshape(kiln_graph *g, int x, int rank, const int64_t *shape)
 {
     int n = node(g, KILN_OP_RESHAPE, &x, 1);
@@ -1136,7 +1165,7 @@ int main(void)
         cmocka_unit_test(test_cast),
         cmocka_unit_test(test_gather_rows), cmocka_unit_test(test_gather_out_of_range),
         cmocka_unit_test(test_where),            cmocka_unit_test(test_compare),
-        cmocka_unit_test(test_expand),
+        cmocka_unit_test(test_argreduce),        cmocka_unit_test(test_expand),
         cmocka_unit_test(test_einsum),           cmocka_unit_test(test_transformer),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
