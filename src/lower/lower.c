@@ -15,6 +15,7 @@
 #include "util/sb.h"
 #include "lower/hash.h"
 #include "lower/knobs.h"
+#include "lower/workload.h"
 #include "util/error.h"
 #include "util/rng.h"
 
@@ -171,78 +172,19 @@ static kiln_status lower_task(kiln_lowered *l, kiln_task *t, kiln_error *err)
     return configure_task(l, t, err);
 }
 
-/* ---- workload keys and dedupe ------------------------------------------------- */
-
-static void value_desc(kiln_sb *b, const kiln_lowered *l, int tensor)
-{
-    const kiln_tensor_entry *e = &l->tensors[tensor];
-    const kiln_value *v = l->ctx->g->values[e->value];
-    char sb[160];
-    kiln_shape_str(&v->shape, sb, sizeof sb);
-    kiln_sb_printf(b, "%s%s:%s%s", kiln_dtype_name(v->dtype), sb, e->layout,
-                   e->weights ? ":w" : "");
-}
-
-static void attr_desc(kiln_sb *b, const kiln_attr *a)
-{
-    kiln_sb_printf(b, "%s=", a->name);
-    switch (a->type) {
-    case KILN_ATTR_INT:
-        kiln_sb_printf(b, "%lld", (long long)a->i);
-        break;
-    case KILN_ATTR_FLOAT:
-        kiln_sb_printf(b, "%a", (double)a->f);
-        break;
-    case KILN_ATTR_STRING:
-        kiln_sb_printf(b, "'%s'", a->s);
-        break;
-    case KILN_ATTR_INTS:
-        for (int i = 0; i < a->n; i++)
-            kiln_sb_printf(b, "%s%lld", i ? "," : "", (long long)a->ints[i]);
-        break;
-    case KILN_ATTR_FLOATS:
-        for (int i = 0; i < a->n; i++)
-            kiln_sb_printf(b, "%s%a", i ? "," : "", (double)a->floats[i]);
-        break;
-    }
-    kiln_sb_puts(b, ";");
-}
+/* ---- workload keys (lower/workload.c) and dedupe -------------------------------- */
 
 static kiln_status name_task(kiln_lowered *l, kiln_task *t, kiln_error *err)
 {
     const kiln_pass_ctx *ctx = l->ctx;
     const kiln_graph *g = ctx->g;
-    const kiln_group *gr = &ctx->groups[t->group];
     kiln_sb b = {0}, c = {0}, shp = {0}, lay = {0};
-    kiln_sb_printf(&b, "%s|%s|", t->tpl->name, ctx->target.name);
+    kiln_workload_write(&b, l, t);
     for (int i = 0; i < t->n_args; i++) {
-        if (i)
-            kiln_sb_puts(&b, ",");
-        value_desc(&b, l, t->args[i]);
         const kiln_value *v = g->values[t->arg_values[i]];
         char sbuf[160];
         kiln_sb_printf(&shp, "%s%s", i ? ", " : "", kiln_shape_str(&v->shape, sbuf, sizeof sbuf));
         kiln_sb_printf(&lay, "%s%s", i ? "/" : "", l->tensors[t->args[i]].layout);
-    }
-    kiln_sb_puts(&b, "|");
-    for (int i = 0; i < gr->n_nodes; i++) {
-        const kiln_node *m = g->nodes[gr->nodes[i]];
-        kiln_sb_printf(&b, "%s%s(", i ? ">" : "", kiln_op_name(m->op));
-        for (int k = 0; k < m->n_inputs; k++) {
-            int a = kiln_task_arg(t, m->inputs[k]);
-            if (a >= 0)
-                kiln_sb_printf(&b, "%sa%d", k ? "," : "", a);
-            else
-                kiln_sb_printf(&b, "%st", k ? "," : "");
-        }
-        kiln_sb_puts(&b, "){");
-        for (int k = 0; k < m->n_attrs; k++)
-            attr_desc(&b, &m->attrs[k]);
-        kiln_sb_puts(&b, "}");
-        if (m->n_outputs == 1)
-            kiln_sb_printf(&b, "->%s", kiln_layout_str(&g->values[m->outputs[0]]->shape,
-                                                       g->values[m->outputs[0]]->layout,
-                                                       (char[32]){0}, 32));
     }
     kiln_sb_puts(&c, "{");
     for (int i = 0; i < t->n_knobs; i++)
