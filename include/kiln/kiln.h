@@ -12,6 +12,7 @@
 #ifndef KILN_KILN_H
 #define KILN_KILN_H
 
+#include "kiln/runtime.h"
 #include "kiln/types.h"
 
 #ifdef __cplusplus
@@ -146,6 +147,109 @@ kiln_status kiln_build_link(kiln_build *b, const char *out_path, kiln_error *err
 const char *kiln_build_output(const kiln_build *b);
 /* Tasks whose configuration came from the tuning records. */
 int kiln_build_tuned_tasks(const kiln_build *b);
+
+/* ---- Tasks: the kernels of a model, each buildable and timed alone ------
+ * A task is one fused kernel of a compiled model: its template, its workload
+ * key (everything its code depends on but the knobs; grammar in
+ * docs/COMPILER.md, "Workload keys"), its knob space with the analytic
+ * defaults, and its flops. Steps of a model with equal keys are one task.
+ *
+ * A workload key parses back into a task that builds alone (what tuning
+ * measures): kiln_workload_create makes a small graph of it (the key's nodes;
+ * a graph input per activation argument, followed by a layout transform when
+ * the key's layout is blocked; a constant of seeded random data per weight
+ * argument, integer weights with the values the key records), lowers it and
+ * checks that lowering gives the identical key. kiln_workload_measure builds
+ * it with a configuration into a small .so, runs it once on seeded inputs,
+ * checks every output against the reference executor on the same graph, and
+ * times the task's step alone with the time evaluator (kiln_module_bench's
+ * semantics over kiln_module_run_step): the transforms around it are steps
+ * of their own and are not timed. In-process: a kernel that crashes takes the
+ * caller with it (the tuner measures in a child process). Not thread-safe
+ * per handle. */
+typedef struct kiln_tasks kiln_tasks;
+typedef struct kiln_workload kiln_workload;
+
+/* One knob of a task's space. Strings and choices are owned by the handle. */
+typedef struct kiln_knob_info {
+    const char *name;   /* "ow_tile" */
+    const char *kind;   /* "tile" (a tile or split size), "order" (a loop order),
+                           "block" (a layout block size: fixed within a model) */
+    int value;          /* the analytic default */
+    int n_choices;
+    const int *choices; /* the space, in the template's order */
+} kiln_knob_info;
+
+/* Strings are owned by the handle and valid until it is destroyed. */
+typedef struct kiln_task_info {
+    const char *workload;       /* the workload key */
+    const char *template_name;  /* "conv2d_nchwc"; "ref" for a reference-kernel fallback */
+    const char *target;         /* "x86_64-avx512" */
+    const char *shapes;         /* "[1, 64, 56, 56], [64, 64, 3, 3], ..." (arguments) */
+    const char *layouts;        /* "NCHW16c/OIHW16i16o/..." (weights as packed by the default) */
+    const char *default_config; /* {"knob": value, ...}: the analytic defaults */
+    double flops;               /* of one call */
+    int steps;                  /* steps of the model running it (1 for a workload) */
+    int n_knobs;
+    int64_t space_size;         /* product of the knobs' choice counts (1: nothing to tune) */
+} kiln_task_info;
+
+/* The unique tasks of graph g compiled with `opts` (NULL: defaults; target,
+ * verbose and print_ir_after are used), in the order the model first runs
+ * them. Runs the passes and lowering, compiles nothing. The graph must have
+ * weights (the conv templates choose layouts by them). */
+kiln_status kiln_tasks_extract(const kiln_graph *g, const kiln_compile_options *opts,
+                               kiln_tasks **out, kiln_error *err);
+void kiln_tasks_destroy(kiln_tasks *t); /* NULL: no-op */
+int kiln_tasks_count(const kiln_tasks *t);
+int kiln_tasks_num_steps(const kiln_tasks *t); /* steps of the model (kernels and fallbacks) */
+const char *kiln_tasks_target(const kiln_tasks *t);
+/* Task i (0 <= i < count) and its knob k (0 <= k < n_knobs). */
+kiln_status kiln_tasks_info(const kiln_tasks *t, int i, kiln_task_info *info, kiln_error *err);
+kiln_status kiln_tasks_knob(const kiln_tasks *t, int i, int k, kiln_knob_info *info,
+                            kiln_error *err);
+
+/* A task from its workload key, with weights from `seed`. A key that does not
+ * parse is KILN_ERR_PARSE naming the offset; one that parses but does not
+ * build back into the identical key (a key of another kiln version, or an
+ * edited one) is KILN_ERR_INVALID_ARGUMENT showing where the rebuilt key
+ * differs. The target is the key's: building one for another ISA works;
+ * measuring one for an ISA this machine lacks is KILN_ERR_UNSUPPORTED. */
+kiln_status kiln_workload_create(const char *key, uint64_t seed, kiln_workload **out,
+                                 kiln_error *err);
+void kiln_workload_destroy(kiln_workload *w); /* NULL: no-op */
+kiln_status kiln_workload_info(const kiln_workload *w, kiln_task_info *info, kiln_error *err);
+kiln_status kiln_workload_knob(const kiln_workload *w, int k, kiln_knob_info *info,
+                               kiln_error *err);
+
+typedef struct kiln_measure_options {
+    const char *config;       /* {"knob": value, ...} (a subset; NULL: the defaults) */
+    kiln_bench_options bench; /* zeros: the time evaluator's defaults */
+    int num_threads;          /* 0: as kiln_module_load ($KILN_NUM_THREADS, physical cores) */
+    const char *cache_dir;    /* object and model cache (NULL: the default) */
+    int jobs;                 /* parallel $CC (0: the cores) */
+    double rtol, atol;        /* an output element differs when |got - want| > atol * max(1,
+                                 max |want|) + rtol * |want|; 0: 1e-4 each */
+} kiln_measure_options;
+
+typedef struct kiln_measure_result {
+    kiln_bench_result time;  /* seconds per call of the task's step alone */
+    double gflops;           /* flops / median time */
+    double max_abs_diff;     /* against the reference executor, over every output */
+    int step, num_steps;     /* the step timed, of the small model's steps */
+    double build_s;          /* lowering, code generation, $CC and link (0 s from the cache) */
+    char config[512];        /* the configuration built: every knob, with "source" */
+    char so_path[1024];      /* the small model (in the model cache) */
+    char measured[512];      /* what was timed, in words */
+} kiln_measure_result;
+
+/* Builds w with opts->config and measures it (see the top of this section).
+ * A configuration naming a knob the task lacks or a value outside its space
+ * is KILN_ERR_INVALID_ARGUMENT and nothing is built; outputs that differ from
+ * the reference are KILN_ERR_MISMATCH naming the first element; `out` is
+ * untouched on any failure. */
+kiln_status kiln_workload_measure(kiln_workload *w, const kiln_measure_options *opts,
+                                  kiln_measure_result *out, kiln_error *err);
 
 /* ---- Reference executor: runs any valid graph with the reference kernels -- */
 typedef struct kiln_ref_executor kiln_ref_executor;

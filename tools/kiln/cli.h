@@ -19,6 +19,7 @@ int kiln_cmd_zoo(int argc, char **argv);
 int kiln_cmd_run(int argc, char **argv);
 int kiln_cmd_check(int argc, char **argv);
 int kiln_cmd_bench(int argc, char **argv);
+int kiln_cmd_tasks(int argc, char **argv); /* cmd_tasks.c */
 
 /* Prints "kiln: error: <message>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -20,6 +20,7 @@ static void usage(FILE *f)
             "  check   run a model on given inputs and compare with expected outputs\n"
             "  bench   time a model (TVM time_evaluator semantics)\n"
             "  profile time every kernel of a model (TVM-style report), or --compare two\n"
+            "  tasks   list a model's unique tasks: workload key, template, flops, knob space\n"
             "  help    show this message\n"
             "\n"
             "MODEL is a compiled model (.so), a zoo network name (see `kiln zoo`) or a\n"
@@ -48,6 +49,8 @@ int main(int argc, char **argv)
                 return kiln_cmd_check(2, sub);
             if (strcmp(argv[2], "bench") == 0)
                 return kiln_cmd_bench(2, sub);
+            if (strcmp(argv[2], "tasks") == 0)
+                return kiln_cmd_tasks(2, sub);
             if (strcmp(argv[2], "profile") == 0) {
                 int kiln_cmd_profile(int, char **); /* tools/kiln/cmd_profile.c */
                 return kiln_cmd_profile(2, sub);
@@ -70,6 +73,8 @@ int main(int argc, char **argv)
         return kiln_cmd_check(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0)
         return kiln_cmd_bench(argc - 1, argv + 1);
+    if (strcmp(cmd, "tasks") == 0)
+        return kiln_cmd_tasks(argc - 1, argv + 1);
     /* compile: dispatched here by tools/kiln/cmd_compile.c's author */
     if (strcmp(cmd, "compile") == 0) {
         int kiln_cmd_compile(int, char **); /* tools/kiln/cmd_compile.c */
