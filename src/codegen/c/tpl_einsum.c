@@ -18,9 +18,13 @@
  * A task computes `rows_per_task` rows m of one batch entry into a per-thread
  * row of N accumulators, then stores it through the output strides (with the
  * epilogue). Knob `order`: 0 accumulates rank-1 updates along k (vectorized
- * over n: B contiguous in n), 1 takes each output as a dot product over k in
- * eight partial sums (A and B contiguous in k: the Q K^T form); the default
- * follows the strides. */
+ * over n when B is contiguous in n); 1 takes each output as a dot product
+ * over k in eight partial sums (A and B contiguous in k); 2 first copies the
+ * batch entry's B, K x N, into the thread's workspace contiguous in n (again
+ * only when the next task's B differs: a thread's tasks come in contiguous
+ * runs), then runs 0 on it: the Q K^T form at the speed of a plain matmul,
+ * offered while K x N fits in 1 MiB. Default: 0 when B is contiguous in n,
+ * else 2 for M >= 4, else 1 when A and B are contiguous in k, else 0. */
 #include <stdio.h>
 #include <string.h>
 
@@ -124,6 +128,13 @@ static bool plan(const kiln_graph *g, const kiln_node *n, einsum_mm *p)
     return p->M > 0 && p->N > 0 && p->K > 0 && p->batch > 0;
 }
 
+/* Workspace: N accumulators (rounded to 64 bytes), then order 2's copy of B. */
+#define PACK_MAX (1 << 20)
+static int64_t acc_len(const einsum_mm *p)
+{
+    return (p->N + 15) / 16 * 16;
+}
+
 static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
                   kiln_epi_kind *epi)
 {
@@ -150,11 +161,17 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     plan(l->ctx->g, l->ctx->g->nodes[t->anchor], &p);
     t->flops = 2.0 * (double)p.batch * (double)p.M * (double)p.N * (double)p.K;
     kiln_knobs_rows(t, p.batch, p.M, p.N * p.K);
-    int order = p.bn == 1 || p.N == 1 ? 0 : p.ak == 1 && p.bk == 1 ? 1 : 0;
+    bool packable = p.K * p.N * (int64_t)sizeof(float) <= PACK_MAX;
+    int order = p.bn == 1 || p.N == 1     ? 0
+                : packable && p.M >= 4      ? 2
+                : p.ak == 1 && p.bk == 1    ? 1
+                                            : 0;
     kiln_knob *k = kiln_knob_add(t, "order", KILN_KNOB_ORDER, order, -1);
     kiln_knob_choice(k, 0);
     kiln_knob_choice(k, 1);
-    t->workspace = (p.N * (int64_t)sizeof(float) + 63) / 64 * 64;
+    if (packable)
+        kiln_knob_choice(k, 2);
+    t->workspace = (acc_len(&p) + (packable ? p.K * p.N : 0)) * (int64_t)sizeof(float);
     return KILN_OK;
 }
 
@@ -184,11 +201,16 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     kiln_sb_printf(b,
                    "    const float *A = a%d, *B = a%d;\n"
                    "    float *acc = (float *)" KILN_TASK_WS ";\n"
+                   "    float *bpk = acc + %lld; /* order 2: B, K x N */\n"
+                   "    int64_t packed = -1;     /* the B offset bpk holds */\n"
+                   "    (void)bpk;\n"
+                   "    (void)packed;\n"
                    "    for (int64_t task = begin_; task < end_; task++) {\n"
                    "        const int64_t bt = task / MT_, m0 = (task %% MT_) * RPT_;\n"
                    "        int64_t aoff = 0, boff = 0, ooff = 0, q = bt;\n"
                    "        (void)q;\n",
-                   kiln_task_arg(t, n->inputs[0]), kiln_task_arg(t, n->inputs[1]));
+                   kiln_task_arg(t, n->inputs[0]), kiln_task_arg(t, n->inputs[1]),
+                   (long long)acc_len(&p));
     for (int i = p.nb - 1; i >= 0; i--) {
         kiln_sb_printf(b, "        { const int64_t c = q %% %lld; q /= %lld;", (long long)p.bdim[i],
                        (long long)p.bdim[i]);
@@ -198,19 +220,28 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
             kiln_sb_printf(b, " boff += c * %lld;", (long long)p.bb[i]);
         kiln_sb_printf(b, " ooff += c * %lld; }\n", (long long)p.ob[i]);
     }
+    if (order == 2)
+        kiln_sb_puts(b, "        if (boff != packed) {\n"
+                        "            for (int64_t j = 0; j < N_; j++)\n"
+                        "                for (int64_t k = 0; k < K_; k++)\n"
+                        "                    bpk[k * N_ + j] = B[boff + k * BK_ + j * BN_];\n"
+                        "            packed = boff;\n"
+                        "        }\n");
     kiln_sb_puts(b, "        const int64_t m1 = KILN_MIN_(M_, m0 + RPT_);\n"
                     "        for (int64_t m = m0; m < m1; m++) {\n"
                     "            const float *ar = A + aoff + m * AM_;\n"
-                    "            const float *br = B + boff;\n");
-    if (order == 0)
-        kiln_sb_puts(b, "            for (int64_t j = 0; j < N_; j++)\n"
-                        "                acc[j] = 0.0f;\n"
-                        "            for (int64_t k = 0; k < K_; k++) {\n"
-                        "                const float av = ar[k * AK_];\n"
-                        "                const float *bk = br + k * BK_;\n"
-                        "                for (int64_t j = 0; j < N_; j++)\n"
-                        "                    acc[j] += av * bk[j * BN_];\n"
-                        "            }\n");
+                    "            const float *br = B + boff;\n"
+                    "            (void)br;\n");
+    if (order == 0 || order == 2)
+        kiln_sb_printf(b, "            for (int64_t j = 0; j < N_; j++)\n"
+                          "                acc[j] = 0.0f;\n"
+                          "            for (int64_t k = 0; k < K_; k++) {\n"
+                          "                const float av = ar[k * AK_];\n"
+                          "                const float *bk = %s;\n"
+                          "                for (int64_t j = 0; j < N_; j++)\n"
+                          "                    acc[j] += av * bk[j * %s];\n"
+                          "            }\n",
+                       order == 2 ? "bpk + k * N_" : "br + k * BK_", order == 2 ? "1" : "BN_");
     else
         kiln_sb_puts(b, "            for (int64_t j = 0; j < N_; j++) {\n"
                         "                const float *bj = br + j * BN_;\n"
