@@ -9,7 +9,12 @@
  *   double -> integer: truncation toward zero, saturated at the type's
  *     limits, NaN -> 0 (kiln_kc_d2i8 .. kiln_kc_d2u64).
  * The cast template (codegen/c/tpl_cast.c) composes these into one
- * expression per element. Header-only C11, no kiln includes. */
+ * expression per element; the compare and argreduce templates read float16
+ * through kiln_kc_h2f. With F16C (the avx2 and avx512 targets) the float16
+ * conversions are the hardware's, which round the same way (the _soft
+ * versions are the portable ones; a NaN's quiet bit after kiln_kc_h2f is
+ * unspecified, kiln_kc_h2f_quiet sets it). Header-only C11, no kiln
+ * includes; KILN_KERNELS_PORTABLE forces the portable code. */
 #ifndef KILN_KERNELS_CAST_H
 #define KILN_KERNELS_CAST_H
 
@@ -17,7 +22,12 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline float kiln_kc_h2f(uint16_t h)
+#if defined(__F16C__) && !defined(KILN_KERNELS_PORTABLE)
+#include <immintrin.h>
+#define KILN_KC_F16C 1
+#endif
+
+static inline float kiln_kc_h2f_soft(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
     if (exp == 0) {
@@ -41,6 +51,15 @@ static inline float kiln_kc_h2f(uint16_t h)
     return f;
 }
 
+static inline float kiln_kc_h2f(uint16_t h)
+{
+#ifdef KILN_KC_F16C
+    return _cvtsh_ss(h);
+#else
+    return kiln_kc_h2f_soft(h);
+#endif
+}
+
 /* float16 -> float as the reference's detour through double gives it: a
  * signaling NaN comes back quiet (the hardware conversions set the quiet
  * bit; a compiler may fold (float)(double)f to f, so it is set here). */
@@ -56,7 +75,7 @@ static inline float kiln_kc_h2f_quiet(uint16_t h)
     return f;
 }
 
-static inline uint16_t kiln_kc_f2h(float f)
+static inline uint16_t kiln_kc_f2h_soft(float f)
 {
     uint32_t x;
     memcpy(&x, &f, sizeof x);
@@ -81,6 +100,15 @@ static inline uint16_t kiln_kc_f2h(float f)
     if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
         h++; /* a carry into the exponent is the right result (up to inf) */
     return (uint16_t)(sign | h);
+}
+
+static inline uint16_t kiln_kc_f2h(float f)
+{
+#ifdef KILN_KC_F16C
+    return (uint16_t)_cvtss_sh(f, 0); /* round to nearest even */
+#else
+    return kiln_kc_f2h_soft(f);
+#endif
 }
 
 static inline uint16_t kiln_kc_d2h(double d)
