@@ -72,11 +72,8 @@ static void arg_desc(kiln_sb *b, const kiln_lowered *l, int tensor)
     if (!int_dtype(v->dtype) || !v->data)
         return;
     int64_t n = kiln_shape_numel(&v->shape);
-    if (n > KILN_WL_MAX_DATA) {
-        kiln_sb_printf(b, "#%016" PRIx64,
-                       kiln_hash64(v->data, (size_t)n * kiln_dtype_size(v->dtype)));
-        return;
-    }
+    if (n > KILN_WL_MAX_DATA)
+        return; /* run-time data to every template (a causal mask): not in the code */
     kiln_sb_puts(b, "=[");
     for (int64_t i = 0; i < n; i++) {
         int64_t x = int_at(v->data, v->dtype, i);
@@ -334,14 +331,6 @@ static bool parse_arg(cur *c, kiln_wl_arg *a)
     if (!accept(c, ":w"))
         return true;
     a->weight = true;
-    if (accept(c, "#")) {
-        char h[17];
-        if (!token(c, ",|", h, sizeof h, "expected 16 hex digits") || strlen(h) != 16 ||
-            strspn(h, "0123456789abcdef") != 16)
-            return fail(c, KILN_ERR_PARSE, "expected 16 hex digits");
-        a->hashed = true;
-        return true;
-    }
     if (!accept(c, "=["))
         return true;
     int64_t n = kiln_shape_numel(&a->shape);

@@ -11,7 +11,7 @@
  *   key    := template "|" target "|" arg ("," arg)* "|" node (">" node)*
  *   arg    := dtype shape ":" layout [":w" [data]]
  *   data   := "=[" int ("," int)* "]"      integer/bool weights of <= 64 elements
- *           | "#" 16 hex digits            larger ones: a hash of their bytes
+ *                                          (larger ones: run-time data, not in the key)
  *   node   := op "(" [ref ("," ref)*] ")" "{" (attr ";")* "}" "->" out ("," out)*
  *   ref    := "a" N                        argument N
  *           | "t" J ["." K]                output K (default 0) of the group's node J
@@ -34,7 +34,11 @@
 #include "lower/lower.h"
 #include "util/sb.h"
 
-/* Integer weights with at most this many elements are written out. */
+/* Integer weights with at most this many elements are written out (a
+ * template may build such small constants into its code: Gather's scalar
+ * index); larger ones are data every template reads at run time, left out
+ * of the key like float weights, so a parsed task gets seeded values and
+ * still builds back into the same key. */
 #define KILN_WL_MAX_DATA 64
 
 /* Appends task t's workload key to b. */
@@ -49,7 +53,6 @@ typedef struct kiln_wl_arg {
     bool output;       /* written by a node of the key */
     int n_data;        /* -1: no values recorded; else the count in data */
     int64_t *data;     /* recorded integer values (uint64 as their bits) */
-    bool hashed;       /* "#hash": values not recorded (too many) */
 } kiln_wl_arg;
 
 /* A node input: kind 'a' (argument index), 't' (node index, output index),

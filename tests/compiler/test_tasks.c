@@ -487,6 +487,19 @@ static void case_where(void)
     int y = weight(g, "y", ks(0), 3);
     output(g, out0(g, op(g, KILN_OP_WHERE, (int[]){c, x, y}, 3)));
     measure_graph(g, "where", "Where graph");
+    /* a constant mask larger than a key records (a folded causal mask): it is
+     * run-time data, so the parsed task still builds back into its key */
+    g = new_graph();
+    static uint8_t causal[16 * 16];
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 16; j++)
+            causal[i * 16 + j] = j <= i;
+    kiln_shape ms = ks(2, 16, 16);
+    int m = kiln_graph_add_const(g, "causal", KILN_DTYPE_BOOL, &ms, causal);
+    x = in_f32(g, "x", ks(3, 2, 16, 16));
+    y = weight(g, "y", ks(0), 3);
+    output(g, out0(g, op(g, KILN_OP_WHERE, (int[]){m, x, y}, 3)));
+    measure_graph(g, "where", "Where graph with a 256-element constant mask");
 }
 
 static void case_einsum(void)
@@ -523,6 +536,29 @@ static void case_argreduce(void)
     measure_graph(g, "argreduce", "ArgMax graph");
 }
 
+/* Integer Add of a cast activation: the arith template */
+static void case_arith(void)
+{
+    kiln_graph *g = new_graph();
+    int x = in_f32(g, "x", ks(2, 4, 7));
+    int c = op(g, KILN_OP_CAST, &x, 1);
+    assert_int_equal(kiln_node_set_int(g, c, "to", 6 /* ONNX int32 */), KILN_OK);
+    int ci = out0(g, c);
+    output(g, out0(g, op(g, KILN_OP_ADD, (int[]){ci, ci}, 2)));
+    measure_graph(g, "arith", "int32 Add graph");
+}
+
+static void case_cumsum(void)
+{
+    kiln_graph *g = new_graph();
+    int x = in_f32(g, "x", ks(2, 5, 9));
+    int c = op(g, KILN_OP_CUMSUM, &x, 1);
+    assert_int_equal(kiln_node_set_int(g, c, "axis", 1), KILN_OK);
+    assert_int_equal(kiln_node_set_int(g, c, "reverse", 1), KILN_OK);
+    output(g, out0(g, c));
+    measure_graph(g, "cumsum", "CumSum graph");
+}
+
 /* A small graph per template no zoo network uses (run when the target has
  * the template). */
 static const struct {
@@ -540,6 +576,8 @@ static const struct {
     {"where", case_where},
     {"einsum", case_einsum},
     {"argreduce", case_argreduce},
+    {"arith", case_arith},
+    {"cumsum", case_cumsum},
     {"ref", case_ref},
 };
 
