@@ -8,7 +8,7 @@ packages=(
   build-essential cmake pkg-config   # compiler, build system
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev  # ONNX TensorProto/ModelProto decoding
   libcmocka-dev                      # unit-test framework
-  libcjson-dev                       # JSON for the profiler's reports (kiln profile, src/report)
+  libcjson-dev                       # JSON: profiler reports, model metadata, tuning records
   libonnx-testdata                   # the ONNX backend conformance suite (tests/onnx-backend)
   python3 python3-numpy python3-onnx # test fixtures (.npy/.pb/.onnx generators)
   python3-torch python3-torchvision  # exporting real networks to ONNX with reference outputs
