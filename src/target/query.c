@@ -8,6 +8,22 @@
 /* codegen/c/registry.c */
 extern const kiln_template_set kiln_c_template_set;
 
+/* A node reading or writing an empty tensor (a dim of 0): no template takes
+ * it, the reference kernel (which handles empty extents) does, so templates
+ * may assume every extent is positive (a MatMul with K = 0 divided by zero in
+ * the dense geometry; a conv with an empty batch failed the blocked
+ * template's own checks). */
+static bool empty_node(const kiln_graph *g, const kiln_node *n)
+{
+    for (int k = 0; k < n->n_inputs; k++)
+        if (n->inputs[k] >= 0 && kiln_shape_numel(&g->values[n->inputs[k]]->shape) == 0)
+            return true;
+    for (int k = 0; k < n->n_outputs; k++)
+        if (n->outputs[k] >= 0 && kiln_shape_numel(&g->values[n->outputs[k]]->shape) == 0)
+            return true;
+    return false;
+}
+
 const kiln_template_set *kiln_target_templates(const kiln_target *tg)
 {
     (void)tg;
@@ -19,7 +35,7 @@ const kiln_template *kiln_target_template(const kiln_target *tg, const kiln_grap
 {
     const kiln_template_set *set = kiln_target_templates(tg);
     kiln_epi_kind e = KILN_EPI_KIND_NONE;
-    for (int i = 0; i < set->n_tpl; i++) {
+    for (int i = 0; i < set->n_tpl && !empty_node(g, n); i++) {
         e = KILN_EPI_KIND_NONE;
         if (set->tpl[i]->match && set->tpl[i]->match(tg, g, n, &e)) {
             if (epi)
@@ -41,6 +57,8 @@ bool kiln_target_layout(const kiln_target *tg, const kiln_graph *g, const kiln_n
                         kiln_layout in, kiln_tpl_layout *out)
 {
     const kiln_template_set *set = kiln_target_templates(tg);
+    if (empty_node(g, n))
+        return false;
     for (int i = 0; i < set->n_tpl; i++)
         if (set->tpl[i]->layout && set->tpl[i]->layout(tg, g, n, in, out))
             return true;
@@ -49,7 +67,7 @@ bool kiln_target_layout(const kiln_target *tg, const kiln_graph *g, const kiln_n
 
 bool kiln_target_epilogue_op(const kiln_target *tg, const kiln_graph *g, const kiln_node *n)
 {
-    return kiln_target_templates(tg)->expr_op(g, n);
+    return !empty_node(g, n) && kiln_target_templates(tg)->expr_op(g, n);
 }
 
 const kiln_template *kiln_target_template_named(const kiln_target *tg, const char *name)

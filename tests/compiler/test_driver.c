@@ -208,6 +208,56 @@ static void test_records(void **state)
     kiln_graph_destroy(g);
 }
 
+/* Empty tensors (a dim of 0) go to the reference kernels, which handle
+ * them; before, a MatMul with K = 0 divided by zero in the dense geometry
+ * (SIGFPE) and a conv with an empty batch failed the blocked template
+ * (found by tests/fuzz/fuzz_passes.c). */
+static void test_empty_tensors(void **state)
+{
+    (void)state;
+    kiln_graph *g = NULL;
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    int x = kiln_graph_add_input(g, "x", KILN_DTYPE_FLOAT32, &(kiln_shape){2, {2, 0}});
+    static float w0[1];
+    int w = kiln_graph_add_const(g, "w", KILN_DTYPE_FLOAT32, &(kiln_shape){2, {0, 4}}, w0);
+    int mm = kiln_graph_add_node(g, KILN_OP_MATMUL, "mm", (int[]){x, w}, 2, 1);
+    int c = kiln_graph_add_input(g, "c", KILN_DTYPE_FLOAT32, &(kiln_shape){4, {0, 8, 5, 5}});
+    static float wc[16 * 8];
+    for (int i = 0; i < 16 * 8; i++)
+        wc[i] = (float)(i % 7) - 3.0f;
+    int cw = kiln_graph_add_const(g, "cw", KILN_DTYPE_FLOAT32, &(kiln_shape){4, {16, 8, 1, 1}}, wc);
+    int conv = kiln_graph_add_node(g, KILN_OP_CONV, "conv", (int[]){c, cw}, 2, 1);
+    assert_int_equal(kiln_node_set_ints(g, conv, "kernel_shape", (int64_t[]){1, 1}, 2), KILN_OK);
+    int relu = kiln_graph_add_node(g, KILN_OP_RELU, "relu", (int[]){kiln_graph_node_output(g, conv, 0)}, 1, 1);
+    assert_int_equal(kiln_graph_add_output(g, kiln_graph_node_output(g, mm, 0)), KILN_OK);
+    assert_int_equal(kiln_graph_add_output(g, kiln_graph_node_output(g, relu, 0)), KILN_OK);
+    kiln_error err = {0};
+    assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+    char path[512];
+    snprintf(path, sizeof path, "%s/empty.so", g_dir);
+    kiln_compile_options opts = {.jobs = 2};
+    if (kiln_compile(g, &opts, path, &err) != KILN_OK)
+        fail_msg("compile: %s", err.msg);
+    kiln_module *m = NULL;
+    assert_int_equal(kiln_module_load(path, NULL, &m, &err), KILN_OK);
+    kiln_tensor t0, t1;
+    assert_int_equal(kiln_tensor_alloc(&t0, KILN_DTYPE_FLOAT32, &(kiln_shape){2, {2, 0}}, &err), KILN_OK);
+    assert_int_equal(kiln_tensor_alloc(&t1, KILN_DTYPE_FLOAT32, &(kiln_shape){4, {0, 8, 5, 5}}, &err), KILN_OK);
+    assert_int_equal(kiln_module_set_input(m, 0, &t0, &err), KILN_OK);
+    assert_int_equal(kiln_module_set_input(m, 1, &t1, &err), KILN_OK);
+    assert_int_equal(kiln_module_run(m, &err), KILN_OK);
+    const kiln_tensor *y = kiln_module_output(m, 0), *z = kiln_module_output(m, 1);
+    assert_int_equal(kiln_shape_numel(&y->shape), 8);
+    for (int i = 0; i < 8; i++)
+        assert_true(((const float *)y->data)[i] == 0.0f); /* a sum over nothing */
+    assert_int_equal(kiln_shape_numel(&z->shape), 0);
+    assert_int_equal(z->shape.dims[1], 16);
+    kiln_tensor_release(&t0);
+    kiln_tensor_release(&t1);
+    kiln_module_destroy(m);
+    kiln_graph_destroy(g);
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "/tmp/kiln_test_driver_%d", (int)getpid());
@@ -217,6 +267,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stages_and_explicit_config),
         cmocka_unit_test(test_records),
+        cmocka_unit_test(test_empty_tensors),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kiln_rmtree(g_dir);

@@ -277,29 +277,15 @@ static void at_ints(attrs *A, const char *name, const int64_t *v, int n)
     A->n++;
 }
 
-/* Known open bugs outside src/pass and src/ir (reported, reproducers in
+/* Known open bugs outside src/pass and src/ir (reproducers in
  * tests/fuzz/open-passes/): candidates that would only find them again are
  * refused, so that the fuzzer looks further. -DKILN_FUZZ_ALL generates them
- * anyway (to check a fix); remove an entry once its bug is fixed. */
+ * anyway (to check a fix); remove an entry once its bug is fixed, and move
+ * its reproducer to tests/fuzz/regressions-passes/. None is open. */
 static bool known_bug(const kiln_node *n, const kiln_value *const *in, const kiln_value *out)
 {
-#ifdef KILN_FUZZ_ALL
     (void)n, (void)in, (void)out;
     return false;
-#else
-    /* lower/geom.c kiln_geom_dense: M = numel(A) / K divides by zero for a
-     * MatMul whose contraction dim K is 0 (a valid, all-zeros result) */
-    if ((n->op == KILN_OP_MATMUL || n->op == KILN_OP_GEMM) && in[0] && in[0]->shape.rank >= 1 &&
-        in[0]->shape.dims[in[0]->shape.rank - 1] == 0)
-        return true;
-    /* codegen/c/tpl_conv2d_nchwc.c (and tpl_dwconv2d_nchwc.c): match takes a
-     * conv with an empty batch or output, whose space() then fails
-     * kiln_conv_supported: KILN_ERR_INTERNAL "the blocked template rejects it" */
-    if (n->op == KILN_OP_CONV && in[0] &&
-        (kiln_shape_numel(&in[0]->shape) == 0 || kiln_shape_numel(&out->shape) == 0))
-        return true;
-    return false;
-#endif
 }
 
 /* Adds node `op` if its shape inference accepts it, with every output in the

@@ -14,7 +14,8 @@
 # -jobs/-workers; KILN_FUZZ_STATS=1 prints what the generated graphs did.
 # KILN_FUZZ_CFLAGS=-DKILN_FUZZ_ALL (with another OUT) also generates the graphs
 # of the known open bugs (fuzz_passes.c, known_bug), to check a fix; the
-# inputs in tests/fuzz/open-passes/ reproduce them.
+# inputs in tests/fuzz/open-passes/ reproduce them (none is open: fixed
+# ones move to tests/fuzz/regressions-passes/).
 set -euo pipefail
 src=${1:?usage: smoke_passes.sh SRC OUT [SECONDS]}
 out=${2:?}
