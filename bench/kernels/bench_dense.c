@@ -2,14 +2,17 @@
  * real networks (classifier heads at batch 1, which are weight-streaming
  * GEMVs, and vit-b-16's projections, which are GEMMs): median ms, GFLOP/s,
  * fraction of the measured peak (bench/peak.c) and weight bandwidth, on 1
- * and 2 threads (the second half of the task range on a helper thread).
+ * and 2 threads (the second half of the task range on a helper thread), with
+ * the knobs a compiled model gets (kiln_dense_default_params with this
+ * machine's caches and 2 threads, as the dense template asks), printed last.
  *
- * Usage: bench_dense [--reps N] [--knobs T,O,mg,ng] */
+ * Usage: bench_dense [--reps N] [--knobs T,O,mg,ng] [--only SUBSTRING] */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "report/report.h"
 
@@ -26,6 +29,8 @@ typedef struct dshape {
 static const dshape SHAPES[] = {
     {"resnet fc 2048>1000", 1, 2048, 1000},    {"mobilenetv2 fc 1280>1000", 1, 1280, 1000},
     {"vgg fc6 25088>4096", 1, 25088, 4096},    {"vgg fc7 4096>4096", 1, 4096, 4096},
+    {"vgg fc8 4096>1000", 1, 4096, 1000},      {"mlp fc1 784>128", 1, 784, 128},
+    {"mlp fc3 64>10", 1, 64, 10},              {"vit head 768>1000", 1, 768, 1000},
     {"vit qkv 197x768>2304", 197, 768, 2304},  {"vit proj 197x768>768", 197, 768, 768},
     {"vit mlp1 197x768>3072", 197, 768, 3072}, {"vit mlp2 197x3072>768", 197, 3072, 768},
 };
@@ -41,7 +46,6 @@ typedef struct job {
     kiln_dense_params p;
     const float *x, *w, *b;
     float *y;
-    void *ws[2];
 } job;
 
 static struct {
@@ -66,7 +70,7 @@ static void *helper_main(void *arg)
         const job *j = H.j;
         int64_t b = H.b, e = H.e;
         pthread_mutex_unlock(&H.mu);
-        kiln_dense_run(&j->p, j->x, j->w, j->b, NULL, j->y, b, e, j->ws[1]);
+        kiln_dense_run(&j->p, j->x, j->w, j->b, NULL, j->y, b, e);
         pthread_mutex_lock(&H.mu);
         H.done = seen;
         pthread_cond_broadcast(&H.cv);
@@ -79,7 +83,7 @@ static void run(const job *j, int threads)
 {
     int64_t n = kiln_dense_tasks(&j->p);
     if (threads == 1) {
-        kiln_dense_run(&j->p, j->x, j->w, j->b, NULL, j->y, 0, n, j->ws[0]);
+        kiln_dense_run(&j->p, j->x, j->w, j->b, NULL, j->y, 0, n);
         return;
     }
     pthread_mutex_lock(&H.mu);
@@ -89,7 +93,7 @@ static void run(const job *j, int threads)
     int g = ++H.gen;
     pthread_cond_broadcast(&H.cv);
     pthread_mutex_unlock(&H.mu);
-    kiln_dense_run(&j->p, j->x, j->w, j->b, NULL, j->y, 0, n / 2, j->ws[0]);
+    kiln_dense_run(&j->p, j->x, j->w, j->b, NULL, j->y, 0, n / 2);
     pthread_mutex_lock(&H.mu);
     while (H.done != g)
         pthread_cond_wait(&H.cv, &H.mu);
@@ -113,9 +117,12 @@ static float *rand_buf(int64_t n)
 int main(int argc, char **argv)
 {
     int reps = 20, knobs[4], have = 0;
+    const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i];
         else if (!strcmp(argv[i], "--knobs") && i + 1 < argc)
             have = sscanf(argv[++i], "%d,%d,%d,%d", &knobs[0], &knobs[1], &knobs[2], &knobs[3]) == 4;
     }
@@ -128,12 +135,21 @@ int main(int argc, char **argv)
     }
     printf("%-26s | %-44s | %-44s\n", "shape", "1 thread: ms GFLOP/s %peak GB/s(weights)",
            "2 threads: ms GFLOP/s %peak GB/s(weights)");
+    /* the caches the compiler's target reads (target/target.c), and its
+     * thread count: the configuration a compiled model gets */
+    long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    l1 = l1 > 0 ? l1 : 32 << 10;
+    l2 = l2 > 0 ? l2 : 1 << 20;
     for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++) {
         const dshape *s = &SHAPES[i];
+        if (only && !strstr(s->name, only))
+            continue;
         printf("%-26s", s->name);
+        kiln_dense_params shown = {0};
         for (int t = 1; t <= 2; t++) {
-            job j = {.p = {.m = s->m, .k = s->k, .n = s->n, .nb = 16, .epilogue = KILN_EPI_BIAS}};
-            kiln_dense_default_params(&j.p, 96 << 10, 4 << 20, t);
+            job j = {.p = {.m = s->m, .k = s->k, .n = s->n, .nb = 16, .alpha = 1.0f, .beta = 1.0f,
+                           .epilogue = KILN_EPI_BIAS}};
+            kiln_dense_default_params(&j.p, l1, l2, 2);
             if (have) {
                 j.p.m_tile = knobs[0];
                 j.p.n_tile = knobs[1];
@@ -146,8 +162,7 @@ int main(int argc, char **argv)
             j.w = w;
             j.b = b;
             j.y = y;
-            j.ws[0] = malloc(kiln_dense_workspace_bytes(&j.p));
-            j.ws[1] = malloc(kiln_dense_workspace_bytes(&j.p));
+            shown = j.p;
             run(&j, t);
             double t0 = now_s();
             run(&j, t);
@@ -169,10 +184,8 @@ int main(int argc, char **argv)
             free(w);
             free(b);
             free(y);
-            free(j.ws[0]);
-            free(j.ws[1]);
         }
-        printf("\n");
+        printf(" | T%d O%d mg%d ng%d\n", shown.m_tile, shown.n_tile, shown.m_group, shown.n_group);
         fflush(stdout);
     }
     pthread_mutex_lock(&H.mu);

@@ -1,17 +1,60 @@
-/* tests/kernels/test_dense_kernels.c: the dense / GEMM template
- * (codegen/c/kernels/kiln_kernels_dense.h) against explicit loops in double
- * on random shapes: m from 1 (GEMV) up, k and n not multiples of the block
- * (masked last block), blocks 16 (AVX-512), 8 (AVX2) and others (portable),
- * every epilogue combination, random knobs and task splits. */
+/* tests/kernels/test_dense_kernels.c: the dense / GEMM kernel header
+ * (codegen/c/kernels/kiln_kernels_dense.h), the one the dense template
+ * compiles into models, against explicit loops in double on random shapes:
+ * m from 1 (GEMV, with its split-k sums) up, k and n not multiples of the
+ * block (masked last block), blocks 16 (AVX-512), 8 (AVX2) and others
+ * (portable), weights given [n][k] or [k][n], alpha and beta, every bias kind
+ * (per column, scalar, per row, full), every epilogue flag combination, the
+ * epilogue callback (each output visited exactly once, at its position),
+ * random knobs and task splits. */
 #include "../ops/nn_helpers.h"
 #include "kernel_test_util.h"
 
 KT_BEGIN_SIMD
 #include "codegen/c/kernels/kiln_kernels_dense.h"
 
-KT_TEMPLATE_RUN(dense, kiln_dense_params, kiln_dense_run)
+/* The callback under test: v = v * 0.5 - (flat index % 7) / 8, and a visit
+ * count per output. */
+typedef struct epi_ctx {
+    int64_t n;
+    int *visits;
+} epi_ctx;
 
-static void check_dense(kiln_dense_params p, kt_rng *r, int knobs)
+static float epi_value(float v, int64_t idx)
+{
+    return v * 0.5f - (float)(idx % 7) * 0.125f;
+}
+
+static void epi_cb(void *ctx, float *y, int64_t ldy, int64_t row0, int rows, int64_t col0,
+                   int cols)
+{
+    epi_ctx *e = ctx;
+    assert_true(ldy == e->n && rows >= 1 && cols >= 1 && col0 + cols <= e->n);
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < cols; j++) {
+            int64_t idx = (row0 + r) * ldy + col0 + j;
+            e->visits[idx]++;
+            y[r * ldy + j] = epi_value(y[r * ldy + j], idx);
+        }
+}
+
+typedef struct dense_case {
+    kiln_dense_params p;
+    const float *x, *w, *bias, *res;
+    float *y;
+    epi_ctx *epi;
+} dense_case;
+
+static void dense_range(void *ctx, int64_t b, int64_t e)
+{
+    dense_case *c = ctx;
+    if (c->epi)
+        kiln_dense_run_epi(&c->p, c->x, c->w, c->bias, c->res, c->y, b, e, epi_cb, c->epi);
+    else
+        kiln_dense_run(&c->p, c->x, c->w, c->bias, c->res, c->y, b, e);
+}
+
+static void check_dense(kiln_dense_params p, kt_rng *r, int knobs, int with_epi)
 {
     assert_true(kiln_dense_supported(&p));
     kiln_dense_default_params(&p, 96 << 10, 4 << 20, kt_int(r, 1, 3));
@@ -22,37 +65,63 @@ static void check_dense(kiln_dense_params p, kt_rng *r, int knobs)
         p.n_group = kt_int(r, 0, (p.n + p.nb - 1) / p.nb + 1);
     }
     int64_t M = p.m, K = p.k, N = p.n;
-    float *x = kt_rand_buf(r, M * K), *w = kt_rand_buf(r, N * K), *b = kt_rand_buf(r, N);
+    int64_t nbias = p.bias_kind == KILN_DENSE_BIAS_COL      ? N
+                    : p.bias_kind == KILN_DENSE_BIAS_SCALAR ? 1
+                    : p.bias_kind == KILN_DENSE_BIAS_ROW    ? M
+                                                            : M * N;
+    /* w: [n][k]; given to the packing as is or transposed ([k][n]) */
+    float *x = kt_rand_buf(r, M * K), *w = kt_rand_buf(r, N * K), *b = kt_rand_buf(r, nbias);
+    float *wt = kt_alloc(N * K);
+    for (int64_t j = 0; j < N; j++)
+        for (int64_t k = 0; k < K; k++)
+            wt[k * N + j] = w[j * K + k];
     float *res = kt_rand_buf(r, M * N);
     float *ref = kt_alloc(M * N);
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) {
-            double s = (p.epilogue & KILN_EPI_BIAS) ? b[j] : 0.0;
+            double s = 0.0;
             for (int64_t k = 0; k < K; k++)
                 s += (double)x[i * K + k] * w[j * K + k];
+            s *= p.alpha;
+            if (p.epilogue & KILN_EPI_BIAS) {
+                int64_t bi = p.bias_kind == KILN_DENSE_BIAS_COL      ? j
+                             : p.bias_kind == KILN_DENSE_BIAS_SCALAR ? 0
+                             : p.bias_kind == KILN_DENSE_BIAS_ROW    ? i
+                                                                     : i * N + j;
+                s += (double)p.beta * b[bi];
+            }
             ref[i * N + j] = (float)s;
         }
     kt_epilogue(ref, res, M * N, p.epilogue, p.clip_min, p.clip_max);
+    if (with_epi)
+        for (int64_t i = 0; i < M * N; i++)
+            ref[i] = epi_value(ref[i], i);
     float *wp = kt_nan_buf(kiln_dense_packed_weight_floats(&p));
-    kiln_dense_pack_weights(&p, w, wp);
+    kiln_dense_pack_weights(&p, p.w_kn ? wt : w, wp);
     /* a guard after Y catches stores past the last (masked) column */
     float *y = kt_nan_buf(M * N + 16);
     for (int i = 0; i < 16; i++)
         y[M * N + i] = 1234.0f;
-    void *ws = malloc(kiln_dense_workspace_bytes(&p));
-    dense_case c = {p, x, wp, b, res, y, ws};
+    int *visits = calloc((size_t)(M * N), sizeof(int));
+    epi_ctx ec = {N, visits};
+    dense_case c = {p, x, wp, b, res, y, with_epi ? &ec : NULL};
     kt_split(r, kt_int(r, 0, 3), kiln_dense_tasks(&p), dense_range, &c);
     if (getenv("KT_VERBOSE"))
-        printf("dense m%d k%d n%d nb%d epi%d T%d O%d mg%d ng%d\n", p.m, p.k, p.n, p.nb,
-               p.epilogue, p.m_tile, p.n_tile, p.m_group, p.n_group);
+        printf("dense m%d k%d n%d nb%d w_kn%d alpha %g epi%d bias %d beta %g cb %d T%d O%d mg%d "
+               "ng%d\n",
+               p.m, p.k, p.n, p.nb, p.w_kn, (double)p.alpha, p.epilogue, p.bias_kind,
+               (double)p.beta, with_epi, p.m_tile, p.n_tile, p.m_group, p.n_group);
     assert_allclose(y, ref, M * N, 1e-4, 1e-5 * K + 1e-4);
     for (int i = 0; i < 16; i++)
         assert_true(y[M * N + i] == 1234.0f);
-    free(ws);
+    for (int64_t i = 0; with_epi && i < M * N; i++)
+        assert_int_equal(visits[i], 1);
+    free(visits);
     free(y);
     free(wp);
     free(ref);
     free(res);
+    free(wt);
     free(b);
     free(w);
     free(x);
@@ -63,27 +132,33 @@ static void random_dense(kt_rng *r, int nb, int knobs)
     kiln_dense_params p = {0};
     p.m = kt_int(r, 0, 3) == 0 ? 1 : kt_int(r, 1, 40);
     p.k = kt_int(r, 1, 300);
-    p.n = kt_int(r, 1, 100);
+    p.n = kt_int(r, 0, 3) == 0 ? kt_int(r, 1, 2 * nb) : kt_int(r, 1, 100);
     p.nb = nb;
+    p.w_kn = kt_int(r, 0, 1);
+    p.alpha = kt_int(r, 0, 1) ? 1.0f : kt_float(r) * 2.0f;
     p.epilogue = kt_int(r, 0, 15);
+    p.bias_kind = kt_int(r, 0, 3);
+    p.beta = kt_int(r, 0, 1) ? 1.0f : kt_float(r) * 2.0f;
     p.clip_min = -0.5f;
     p.clip_max = 0.5f;
-    check_dense(p, r, knobs);
+    check_dense(p, r, knobs, kt_int(r, 0, 2) == 0);
 }
 
 KT_RANDOM_TESTS(test_dense_random, random_dense, 0x9191ull, 0x9292ull, 0x9393ull, 0x9494ull, 7)
 
-/* classifier heads (batch 1) and a ViT-like projection */
+/* the networks' dense layers: classifier heads (batch 1) and ViT-like
+ * projections */
 static void test_dense_network_shapes(void **state)
 {
     (void)state;
     kt_rng r = {5};
     static const int shapes[][3] = {{1, 2048, 1000}, {1, 1280, 1000}, {2, 512, 1000},
-                                    {50, 768, 200}};
+                                    {50, 768, 200},  {1, 64, 10},     {1, 784, 128}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         kiln_dense_params p = {.m = shapes[i][0], .k = shapes[i][1], .n = shapes[i][2], .nb = 16,
+                               .alpha = 1.0f, .beta = 1.0f,
                                .epilogue = KILN_EPI_BIAS | KILN_EPI_RELU};
-        check_dense(p, &r, 0);
+        check_dense(p, &r, 0, (int)(i % 2));
     }
 }
 

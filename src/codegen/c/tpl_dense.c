@@ -1,24 +1,31 @@
 /* codegen/c/tpl_dense.c: Y = alpha * A x B + beta * C with B constant (Gemm,
- * or MatMul with a constant 2-D B, A flattened to [M, K]).
+ * or MatMul with a constant 2-D B, A flattened to [M, K]), run by the dense
+ * kernel header (kiln_kernels_dense.h): B is scaled by alpha and packed into
+ * column blocks [N/nb][K][nb] at compile time by the header's own packing
+ * function; the generated file is the params literal and one call per task.
  *
- * B is packed at compile time into panels [N/nb][K][nb] (zero padded). A
- * task owns an mr-row tile of A and a run of `panels` panels; per panel an
- * mr x nb accumulator tile lives in registers (the j loop is one or two
- * vectors, the r loop unrolled), fed by a broadcast of A[r][k] and one panel
- * row per k, then the bias/epilogue and the only store. One row of A with
- * AVX-512 (batch-1 classifiers: a matrix-vector product bound by streaming
- * the weights) takes an explicit path with four independent sums over k:
- * gcc vectorizes the generic loop across k there and ran 4x below memory
- * speed.
+ * nb is the target's vector width (16 AVX-512, 8 AVX2/generic); the knobs
+ * are the header's (m_tile x n_tile register tile, m_group x n_group task
+ * split), analytic defaults from kiln_dense_default_params.
  *
- * Knobs: mr (rows per register tile) and nb (panel width: one or two
- * vectors), chosen so mr*nb/vec accumulators plus the loaded panel fit the
- * 32 (AVX-512) or 16 (AVX2) vector registers; panels per task for >= 8
- * tasks of >= ~64K multiply-adds. */
+ * Epilogue. The group's elementwise nodes after the anchor are applied in
+ * two parts. The longest prefix the header does on the registers before its
+ * only store becomes its flags: a bias (Gemm's C with beta, or an Add of a
+ * scalar / per-column constant), a residual Add of a same-shaped tensor, Relu,
+ * Clip, in that order. The rest (GELU pieces, Sigmoid, scales...) becomes a
+ * static function in the generated file that the header calls on each
+ * register tile right after storing it (its epi callback): gcc inlines it,
+ * the tile is still in L1, and the cost per element is the expression's plus
+ * one reload, against a K-long dot product. Should a later node read an
+ * intermediate value of the prefix (fuse.c's generic groups read only the
+ * previous node's output today), the prefix ends where that value is its
+ * last. Zero-sized dimensions are left to the reference fallback. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "codegen/c/codegen.h"
+#include "codegen/c/kernels/kiln_kernels_dense.h"
 #include "lower/geom.h"
 #include "lower/knobs.h"
 #include "util/error.h"
@@ -28,193 +35,223 @@ static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
 {
     (void)tg;
     kiln_dense d;
-    if ((n->op != KILN_OP_GEMM && n->op != KILN_OP_MATMUL) || !kiln_geom_dense(g, n, &d))
+    if ((n->op != KILN_OP_GEMM && n->op != KILN_OP_MATMUL) || !kiln_geom_dense(g, n, &d) ||
+        d.M < 1 || d.N < 1 || d.K < 1 || d.M > INT_MAX || d.N > INT_MAX || d.K > INT_MAX)
         return false;
     *epi = KILN_EPI_KIND_ANY;
     return true;
 }
 
-static void dense_knobs(kiln_task *t, const kiln_dense *d, const kiln_target *tg)
+/* The index in the group's node list of the node producing value v, or -1. */
+static int group_producer(const kiln_graph *g, const kiln_group *gr, int v)
 {
-    int vec = tg->vec;
-    int regs = tg->isa == KILN_TARGET_AVX512 ? 32 : 16;
-    int nb = d->N >= 2 * vec && d->M >= 4 ? 2 * vec : vec;
-    int mr = 1;
-    while (mr * 2 <= 8 && mr * 2 <= d->M && (mr * 2) * (nb / vec) + nb / vec + 1 <= regs)
-        mr *= 2;
-    if (d->M >= 6 && 6 * (nb / vec) + nb / vec + 1 <= regs && nb == vec)
-        mr = 6;
-    kiln_knob *k = kiln_knob_add(t, "mr", KILN_KNOB_TILE, mr, -1);
-    kiln_knob_choice(k, 1);
-    kiln_knob_choice(k, 2);
-    kiln_knob_choice(k, 4);
-    kiln_knob_choice(k, 6);
-    kiln_knob_choice(k, 8);
-    k = kiln_knob_add(t, "nb", KILN_KNOB_TILE, nb, -1);
-    kiln_knob_choice(k, vec);
-    kiln_knob_choice(k, 2 * vec);
-    int64_t panels = (d->N + nb - 1) / nb, mtiles = (d->M + mr - 1) / mr;
-    int ppt = 1;
-    while (ppt * 2 <= panels && mtiles * ((panels + ppt * 2 - 1) / (ppt * 2)) >= 8 &&
-           (int64_t)ppt * nb * d->K * mr < 65536)
-        ppt *= 2;
-    k = kiln_knob_add(t, "panels", KILN_KNOB_TILE, ppt, -1);
-    kiln_knob_pow2(k, (int)(panels < 64 ? panels : 64), false);
+    for (int i = 0; i < gr->n_nodes; i++)
+        if (g->nodes[gr->nodes[i]]->outputs[0] == v)
+            return i;
+    return -1;
 }
 
+/* The header's part of the epilogue: sets p's epilogue flags, bias kind,
+ * beta and clip bounds, *res_arg (the residual's arg, -1: none) and *from
+ * (the first node it leaves to the generated epilogue); returns the arg of
+ * the bias (-1: none). Nodes [1, stop) are candidates; see the top. */
+static int header_prefix(const kiln_lowered *l, const kiln_task *t, const kiln_dense *d,
+                         kiln_dense_params *p, int stop, int *res_arg, int *from)
+{
+    const kiln_graph *g = l->ctx->g;
+    const kiln_group *gr = &l->ctx->groups[t->group];
+    const kiln_node *anchor = g->nodes[t->anchor];
+    const kiln_value *y = g->values[gr->outputs[0]];
+    int bias_arg = -1;
+    p->epilogue = 0;
+    p->bias_kind = KILN_DENSE_BIAS_COL;
+    p->beta = 1.0f;
+    p->clip_min = -3.4028234663852886e38f;
+    p->clip_max = 3.4028234663852886e38f;
+    *res_arg = -1;
+    if (d->bias_kind) {
+        static const int kinds[] = {0, KILN_DENSE_BIAS_SCALAR, KILN_DENSE_BIAS_COL,
+                                    KILN_DENSE_BIAS_FULL, KILN_DENSE_BIAS_ROW};
+        p->epilogue |= KILN_EPI_BIAS;
+        p->bias_kind = kinds[d->bias_kind];
+        p->beta = d->beta;
+        bias_arg = kiln_task_arg(t, anchor->inputs[2]);
+    }
+    int i = 1;
+    for (; i < stop && i < gr->n_nodes; i++) {
+        const kiln_node *m = g->nodes[gr->nodes[i]];
+        int prev = g->nodes[gr->nodes[i - 1]]->outputs[0];
+        int e = p->epilogue;
+        if (m->op == KILN_OP_ADD && m->n_inputs == 2 && (m->inputs[0] == prev) != (m->inputs[1] == prev)) {
+            int other = m->inputs[0] == prev ? m->inputs[1] : m->inputs[0];
+            const kiln_value *o = g->values[other];
+            int64_t on = kiln_shape_numel(&o->shape);
+            bool f32 = o->dtype == KILN_DTYPE_FLOAT32 && group_producer(g, gr, other) < 0;
+            bool per_col = o->kind == KILN_VALUE_CONST && o->layout.kind == KILN_LAYOUT_ROW_MAJOR &&
+                           (on == 1 || (on == d->N && o->shape.dims[o->shape.rank - 1] == d->N));
+            if (f32 && per_col && !(e & (KILN_EPI_BIAS | KILN_EPI_RELU | KILN_EPI_CLIP))) {
+                p->epilogue |= KILN_EPI_BIAS;
+                p->bias_kind = on == 1 ? KILN_DENSE_BIAS_SCALAR : KILN_DENSE_BIAS_COL;
+                bias_arg = kiln_task_arg(t, other);
+            } else if (f32 && kiln_shape_equal(&o->shape, &y->shape) &&
+                       kiln_layout_equal(o->layout, y->layout) &&
+                       !(e & (KILN_EPI_RESIDUAL | KILN_EPI_RELU | KILN_EPI_CLIP))) {
+                p->epilogue |= KILN_EPI_RESIDUAL;
+                *res_arg = kiln_task_arg(t, other);
+            } else {
+                break;
+            }
+        } else if (m->op == KILN_OP_RELU && !(e & (KILN_EPI_RELU | KILN_EPI_CLIP))) {
+            p->epilogue |= KILN_EPI_RELU;
+        } else if (m->op == KILN_OP_CLIP && m->n_inputs == 1 && !(e & KILN_EPI_CLIP)) {
+            p->epilogue |= KILN_EPI_CLIP;
+            p->clip_min = kiln_attr_float(m, "min", p->clip_min);
+            p->clip_max = kiln_attr_float(m, "max", p->clip_max);
+        } else {
+            break;
+        }
+    }
+    *from = i;
+    return bias_arg;
+}
+
+/* header_prefix, shortened until no node after it reads one of its
+ * intermediate values (the generated epilogue only sees the last); sets
+ * t->residual_arg and t->epi_from. */
+static void header_epilogue(const kiln_lowered *l, kiln_task *t, const kiln_dense *d,
+                            kiln_dense_params *p)
+{
+    const kiln_graph *g = l->ctx->g;
+    const kiln_group *gr = &l->ctx->groups[t->group];
+    int stop = gr->n_nodes;
+    for (;;) {
+        int from, cut;
+        header_prefix(l, t, d, p, stop, &t->residual_arg, &from);
+        t->epi_from = cut = from;
+        for (int j = from; j < gr->n_nodes; j++) {
+            const kiln_node *m = g->nodes[gr->nodes[j]];
+            for (int k = 0; k < m->n_inputs; k++) {
+                int i = m->inputs[k] >= 0 ? group_producer(g, gr, m->inputs[k]) : -1;
+                if (i >= 0 && i < from - 1 && i + 1 < cut)
+                    cut = i + 1;
+            }
+        }
+        if (cut == from)
+            return;
+        stop = cut;
+    }
+}
 
 static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
 {
-    (void)err;
+    const kiln_graph *g = l->ctx->g;
+    const kiln_node *n = g->nodes[t->anchor];
+    const kiln_target *tg = &l->ctx->target;
     kiln_dense d;
-    kiln_geom_dense(l->ctx->g, l->ctx->g->nodes[t->anchor], &d);
-    dense_knobs(t, &d, &l->ctx->target);
-    t->flops = 2.0 * d.M * d.N * d.K;
-    return KILN_OK;
-}
-
-/* Dense B -> panels [ceil(N/nb)][K][nb], zero padded; B is [K,N] or, with
- * trans_b, [N,K]. */
-static float *pack_dense(const float *bsrc, const kiln_dense *d, int nb, int64_t *nbytes)
-{
-    int64_t np = (d->N + nb - 1) / nb;
-    *nbytes = (int64_t)sizeof(float) * np * d->K * nb;
-    float *p = malloc((size_t)*nbytes + 1);
+    kiln_geom_dense(g, n, &d);
+    kiln_dense_params *p = calloc(1, sizeof *p);
     if (!p)
-        return NULL;
-    for (int64_t pi = 0; pi < np; pi++)
-        for (int64_t k = 0; k < d->K; k++)
-            for (int j = 0; j < nb; j++) {
-                int64_t col = pi * nb + j;
-                float v = 0.0f;
-                if (col < d->N)
-                    v = d->trans_b ? bsrc[col * d->K + k] : bsrc[k * d->N + col];
-                p[(pi * d->K + k) * nb + j] = v;
-            }
-    return p;
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    t->params = p;
+    *p = (kiln_dense_params){.m = (int)d.M, .k = (int)d.K, .n = (int)d.N, .nb = tg->vec,
+                             .w_kn = !d.trans_b, .alpha = d.alpha};
+    header_epilogue(l, t, &d, p);
+    if (!kiln_dense_supported(p))
+        return kiln_errorf(err, KILN_ERR_INTERNAL, "dense '%s': the header rejects it", n->name);
+    kiln_dense_default_params(p, tg->l1_bytes, tg->l2_bytes, 2);
+    int64_t nbn = (d.N + p->nb - 1) / p->nb;
+    int max_t = kiln_conv_max_t(p->nb == 16 ? KILN_ISA_AVX512 : KILN_ISA_AVX2, 1);
+    kiln_knob *k = kiln_knob_add(t, "m_tile", KILN_KNOB_TILE, p->m_tile,
+                                 (int)offsetof(kiln_dense_params, m_tile));
+    for (int v = 1; v <= max_t && v <= d.M; v++)
+        kiln_knob_choice(k, v);
+    kiln_knob_choice(k, p->m_tile);
+    k = kiln_knob_add(t, "n_tile", KILN_KNOB_TILE, p->n_tile,
+                      (int)offsetof(kiln_dense_params, n_tile));
+    for (int v = 1; v <= KILN_CONV_MAXO && v <= nbn; v++)
+        kiln_knob_choice(k, v);
+    kiln_knob_choice(k, p->n_tile);
+    k = kiln_knob_add(t, "m_group", KILN_KNOB_TILE, p->m_group,
+                      (int)offsetof(kiln_dense_params, m_group));
+    kiln_knob_pow2(k, p->m, true);
+    k = kiln_knob_add(t, "n_group", KILN_KNOB_TILE, p->n_group,
+                      (int)offsetof(kiln_dense_params, n_group));
+    kiln_knob_pow2(k, (int)nbn, true);
+    t->flops = kiln_dense_flops(p);
+    return KILN_OK;
 }
 
 static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
 {
     const kiln_graph *g = l->ctx->g;
     const kiln_node *n = g->nodes[t->anchor];
-    kiln_dense d;
-    kiln_geom_dense(g, n, &d);
-    int nb = kiln_task_knob(t, "nb", l->ctx->target.vec);
     const kiln_value *bv = g->values[n->inputs[1]];
-    int64_t nbytes;
-    float *p = pack_dense(bv->data, &d, nb, &nbytes);
-    if (!p)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    const kiln_dense_params *p = t->params;
+    int64_t floats = kiln_dense_packed_weight_floats(p);
+    float *packed = malloc(sizeof(float) * (size_t)floats + 1);
+    if (!packed)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory packing '%s'", n->name);
+    kiln_dense_pack_weights(p, bv->data, packed);
     char lb[32];
-    snprintf(lb, sizeof lb, "KN%dn", nb);
-    int tid = kiln_lower_weights(l, bv->id, lb, p, nbytes);
+    snprintf(lb, sizeof lb, "KN%dn", p->nb);
+    int tid = kiln_lower_weights(l, bv->id, lb, packed, (int64_t)sizeof(float) * floats);
     if (tid < 0)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     t->args[kiln_task_arg(t, bv->id)] = tid;
     return KILN_OK;
 }
 
+/* The generated epilogue callback (kiln_dense_epi_fn): the group's nodes
+ * from t->epi_from on, per element of a register tile, operands read at the
+ * flat output index. */
+static void emit_epilogue_fn(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
+{
+    kiln_sb_puts(b, "static inline void epi_(void *ctx_, float *y_, int64_t ldy_, int64_t row0_,\n"
+                    "                        int rows_, int64_t col0_, int cols_)\n{\n"
+                    "    void *const *args = (void *const *)ctx_;\n");
+    for (int i = 0; i < t->n_in; i++)
+        kiln_sb_printf(b, "    const float *a%d = (const float *)args[%d];\n    (void)a%d;\n", i, i, i);
+    kiln_sb_puts(b, "    for (int r_ = 0; r_ < rows_; r_++)\n"
+                    "    for (int j_ = 0; j_ < cols_; j_++) {\n"
+                    "        const int64_t idx = (row0_ + r_) * ldy_ + col0_ + j_;\n"
+                    "        float v = y_[r_ * ldy_ + j_];\n");
+    kiln_emit_epilogue(b, l, t, "v", "idx");
+    kiln_sb_puts(b, "        y_[r_ * ldy_ + j_] = v;\n    }\n}\n\n");
+}
+
 static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
 {
     const kiln_graph *g = l->ctx->g;
     const kiln_node *n = g->nodes[t->anchor];
+    const kiln_dense_params *p = t->params;
     kiln_dense d;
     kiln_geom_dense(g, n, &d);
-    int mr = kiln_task_knob(t, "mr", 4), nb = kiln_task_knob(t, "nb", 16);
-    int ppt = kiln_task_knob(t, "panels", 1);
-    int64_t np = (d.N + nb - 1) / nb, npg = (np + ppt - 1) / ppt, mt = (d.M + mr - 1) / mr;
-    int aa = kiln_task_arg(t, n->inputs[0]), ba = kiln_task_arg(t, n->inputs[1]);
-    int ca = d.bias_kind ? kiln_task_arg(t, n->inputs[2]) : -1;
-    kiln_emit_prologue(b, l, t, NULL, 0);
+    static const char *const hdr[] = {"kiln_kernels_dense.h"};
+    kiln_emit_prologue(b, l, t, hdr, 1);
     kiln_sb_printf(b,
-                   "enum { M_ = %lld, N_ = %lld, K_ = %lld, MR_ = %d, NB_ = %d, NP_ = %lld,\n"
-                   "       PPT_ = %d, NPG_ = %lld };\n\n",
-                   (long long)d.M, (long long)d.N, (long long)d.K, mr, nb, (long long)np, ppt,
-                   (long long)npg);
-    /* the register tile, instantiated for a full and a partial row count */
-    kiln_sb_printf(b,
-                   "#if defined(__AVX512F__)\n"
-                   "#include <immintrin.h>\n"
-                   "#endif\n"
-                   "static inline __attribute__((always_inline)) void tile_(const int mr, const float *a,\n"
-                   "                                                      const float *bp, float acc[MR_][NB_])\n"
-                   "{\n"
-                   "#if defined(__AVX512F__)\n"
-                   "    if (MR_ == 1 && NB_ == 16) {\n"
-                   "        /* one row (batch 1): a matrix-vector product bound by streaming\n"
-                   "         * the panel; four independent sums over k hide the FMA latency\n"
-                   "         * (gcc vectorizes the generic loop below across k here, badly) */\n"
-                   "        __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;\n"
-                   "        int64_t k = 0;\n"
-                   "        for (; k + 4 <= K_; k += 4) {\n"
-                   "            s0 = _mm512_fmadd_ps(_mm512_set1_ps(a[k]), _mm512_loadu_ps(bp + k * NB_), s0);\n"
-                   "            s1 = _mm512_fmadd_ps(_mm512_set1_ps(a[k + 1]),\n"
-                   "                                 _mm512_loadu_ps(bp + (k + 1) * NB_), s1);\n"
-                   "            s2 = _mm512_fmadd_ps(_mm512_set1_ps(a[k + 2]),\n"
-                   "                                 _mm512_loadu_ps(bp + (k + 2) * NB_), s2);\n"
-                   "            s3 = _mm512_fmadd_ps(_mm512_set1_ps(a[k + 3]),\n"
-                   "                                 _mm512_loadu_ps(bp + (k + 3) * NB_), s3);\n"
-                   "        }\n"
-                   "        for (; k < K_; k++)\n"
-                   "            s0 = _mm512_fmadd_ps(_mm512_set1_ps(a[k]), _mm512_loadu_ps(bp + k * NB_), s0);\n"
-                   "        _mm512_storeu_ps(acc[0], _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));\n"
-                   "        (void)mr;\n"
-                   "        return;\n"
-                   "    }\n"
-                   "#endif\n"
-                   "    for (int r = 0; r < MR_; r++)\n"
-                   "        for (int j = 0; j < NB_; j++)\n"
-                   "            acc[r][j] = 0.0f;\n"
-                   "    for (int64_t k = 0; k < K_; k++) {\n"
-                   "        const float *bk = bp + k * NB_;\n"
-                   "#pragma GCC unroll 8\n"
-                   "        for (int r = 0; r < MR_; r++) {\n"
-                   "            if (r >= mr)\n"
-                   "                break;\n"
-                   "            const float av = a[r * (int64_t)K_ + k];\n"
-                   "            for (int j = 0; j < NB_; j++)\n"
-                   "                acc[r][j] += av * bk[j];\n"
-                   "        }\n"
-                   "    }\n"
-                   "}\n\n");
+                   "static const kiln_dense_params P_ = {\n"
+                   "    .m = %d, .k = %d, .n = %d, .nb = %d, .w_kn = %d, .alpha = %af,\n"
+                   "    .epilogue = %d, .bias_kind = %d, .beta = %af, .clip_min = %af, .clip_max = %af,\n"
+                   "    .m_tile = %d, .n_tile = %d, .m_group = %d, .n_group = %d,\n};\n\n",
+                   p->m, p->k, p->n, p->nb, p->w_kn, (double)p->alpha, p->epilogue, p->bias_kind,
+                   (double)p->beta, (double)p->clip_min, (double)p->clip_max, p->m_tile,
+                   p->n_tile, p->m_group, p->n_group);
+    bool hook = kiln_task_has_epilogue(l, t);
+    if (hook)
+        emit_epilogue_fn(b, l, t);
+    /* the bias: the Gemm's C, or the Add the header took (the same prefix) */
+    kiln_dense_params tmp = *p;
+    int res_arg, from;
+    int ba = header_prefix(l, t, &d, &tmp, t->epi_from, &res_arg, &from);
+    int xa = kiln_task_arg(t, n->inputs[0]), wa = kiln_task_arg(t, n->inputs[1]);
     kiln_sb_puts(b, KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
-    kiln_sb_printf(b,
-                   "    for (int64_t task = begin_; task < end_; task++) {\n"
-                   "        int64_t m0 = (task / NPG_) * MR_, pg = task %% NPG_;\n"
-                   "        int mr = (int)KILN_MIN_((int64_t)MR_, M_ - m0);\n"
-                   "        int64_t p1 = KILN_MIN_((int64_t)NP_, (pg + 1) * PPT_);\n"
-                   "        for (int64_t p = pg * PPT_; p < p1; p++) {\n"
-                   "            float acc[MR_][NB_];\n"
-                   "            const float *bp = a%d + p * (int64_t)K_ * NB_;\n"
-                   "            if (mr == MR_)\n"
-                   "                tile_(MR_, a%d + m0 * (int64_t)K_, bp, acc);\n"
-                   "            else\n"
-                   "                tile_(mr, a%d + m0 * (int64_t)K_, bp, acc);\n"
-                   "            for (int r = 0; r < mr; r++)\n"
-                   "                for (int j = 0; j < NB_; j++) {\n"
-                   "                    int64_t col = p * NB_ + j;\n"
-                   "                    if (col >= N_)\n"
-                   "                        break;\n"
-                   "                    int64_t idx = (m0 + r) * (int64_t)N_ + col;\n"
-                   "                    float v = acc[r][j]",
-                   ba, aa, aa);
-    if (d.alpha != 1.0f)
-        kiln_sb_printf(b, " * %af", (double)d.alpha);
-    if (ca >= 0) {
-        const char *ix = d.bias_kind == 1 ? "0" : d.bias_kind == 2 ? "col" : d.bias_kind == 3 ? "idx" : "m0 + r";
-        if (d.beta != 1.0f)
-            kiln_sb_printf(b, " + %af * a%d[%s]", (double)d.beta, ca, ix);
-        else
-            kiln_sb_printf(b, " + a%d[%s]", ca, ix);
-    }
-    kiln_sb_puts(b, ";\n");
-    kiln_emit_epilogue(b, l, t, "v", "idx");
-    kiln_sb_puts(b, "                    o0[idx] = v;\n                }\n        }\n    }\n}\n");
-    char nt[64];
-    snprintf(nt, sizeof nt, "%lld", (long long)(mt * npg));
-    kiln_emit_entry(b, t, nt, 1);
+    kiln_sb_printf(b, "    kiln_dense_run_epi(&P_, a%d, a%d, ", xa, wa);
+    kiln_emit_arg_or_null(b, ba, false);
+    kiln_sb_puts(b, ", ");
+    kiln_emit_arg_or_null(b, t->residual_arg, false);
+    kiln_sb_printf(b, ", o0, begin_, end_, %s, (void *)args);\n}\n", hook ? "epi_" : "NULL");
+    kiln_emit_entry(b, t, "kiln_dense_tasks(&P_)", 1);
     return KILN_OK;
 }
 

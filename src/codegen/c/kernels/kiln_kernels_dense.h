@@ -1,72 +1,126 @@
-/* kiln_kernels_dense.h: dense layer / GEMM, Y[m][n] = act(X[m][k] . W^T + bias
- * + residual), with W ([n][k], ONNX Gemm transB=1 / MatMul with a transposed
- * constant) packed at compile time.
+/* kiln_kernels_dense.h: dense layer / GEMM (ONNX Gemm, MatMul with a constant
+ * 2-D B):
  *
- * Layouts: X row-major [m][k]; W packed [ceil(n/nb)][k][nb] (zero-padded);
- * Y and residual row-major [m][n]; bias [n]. Y must not alias X or residual.
+ *   Y[m][n] = act(alpha * X[m][k] . W[k][n] + beta * bias + residual)
+ *
+ * with W constant, scaled by alpha and packed at compile time
+ * (kiln_dense_pack_weights, from W given [n][k] or [k][n]).
+ *
+ * Layouts: X row-major [m][k]; packed W [ceil(n/nb)][k][nb] (zero-padded);
+ * Y and residual row-major [m][n]; bias (bias_kind) a scalar, [n] per
+ * column, [m] per row, or [m][n]. Y must not alias X, bias or residual.
  *
  * Algorithm. Tasks are (group of m_group rows) x (group of n_group column
- * blocks). Inside a task, for each tile of m_tile rows the rows of X are
- * packed k-major into the workspace ([k][m_tile], a panel that stays in L1/L2
- * while every column tile of the group reuses it); a microkernel then holds
+ * blocks). Inside a task, for each tile of m_tile rows, a microkernel holds
  * m_tile x n_tile blocks of nb columns in vector registers and, for each k,
- * loads n_tile weight vectors and broadcast-FMAs the m_tile panel values.
- * n_group is chosen so that the group's packed weights (k*n_group*nb floats)
- * fit half the L2 and are reused by all the row tiles. A partial last column
- * block uses masked loads and stores. Bias starts the accumulators; residual,
- * relu and clip are applied before the only store. A single row (batch-1
- * inference) is a GEMV bound by the weight stream; it skips the packing.
+ * loads n_tile weight vectors and FMAs them with broadcasts of the m_tile
+ * rows' X[.][k], read in place (m_tile sequential streams; packing X k-major
+ * first cost 10-30% on vit-b-16's GEMMs, amortized over too few column
+ * tiles). The task's column tiles reuse the row tile from L1/L2; n_group is
+ * chosen so that the group's packed weights (k*n_group*nb floats) fit half
+ * the L2 and are reused by all the row tiles. A partial last column block
+ * uses masked loads and stores. The bias (times beta) starts the
+ * accumulators; residual, relu and clip are applied before the only store. A
+ * single row (batch-1 inference) is a GEMV bound by the weight stream:
+ * n_tile weight streams, split into 4 / n_tile independent sums over k when
+ * n_tile < 4 (FMA latency).
+ *
+ * Any other epilogue (the generated code's fused elementwise nodes) is a
+ * callback, kiln_dense_run_epi's epi: called on each register tile right
+ * after its store (at most 16 x 64 values, still in L1), with the tile's
+ * position. Generated code passes a static function of its own, which gcc
+ * inlines (every function here that takes it is always_inline).
  *
  * 1x1 convolutions in the blocked layout go through kiln_kernels_conv.h (its
  * microkernel over pixels x output blocks with a 1x1 window is this same
  * GEMM on the NCHW16c layout, without a relayout).
  *
  * Microkernels: kiln_f32_gemm_{T}x{16*O}__avx512, kiln_f32_gemm_{T}x{8*O}__avx2,
- * and a portable one for any nb. */
+ * and a portable one for any nb.
+ *
+ * Generated code defines the params as a `static const` literal and calls
+ * kiln_dense_run(_epi) with it, so gcc folds the geometry and the knobs;
+ * libkiln calls the same header at compile time for the defaults and the
+ * packing. */
 #ifndef KILN_KERNELS_DENSE_H
 #define KILN_KERNELS_DENSE_H
 
 #include "kiln_kernels_common.h"
 #include "kiln_kernels_conv.h" /* kiln_conv_isa, kiln_conv_max_t */
 
+/* bias_kind: how the bias is indexed (with KILN_EPI_BIAS) */
+enum {
+    KILN_DENSE_BIAS_COL = 0,    /* [n]: one per column (a dense layer's bias) */
+    KILN_DENSE_BIAS_SCALAR = 1, /* [1] */
+    KILN_DENSE_BIAS_ROW = 2,    /* [m] ([m][1]): one per row */
+    KILN_DENSE_BIAS_FULL = 3,   /* [m][n] */
+};
+
 typedef struct kiln_dense_params {
     int m, k, n;
-    int nb;       /* column block of the packed weights (16: AVX-512, 8: AVX2) */
-    int epilogue; /* KILN_EPI_* bit flags */
+    int nb;        /* column block of the packed weights (16: AVX-512, 8: AVX2, else portable) */
+    int w_kn;      /* packing: W is given [k][n] (MatMul, Gemm transB=0); 0: [n][k] (transB=1) */
+    float alpha;   /* packing: the packed weights are alpha * W (1 for a plain layer) */
+    int epilogue;  /* KILN_EPI_* bit flags */
+    int bias_kind; /* KILN_DENSE_BIAS_* (with KILN_EPI_BIAS) */
+    float beta;    /* the bias is scaled by beta (1 for a plain layer) */
     float clip_min, clip_max;
-    /* knobs */
+    /* knobs (kiln_dense_default_params fills them; out-of-range values are clamped) */
     int m_tile;  /* rows per register tile */
     int n_tile;  /* column blocks per register tile (1..4) */
     int m_group; /* rows per task (0: all) */
     int n_group; /* column blocks per task (0: all) */
 } kiln_dense_params;
 
+/* The epilogue callback: y points at Y[row0][col0] (leading dimension ldy),
+ * the tile is rows x cols, its values final but for what the callback does
+ * to them in place. */
+typedef void (*kiln_dense_epi_fn)(void *ctx, float *y, int64_t ldy, int64_t row0, int rows,
+                                  int64_t col0, int cols);
+
+/* ceil(a / b), forced inline: the plan must fold to constants in the early
+ * optimizations of generated code (kiln_k_cdiv is only `inline`), so that
+ * the tile dispatch folds before gcc decides which microkernels to compile */
+static KILN_KINLINE int64_t kiln_dense_cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
 typedef struct kiln_dense_plan {
     int isa, T, O;
     int64_t nbn, m_group, n_group, n_mg, n_ng;
 } kiln_dense_plan;
 
-static KILN_KINLINE kiln_dense_plan kiln_dense_plan_of(const kiln_dense_params *p)
+/* The plan for a register budget of `isa` (kiln_conv_isa on this build). */
+static KILN_KINLINE kiln_dense_plan kiln_dense_plan_isa(const kiln_dense_params *p, int isa)
 {
     kiln_dense_plan q;
-    q.isa = kiln_conv_isa(p->nb);
-    q.nbn = kiln_k_cdiv(p->n, p->nb);
+    q.isa = isa;
+    q.nbn = kiln_dense_cdiv(p->n, p->nb);
     int o = p->n_tile < 1 ? 1 : p->n_tile > KILN_CONV_MAXO ? KILN_CONV_MAXO : p->n_tile;
     if (o > q.nbn)
         o = (int)q.nbn;
     q.O = o;
     int mt = kiln_conv_max_t(q.isa, o);
     q.T = p->m_tile < 1 ? 1 : p->m_tile > mt ? mt : p->m_tile;
+    if (q.T > p->m)
+        q.T = p->m;
     q.m_group = p->m_group <= 0 || p->m_group > p->m ? p->m : p->m_group;
     q.n_group = p->n_group <= 0 || p->n_group > q.nbn ? q.nbn : p->n_group;
-    q.n_mg = kiln_k_cdiv(p->m, q.m_group);
-    q.n_ng = kiln_k_cdiv(q.nbn, q.n_group);
+    q.n_mg = kiln_dense_cdiv(p->m, q.m_group);
+    q.n_ng = kiln_dense_cdiv(q.nbn, q.n_group);
     return q;
+}
+
+static KILN_KINLINE kiln_dense_plan kiln_dense_plan_of(const kiln_dense_params *p)
+{
+    return kiln_dense_plan_isa(p, kiln_conv_isa(p->nb));
 }
 
 static inline int kiln_dense_supported(const kiln_dense_params *p)
 {
-    return p->m >= 1 && p->k >= 1 && p->n >= 1 && p->nb >= 1;
+    return p->m >= 1 && p->k >= 1 && p->n >= 1 && p->nb >= 1 && p->bias_kind >= 0 &&
+           p->bias_kind <= KILN_DENSE_BIAS_FULL;
 }
 
 static inline double kiln_dense_flops(const kiln_dense_params *p)
@@ -74,15 +128,11 @@ static inline double kiln_dense_flops(const kiln_dense_params *p)
     return 2.0 * p->m * (double)p->k * p->n;
 }
 
+/* Tasks (independent: any split of [0, tasks) over threads is valid). */
 static KILN_KINLINE int64_t kiln_dense_tasks(const kiln_dense_params *p)
 {
     kiln_dense_plan q = kiln_dense_plan_of(p);
     return q.n_mg * q.n_ng;
-}
-
-static KILN_KINLINE size_t kiln_dense_workspace_bytes(const kiln_dense_params *p)
-{
-    return (size_t)KILN_CONV_MAXT * (size_t)p->k * sizeof(float) + 64;
 }
 
 static inline int64_t kiln_dense_packed_weight_floats(const kiln_dense_params *p)
@@ -90,30 +140,38 @@ static inline int64_t kiln_dense_packed_weight_floats(const kiln_dense_params *p
     return kiln_k_cdiv(p->n, p->nb) * p->nb * (int64_t)p->k;
 }
 
-/* w: [n][k] row-major (W such that Y = X . W^T). */
+/* w: [n][k] row-major (Y = X . W^T), or [k][n] with w_kn; packed gets
+ * kiln_dense_packed_weight_floats(p) floats, alpha * W in column blocks. */
 static inline void kiln_dense_pack_weights(const kiln_dense_params *p, const float *w,
                                            float *packed)
 {
-    int64_t nbn = kiln_k_cdiv(p->n, p->nb);
+    const int64_t nbn = kiln_k_cdiv(p->n, p->nb), K = p->k, N = p->n, nb = p->nb;
     for (int64_t b = 0; b < nbn; b++)
-        for (int64_t kk = 0; kk < p->k; kk++)
-            for (int64_t l = 0; l < p->nb; l++) {
-                int64_t j = b * p->nb + l;
-                packed[(b * p->k + kk) * p->nb + l] = j < p->n ? w[j * p->k + kk] : 0.0f;
+        for (int64_t kk = 0; kk < K; kk++)
+            for (int64_t l = 0; l < nb; l++) {
+                int64_t j = b * nb + l;
+                float v = 0.0f;
+                if (j < N)
+                    v = p->alpha * (p->w_kn ? w[kk * N + j] : w[j * K + kk]);
+                packed[(b * K + kk) * nb + l] = v;
             }
 }
 
+/* Fills the knobs of p (geometry and nb set) from the shape, the per-core
+ * L1d/L2 sizes in bytes and the thread count. The register model is the
+ * block width's (16: AVX-512, 8: AVX2), whatever the build compiling this. */
 static inline void kiln_dense_default_params(kiln_dense_params *p, int64_t l1_bytes,
                                              int64_t l2_bytes, int n_threads)
 {
     (void)l1_bytes;
+    const int isa = p->nb == 16 ? KILN_ISA_AVX512 : p->nb == 8 ? KILN_ISA_AVX2 : KILN_ISA_PORTABLE;
     p->m_tile = p->n_tile = 1;
     p->m_group = p->n_group = 0;
-    kiln_dense_plan q = kiln_dense_plan_of(p);
+    kiln_dense_plan q = kiln_dense_plan_isa(p, isa);
     /* register tile: the conv model over rows (pixels) and column blocks */
     double best = 1e300;
     for (int o = 1; o <= KILN_CONV_MAXO && o <= q.nbn; o++) {
-        int mt = kiln_conv_max_t(q.isa, o);
+        int mt = kiln_conv_max_t(isa, o);
         for (int t = 1; t <= mt && (t <= p->m || t == 1); t++) {
             int64_t full = p->m / t, rem = p->m % t;
             int64_t tiles_o = kiln_k_cdiv(q.nbn, o);
@@ -126,7 +184,7 @@ static inline void kiln_dense_default_params(kiln_dense_params *p, int64_t l1_by
             }
         }
     }
-    q = kiln_dense_plan_of(p);
+    q = kiln_dense_plan_isa(p, isa);
     int64_t wblock = (int64_t)p->k * p->nb * 4;
     int64_t ng = q.nbn, mg = p->m;
     int64_t want = 4 * (int64_t)(n_threads > 0 ? n_threads : 1);
@@ -150,40 +208,78 @@ static inline void kiln_dense_default_params(kiln_dense_params *p, int64_t l1_by
 }
 
 typedef struct kiln_dense_tile_args {
-    const float *x;    /* packed panel [k][T] (or the X row when T == 1) */
+    const float *x;    /* X at the tile's first row */
+    int64_t x_rs;      /* floats between rows of X (k) */
     const float *w;    /* packed weights of column block 0 of the tile */
     int64_t w_os;      /* floats between column blocks (k * nb) */
     int k;
     float *y;          /* Y at row 0, column block 0 */
     const float *res;  /* residual, same offsets, or NULL */
     int64_t ldy;       /* n */
-    const float *bias; /* at column block 0, or NULL */
+    const float *bias; /* at the tile's first row / column in its kind's indexing, or NULL */
+    int bias_kind;
+    float beta;
     int nvalid;        /* valid columns of the tile's last block (nb when full) */
     int epi;
     float lo, hi;
 } kiln_dense_tile_args;
 
-#define KILN_DENSE_UKERNEL(NAME, V, VL, ZERO, LOAD, STORE, LOADM, STOREM, FMA, SET1, ADD, MAX, MIN) \
+/* One SIMD microkernel body; T and O are constants in each instantiation. */
+#define KILN_DENSE_UKERNEL(NAME, V, VL, ZERO, LOAD, STORE, LOADM, STOREM, FMA, SET1, ADD, MUL,    \
+                           MAX, MIN)                                                               \
     static KILN_KINLINE void NAME(const int T, const int O, const kiln_dense_tile_args *a)          \
     {                                                                                              \
         V acc[KILN_CONV_MAXT][KILN_CONV_MAXO];                                                     \
-        const int nv = a->nvalid;                                                                  \
+        const int nv = a->nvalid, bk = a->bias_kind;                                               \
         const int64_t ldy = a->ldy, wos = a->w_os;                                                 \
+        const float *bias = a->bias;                                                               \
+        const V beta = SET1(a->beta);                                                              \
         KILN_KUNROLL for (int o = 0; o < O; o++)                                                   \
         {                                                                                          \
+            const int part = o == O - 1 && nv < VL;                                                \
             V init = ZERO();                                                                       \
-            if (a->bias)                                                                           \
-                init = (o == O - 1 && nv < VL) ? LOADM(a->bias + o * VL, nv)                       \
-                                               : LOAD(a->bias + o * VL);                           \
-            KILN_KUNROLL for (int p = 0; p < T; p++) acc[p][o] = init;                             \
+            if (bias && bk == KILN_DENSE_BIAS_COL)                                                 \
+                init = part ? LOADM(bias + o * VL, nv) : LOAD(bias + o * VL);                      \
+            else if (bias && bk == KILN_DENSE_BIAS_SCALAR)                                         \
+                init = SET1(bias[0]);                                                              \
+            if (bias && a->beta != 1.0f)                                                           \
+                init = MUL(init, beta);                                                            \
+            KILN_KUNROLL for (int p = 0; p < T; p++)                                               \
+            {                                                                                      \
+                V v = init;                                                                        \
+                if (bias && bk == KILN_DENSE_BIAS_ROW)                                             \
+                    v = SET1(a->beta * bias[p]);                                                   \
+                else if (bias && bk == KILN_DENSE_BIAS_FULL)                                       \
+                    v = MUL(beta, part ? LOADM(bias + p * ldy + o * VL, nv)                        \
+                                       : LOAD(bias + p * ldy + o * VL));                           \
+                acc[p][o] = v;                                                                     \
+            }                                                                                      \
         }                                                                                          \
         const float *x = a->x, *w = a->w;                                                          \
-        for (int kk = 0; kk < a->k; kk++) {                                                        \
+        const int64_t xrs = a->x_rs;                                                               \
+        int kk = 0;                                                                                \
+        if (T == 1 && O <= 2) {                                                                    \
+            /* one row, one or two blocks: 4 / O independent sums over k (acc[1..]) hide  */      \
+            /* the FMA latency of a short GEMV */                                                 \
+            const int U = 4 / O;                                                                   \
+            KILN_KUNROLL for (int u = 1; u < U; u++)                                               \
+                KILN_KUNROLL for (int o = 0; o < O; o++) acc[u][o] = ZERO();                       \
+            for (; kk + U <= a->k; kk += U)                                                        \
+                KILN_KUNROLL for (int u = 0; u < U; u++)                                           \
+                {                                                                                  \
+                    V xv = SET1(x[kk + u]);                                                        \
+                    KILN_KUNROLL for (int o = 0; o < O; o++) acc[u][o] =                           \
+                        FMA(xv, LOAD(w + o * wos + (int64_t)(kk + u) * VL), acc[u][o]);            \
+                }                                                                                  \
+            KILN_KUNROLL for (int u = 1; u < U; u++)                                               \
+                KILN_KUNROLL for (int o = 0; o < O; o++) acc[0][o] = ADD(acc[0][o], acc[u][o]);    \
+        }                                                                                          \
+        for (; kk < a->k; kk++) {                                                                  \
             V wv[KILN_CONV_MAXO];                                                                  \
             KILN_KUNROLL for (int o = 0; o < O; o++) wv[o] = LOAD(w + o * wos + (int64_t)kk * VL); \
             KILN_KUNROLL for (int p = 0; p < T; p++)                                               \
             {                                                                                      \
-                V xv = SET1(x[(int64_t)kk * T + p]);                                               \
+                V xv = SET1(x[p * xrs + kk]);                                                      \
                 KILN_KUNROLL for (int o = 0; o < O; o++) acc[p][o] = FMA(xv, wv[o], acc[p][o]);    \
             }                                                                                      \
         }                                                                                          \
@@ -215,7 +311,7 @@ typedef struct kiln_dense_tile_args {
 #define KILN_K512_STOREM(ptr, v, nv) _mm512_mask_storeu_ps((ptr), KILN_K512_MASK(nv), (v))
 KILN_DENSE_UKERNEL(kiln_f32_gemm_ukernel__avx512, __m512, 16, _mm512_setzero_ps, _mm512_loadu_ps,
                    _mm512_storeu_ps, KILN_K512_LOADM, KILN_K512_STOREM, _mm512_fmadd_ps,
-                   _mm512_set1_ps, _mm512_add_ps, _mm512_max_ps, _mm512_min_ps)
+                   _mm512_set1_ps, _mm512_add_ps, _mm512_mul_ps, _mm512_max_ps, _mm512_min_ps)
 #endif
 #ifdef KILN_KERNELS_AVX2
 #define KILN_K256_MASK(nv)                                                                         \
@@ -224,26 +320,52 @@ KILN_DENSE_UKERNEL(kiln_f32_gemm_ukernel__avx512, __m512, 16, _mm512_setzero_ps,
 #define KILN_K256_STOREM(ptr, v, nv) _mm256_maskstore_ps((ptr), KILN_K256_MASK(nv), (v))
 KILN_DENSE_UKERNEL(kiln_f32_gemm_ukernel__avx2, __m256, 8, _mm256_setzero_ps, _mm256_loadu_ps,
                    _mm256_storeu_ps, KILN_K256_LOADM, KILN_K256_STOREM, _mm256_fmadd_ps,
-                   _mm256_set1_ps, _mm256_add_ps, _mm256_max_ps, _mm256_min_ps)
+                   _mm256_set1_ps, _mm256_add_ps, _mm256_mul_ps, _mm256_max_ps, _mm256_min_ps)
 #endif
 
-static inline void kiln_f32_gemm_ukernel__scalar(int T, int O, int nb,
-                                                 const kiln_dense_tile_args *a)
+/* The portable microkernel, any nb (T <= 8: kiln_conv_max_t): per column
+ * block, runs of up to 32 columns x T rows accumulate in a local array, the
+ * k loop innermost over the run's columns (contiguous in the packed block,
+ * zero-padded: whole runs are computed, only valid columns stored), which
+ * gcc vectorizes when nb is a constant. */
+static KILN_KINLINE void kiln_f32_gemm_ukernel__scalar(const int T, const int O, const int nb,
+                                                       const kiln_dense_tile_args *a)
 {
-    for (int p = 0; p < T; p++)
-        for (int o = 0; o < O; o++) {
-            int nv = o == O - 1 ? a->nvalid : nb;
-            float *y = a->y + p * a->ldy + (int64_t)o * nb;
-            const float *w = a->w + o * a->w_os;
-            for (int l = 0; l < nv; l++) {
-                float s = a->bias ? a->bias[o * nb + l] : 0.0f;
-                for (int kk = 0; kk < a->k; kk++)
-                    s += a->x[(int64_t)kk * T + p] * w[(int64_t)kk * nb + l];
-                if (a->res)
-                    s += a->res[p * a->ldy + (int64_t)o * nb + l];
-                y[l] = kiln_k_epi1(s, a->epi, a->lo, a->hi);
+    float acc[8][32];
+    for (int o = 0; o < O; o++) {
+        const int nv = o == O - 1 ? a->nvalid : nb;
+        const float *w = a->w + o * a->w_os;
+        for (int l0 = 0; l0 < nv; l0 += 32) {
+            const int nl = nb - l0 < 32 ? nb - l0 : 32;
+            for (int p = 0; p < T; p++)
+                for (int l = 0; l < nl; l++) {
+                    const int64_t c = (int64_t)o * nb + l0 + l;
+                    float bv = 0.0f;
+                    if (a->bias && l0 + l < nv)
+                        bv = a->beta * (a->bias_kind == KILN_DENSE_BIAS_COL      ? a->bias[c]
+                                        : a->bias_kind == KILN_DENSE_BIAS_SCALAR ? a->bias[0]
+                                        : a->bias_kind == KILN_DENSE_BIAS_ROW    ? a->bias[p]
+                                                                : a->bias[p * a->ldy + c]);
+                    acc[p][l] = bv;
+                }
+            for (int kk = 0; kk < a->k; kk++) {
+                const float *wk = w + (int64_t)kk * nb + l0;
+                for (int p = 0; p < T; p++) {
+                    const float xv = a->x[p * a->x_rs + kk];
+                    for (int l = 0; l < nl; l++)
+                        acc[p][l] += xv * wk[l];
+                }
             }
+            for (int p = 0; p < T; p++)
+                for (int l = 0; l < nl && l0 + l < nv; l++) {
+                    const int64_t off = p * a->ldy + (int64_t)o * nb + l0 + l;
+                    float v = acc[p][l];
+                    if (a->res)
+                        v += a->res[off];
+                    a->y[off] = kiln_k_epi1(v, a->epi, a->lo, a->hi);
+                }
         }
+    }
 }
 
 #define KILN_GEMM_DEF512(t, o, n)                                                                  \
@@ -323,51 +445,118 @@ static KILN_KINLINE void kiln_dense_tile(const kiln_dense_plan *q, int nb, int T
     kiln_f32_gemm_ukernel__scalar(T, O, nb, a);
 }
 
-/* Runs tasks [task_begin, task_end). workspace: kiln_dense_workspace_bytes(p)
- * bytes for this thread. */
-static KILN_KINLINE void kiln_dense_run(const kiln_dense_params *p, const float *x,
-                                        const float *w_packed, const float *bias,
-                                        const float *residual, float *y, int64_t task_begin,
-                                        int64_t task_end, void *workspace)
+/* What a task's tiles share. */
+typedef struct kiln_dense_ctx {
+    const kiln_dense_params *p;
+    const kiln_dense_plan *q;
+    const float *x, *w, *bias, *res;
+    float *y;
+    kiln_dense_epi_fn epi;
+    void *epi_ctx;
+} kiln_dense_ctx;
+
+/* The register tile of T rows at row mt and O column blocks at block b. */
+static KILN_KINLINE void kiln_dense_tile_at(const kiln_dense_ctx *c, kiln_dense_tile_args *a,
+                                            const int T, const int O, int64_t mt, int64_t b)
+{
+    const kiln_dense_params *p = c->p;
+    const int64_t K = p->k, N = p->n, nb = p->nb;
+    const int64_t col0 = b * nb, col_end = (b + O) * nb;
+    a->x = c->x + mt * K;
+    a->nvalid = (int)(col_end <= N ? nb : N - (b + O - 1) * nb);
+    a->w = c->w + b * K * nb;
+    a->y = c->y + mt * N + col0;
+    a->res = c->res ? c->res + mt * N + col0 : NULL;
+    a->bias = !c->bias                                 ? NULL
+              : p->bias_kind == KILN_DENSE_BIAS_COL    ? c->bias + col0
+              : p->bias_kind == KILN_DENSE_BIAS_SCALAR ? c->bias
+              : p->bias_kind == KILN_DENSE_BIAS_ROW    ? c->bias + mt
+                                                       : c->bias + mt * N + col0;
+    kiln_dense_tile(c->q, (int)nb, T, O, a);
+    if (c->epi)
+        c->epi(c->epi_ctx, a->y, N, mt, T, col0, (int)((col_end < N ? col_end : N) - col0));
+}
+
+/* T rows at mt across the task's column blocks [b0, b1): whole tiles of q.O
+ * blocks, then the rest (o_rest blocks: a constant per kind of group). */
+static KILN_KINLINE void kiln_dense_row_at(const kiln_dense_ctx *c, kiln_dense_tile_args *a,
+                                           const int T, int64_t mt, int64_t b0, int64_t b1,
+                                           const int o_rest)
+{
+    const int O = c->q->O;
+    int64_t b = b0;
+    for (; b + O <= b1; b += O)
+        kiln_dense_tile_at(c, a, T, O, mt, b);
+    if (o_rest)
+        kiln_dense_tile_at(c, a, T, o_rest, mt, b);
+}
+
+/* The rows [m0, m1) of a task: whole tiles of q.T rows, then the rest. */
+static KILN_KINLINE void kiln_dense_rows(const kiln_dense_ctx *c, kiln_dense_tile_args *a,
+                                         int64_t m0, int64_t m1, const int t_rest, int64_t b0,
+                                         int64_t b1, const int o_rest)
+{
+    const int T = c->q->T;
+    int64_t mt = m0;
+    for (; mt + T <= m1; mt += T)
+        kiln_dense_row_at(c, a, T, mt, b0, b1, o_rest);
+    if (t_rest)
+        kiln_dense_row_at(c, a, t_rest, mt, b0, b1, o_rest);
+}
+
+/* Runs tasks [task_begin, task_end) with the epilogue callback epi (NULL:
+ * none) on each register tile after the header's own epilogue; no
+ * workspace. bias and residual may be NULL when the epilogue flags lack
+ * them. Partial tiles are only at the ends of the last row and column
+ * groups, each of a size known from the params: every microkernel call has
+ * a constant T x O, so generated code compiles just those (2-4) tiles. */
+static KILN_KINLINE void kiln_dense_run_epi(const kiln_dense_params *p, const float *x,
+                                            const float *w_packed, const float *bias,
+                                            const float *residual, float *y, int64_t task_begin,
+                                            int64_t task_end, kiln_dense_epi_fn epi,
+                                            void *epi_ctx)
 {
     const kiln_dense_plan q = kiln_dense_plan_of(p);
-    const int64_t K = p->k, N = p->n, nb = p->nb;
-    float *panel = (float *)(((uintptr_t)workspace + 63) & ~(uintptr_t)63);
+    kiln_dense_ctx c = {p, &q, x, w_packed, (p->epilogue & KILN_EPI_BIAS) ? bias : NULL,
+                        (p->epilogue & KILN_EPI_RESIDUAL) ? residual : NULL, y, epi, epi_ctx};
     kiln_dense_tile_args a;
-    a.w_os = K * nb;
+    a.w_os = (int64_t)p->k * p->nb;
+    a.x_rs = p->k;
     a.k = p->k;
-    a.ldy = N;
+    a.ldy = p->n;
     a.epi = p->epilogue;
     a.lo = p->clip_min;
     a.hi = p->clip_max;
-    const float *bias_p = (p->epilogue & KILN_EPI_BIAS) ? bias : NULL;
-    const float *res_p = (p->epilogue & KILN_EPI_RESIDUAL) ? residual : NULL;
+    a.bias_kind = p->bias_kind;
+    a.beta = p->beta;
+    /* the remainders of a whole group and of the last one */
+    const int64_t mg_last = p->m - (q.n_mg - 1) * q.m_group;
+    const int64_t ng_last = q.nbn - (q.n_ng - 1) * q.n_group;
+    const int t_rest = (int)(q.m_group % q.T), t_rest_last = (int)(mg_last % q.T);
+    const int o_rest = (int)(q.n_group % q.O), o_rest_last = (int)(ng_last % q.O);
     for (int64_t task = task_begin; task < task_end; task++) {
         int64_t ngi = task % q.n_ng, mgi = task / q.n_ng;
-        int64_t m0 = mgi * q.m_group, m1 = kiln_k_min64(p->m, m0 + q.m_group);
-        int64_t b0 = ngi * q.n_group, b1 = kiln_k_min64(q.nbn, b0 + q.n_group);
-        for (int64_t mt = m0; mt < m1; mt += q.T) {
-            const int T = (int)kiln_k_min64(q.T, m1 - mt);
-            if (T == 1) {
-                a.x = x + mt * K;
-            } else {
-                for (int64_t kk = 0; kk < K; kk++)
-                    for (int pp = 0; pp < T; pp++)
-                        panel[kk * T + pp] = x[(mt + pp) * K + kk];
-                a.x = panel;
-            }
-            for (int64_t b = b0; b < b1; b += q.O) {
-                const int O = (int)kiln_k_min64(q.O, b1 - b);
-                int64_t col_end = (b + O) * nb;
-                a.nvalid = (int)(col_end <= N ? nb : N - (b + O - 1) * nb);
-                a.w = w_packed + b * K * nb;
-                a.y = y + mt * N + b * nb;
-                a.res = res_p ? res_p + mt * N + b * nb : NULL;
-                a.bias = bias_p ? bias_p + b * nb : NULL;
-                kiln_dense_tile(&q, (int)nb, T, O, &a);
-            }
-        }
+        int64_t m0 = mgi * q.m_group, m1 = m0 + q.m_group < p->m ? m0 + q.m_group : p->m;
+        int64_t b0 = ngi * q.n_group, b1 = b0 + q.n_group < q.nbn ? b0 + q.n_group : q.nbn;
+        const int mlast = mgi == q.n_mg - 1, nlast = ngi == q.n_ng - 1;
+        if (!mlast && !nlast)
+            kiln_dense_rows(&c, &a, m0, m1, t_rest, b0, b1, o_rest);
+        else if (!mlast)
+            kiln_dense_rows(&c, &a, m0, m1, t_rest, b0, b1, o_rest_last);
+        else if (!nlast)
+            kiln_dense_rows(&c, &a, m0, m1, t_rest_last, b0, b1, o_rest);
+        else
+            kiln_dense_rows(&c, &a, m0, m1, t_rest_last, b0, b1, o_rest_last);
     }
+}
+
+/* kiln_dense_run_epi without a callback. */
+static KILN_KINLINE void kiln_dense_run(const kiln_dense_params *p, const float *x,
+                                        const float *w_packed, const float *bias,
+                                        const float *residual, float *y, int64_t task_begin,
+                                        int64_t task_end)
+{
+    kiln_dense_run_epi(p, x, w_packed, bias, residual, y, task_begin, task_end, NULL, NULL);
 }
 
 #endif /* KILN_KERNELS_DENSE_H */
