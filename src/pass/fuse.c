@@ -324,6 +324,8 @@ kiln_status kiln_pass_fuse(kiln_pass_ctx *ctx, kiln_error *err)
         goto done;
     }
     for (int i = 0; i < nn; i++)
+        f.group_of[i] = -1; /* not visited yet: in no group (closed_except reads it) */
+    for (int i = 0; i < nn; i++)
         for (int k = 0; k < g->nodes[i]->n_inputs; k++)
             if (g->nodes[i]->inputs[k] >= 0)
                 f.cons_start[g->nodes[i]->inputs[k] + 1]++;

@@ -221,9 +221,9 @@ kiln_status kiln_ref_slice(const kiln_node *n, const kiln_tensor *const *in,
     int64_t base = 0;
     for (int d = 0; d < x->shape.rank; d++) {
         base += start[d] * ist[d];
-        st[d] = step[d] * ist[d]; /* |step| beyond the dim only ever takes one element */
-        if (want.dims[d] <= 1)
-            st[d] = 0;
+        /* a step beyond the dim takes one element at most: its stride is
+         * never used (and step * stride could overflow: steps of 2^63 - 1) */
+        st[d] = want.dims[d] <= 1 ? 0 : step[d] * ist[d];
     }
     strided_walk(y->data, x->data, &y->shape, base, st, kiln_dtype_size(x->dtype));
     return KILN_OK;

@@ -111,7 +111,9 @@ static bool strided_of(const kiln_graph *g, const kiln_node *n, strided *p)
             else
                 s0 = s0 < 0 ? 0 : s0 > dim - 1 ? dim - 1 : s0;
             p->base += s0 * xs[a];
-            p->stride[a] = step * xs[a];
+            /* one element at most along a: its stride is never used (and a
+             * step of 2^63 - 1 times the stride would overflow) */
+            p->stride[a] = g->values[n->outputs[0]]->shape.dims[a] <= 1 ? 0 : step * xs[a];
         }
         return true;
     }
