@@ -10,7 +10,7 @@
  * Records file: JSON lines (docs/COMPILER.md, "Tuning records"), one
  * measurement each, e.g.
  *   {"version": 1, "workload": "<key>", "template": "dense",
- *    "knobs": {"mr": 4, "nb": 32, "panels": 2}, "status": "ok",
+ *    "knobs": {"m_tile": 12, "n_tile": 2, "m_group": 197, "n_group": 18}, "status": "ok",
  *    "samples_us": [10.1, 10.3, 9.9]}
  * Blank lines and lines starting with '#' are skipped. For each workload key
  * the record with status "ok" and the lowest median sample wins; a record
