@@ -67,6 +67,9 @@ bool kiln_tpl_f32(const kiln_graph *g, int v);
  * t->residual_arg and t->epi_from; clip bounds into lo/hi). */
 int kiln_tpl_header_epilogue(const kiln_lowered *l, kiln_task *t, bool has_bias, float *lo,
                              float *hi);
+/* The C type generated code reads and writes a dtype's elements as
+ * (float16: its bits, bool: a byte); NULL for dtypes without one. */
+const char *kiln_tpl_ctype(kiln_dtype t);
 /* "NULL" or a<k> / o<k>. */
 void kiln_emit_arg_or_null(kiln_sb *b, int arg, bool out);
 

@@ -14,20 +14,7 @@
 
 static const char *ctype(kiln_dtype t)
 {
-    switch (t) {
-    case KILN_DTYPE_FLOAT32: return "float";
-    case KILN_DTYPE_FLOAT64: return "double";
-    case KILN_DTYPE_FLOAT16: return "uint16_t";
-    case KILN_DTYPE_INT8: return "int8_t";
-    case KILN_DTYPE_UINT8: return "uint8_t";
-    case KILN_DTYPE_INT16: return "int16_t";
-    case KILN_DTYPE_UINT16: return "uint16_t";
-    case KILN_DTYPE_INT32: return "int32_t";
-    case KILN_DTYPE_UINT32: return "uint32_t";
-    case KILN_DTYPE_INT64: return "int64_t";
-    case KILN_DTYPE_UINT64: return "uint64_t";
-    default: return NULL; /* bool is not numeric */
-    }
+    return t == KILN_DTYPE_BOOL ? NULL : kiln_tpl_ctype(t); /* bool is not numeric */
 }
 
 static bool geom(const kiln_graph *g, const kiln_node *n, int64_t *outer, int64_t *len,

@@ -50,6 +50,25 @@ int kiln_tpl_header_epilogue(const kiln_lowered *l, kiln_task *t, bool has_bias,
     return epi;
 }
 
+const char *kiln_tpl_ctype(kiln_dtype t)
+{
+    switch (t) {
+    case KILN_DTYPE_FLOAT32: return "float";
+    case KILN_DTYPE_FLOAT64: return "double";
+    case KILN_DTYPE_FLOAT16: return "uint16_t";
+    case KILN_DTYPE_INT8: return "int8_t";
+    case KILN_DTYPE_UINT8: return "uint8_t";
+    case KILN_DTYPE_INT16: return "int16_t";
+    case KILN_DTYPE_UINT16: return "uint16_t";
+    case KILN_DTYPE_INT32: return "int32_t";
+    case KILN_DTYPE_UINT32: return "uint32_t";
+    case KILN_DTYPE_INT64: return "int64_t";
+    case KILN_DTYPE_UINT64: return "uint64_t";
+    case KILN_DTYPE_BOOL: return "uint8_t";
+    default: return NULL;
+    }
+}
+
 void kiln_emit_arg_or_null(kiln_sb *b, int arg, bool out)
 {
     if (arg < 0)

@@ -16,21 +16,7 @@
 /* The C type an operand is read as (float16: its bits). */
 static const char *ctype(kiln_dtype t)
 {
-    switch (t) {
-    case KILN_DTYPE_FLOAT32: return "float";
-    case KILN_DTYPE_FLOAT64: return "double";
-    case KILN_DTYPE_FLOAT16: return "uint16_t";
-    case KILN_DTYPE_INT8: return "int8_t";
-    case KILN_DTYPE_UINT8: return "uint8_t";
-    case KILN_DTYPE_INT16: return "int16_t";
-    case KILN_DTYPE_UINT16: return "uint16_t";
-    case KILN_DTYPE_INT32: return "int32_t";
-    case KILN_DTYPE_UINT32: return "uint32_t";
-    case KILN_DTYPE_INT64: return "int64_t";
-    case KILN_DTYPE_UINT64: return "uint64_t";
-    case KILN_DTYPE_BOOL: return "uint8_t";
-    default: return NULL;
-    }
+    return kiln_tpl_ctype(t);
 }
 
 /* The C operator of a comparison or logic op; NULL for others. */
