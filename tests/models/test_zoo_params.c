@@ -15,24 +15,29 @@ typedef struct expect {
     kiln_shape input, output;
     double gmacs; /* reference figure */
     const char *some_const; /* a torchvision-named weight that must exist */
+    int n_int_inputs;       /* 0: one float32 input; else that many int64 inputs */
 } expect;
 
 #define IMG(h) {.rank = 4, .dims = {1, 3, h, h}}
 #define LOGITS(n) {.rank = 2, .dims = {1, n}}
 
 static const expect nets[] = {
-    {"resnet-18", 11689512, IMG(224), LOGITS(1000), 1.81, "layer1.0.conv1.weight"},
-    {"resnet-34", 21797672, IMG(224), LOGITS(1000), 3.66, "layer4.2.bn2.running_var"},
-    {"resnet-50", 25557032, IMG(224), LOGITS(1000), 4.09, "layer2.0.downsample.0.weight"},
-    {"vgg-16", 138357544, IMG(224), LOGITS(1000), 15.47, "classifier.6.weight"},
-    {"mobilenet-v2", 3504872, IMG(224), LOGITS(1000), 0.30, "features.17.conv.2.weight"},
-    {"squeezenet-1.1", 1235496, IMG(224), LOGITS(1000), 0.35, "features.12.expand3x3.bias"},
+    {"resnet-18", 11689512, IMG(224), LOGITS(1000), 1.81, "layer1.0.conv1.weight", 0},
+    {"resnet-34", 21797672, IMG(224), LOGITS(1000), 3.66, "layer4.2.bn2.running_var", 0},
+    {"resnet-50", 25557032, IMG(224), LOGITS(1000), 4.09, "layer2.0.downsample.0.weight", 0},
+    {"vgg-16", 138357544, IMG(224), LOGITS(1000), 15.47, "classifier.6.weight", 0},
+    {"mobilenet-v2", 3504872, IMG(224), LOGITS(1000), 0.30, "features.17.conv.2.weight", 0},
+    {"squeezenet-1.1", 1235496, IMG(224), LOGITS(1000), 0.35, "features.12.expand3x3.bias", 0},
     {"inception-v3", 23834568, IMG(299), LOGITS(1000), 5.71,
-     "Mixed_7c.branch3x3dbl_3b.conv.weight"},
+     "Mixed_7c.branch3x3dbl_3b.conv.weight", 0},
     {"vit-b-16", 86567656, IMG(224), LOGITS(1000), 17.56,
-     "encoder.layers.encoder_layer_11.self_attention.in_proj_weight"},
+     "encoder.layers.encoder_layer_11.self_attention.in_proj_weight", 0},
+    /* Hugging Face BertModel(add_pooling_layer=False): 108,891,648 + the
+     * pooler's 590,592 = bert-base-uncased's 109,482,240 */
+    {"bert-base", 108891648, {.rank = 2, .dims = {1, 128}}, {.rank = 3, .dims = {1, 128, 768}},
+     11.17, "encoder.layer.11.attention.self.query.weight", 2},
     {"mlp", 109386, {.rank = 2, .dims = {1, 784}}, LOGITS(10), 109184e-9,
-     "fc3.bias"},
+     "fc3.bias", 0},
 };
 #define N_NETS ((int)(sizeof nets / sizeof nets[0]))
 
@@ -56,13 +61,13 @@ static void check_net(const expect *x)
         fail_msg("%s: validate: %s", x->name, err.msg);
 
     /* input / output */
-    assert_int_equal(kiln_graph_num_inputs(g), 1);
+    assert_int_equal(kiln_graph_num_inputs(g), x->n_int_inputs ? x->n_int_inputs : 1);
     assert_int_equal(kiln_graph_num_outputs(g), 1);
     const char *name;
     kiln_dtype dt;
     kiln_shape shape;
     assert_int_equal(kiln_graph_input_info(g, 0, &name, &dt, &shape), KILN_OK);
-    assert_int_equal(dt, KILN_DTYPE_FLOAT32);
+    assert_int_equal(dt, x->n_int_inputs ? KILN_DTYPE_INT64 : KILN_DTYPE_FLOAT32);
     assert_true(kiln_shape_equal(&shape, &x->input));
     assert_true(kiln_shape_equal(&shape, &kiln_zoo_find(x->name)->input_shape));
     assert_int_equal(kiln_graph_output_info(g, 0, &name, &dt, &shape), KILN_OK);
@@ -117,7 +122,8 @@ NET_TEST(test_mobilenet_v2, 4)
 NET_TEST(test_squeezenet11, 5)
 NET_TEST(test_inception_v3, 6)
 NET_TEST(test_vit_b16, 7)
-NET_TEST(test_mlp, 8)
+NET_TEST(test_bert_base, 8)
+NET_TEST(test_mlp, 9)
 
 static void test_zoo_table(void **state)
 {
@@ -224,7 +230,7 @@ int main(void)
         cmocka_unit_test(test_resnet50),     cmocka_unit_test(test_vgg16),
         cmocka_unit_test(test_mobilenet_v2), cmocka_unit_test(test_squeezenet11),
         cmocka_unit_test(test_inception_v3), cmocka_unit_test(test_vit_b16),
-        cmocka_unit_test(test_mlp),
+        cmocka_unit_test(test_bert_base),   cmocka_unit_test(test_mlp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

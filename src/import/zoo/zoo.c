@@ -31,6 +31,11 @@ static const zoo_entry zoo[] = {
      kiln_zoo_build_inception_v3},
     {{"vit-b-16", "ViT-B/16 (torchvision vit_b_16), 12 encoder layers", IMG(3, 224, 224)},
      kiln_zoo_build_vit_b16},
+    {{"bert-base",
+      "BERT-base encoder (Hugging Face BertModel, no pooler), seq 128; inputs input_ids, "
+      "attention_mask",
+      {.rank = 2, .dims = {1, 128}}},
+     kiln_zoo_build_bert_base},
     {{"mlp", "MLP 784-128-64-10 with ReLU", {.rank = 2, .dims = {1, 784}}}, kiln_zoo_build_mlp},
 };
 

@@ -21,6 +21,7 @@ kiln_status kiln_zoo_build_squeezenet11(kiln_graph *g, kiln_rng *rng, bool weigh
 kiln_status kiln_zoo_build_inception_v3(kiln_graph *g, kiln_rng *rng, bool weights,
                                         kiln_error *err);
 kiln_status kiln_zoo_build_vit_b16(kiln_graph *g, kiln_rng *rng, bool weights, kiln_error *err);
+kiln_status kiln_zoo_build_bert_base(kiln_graph *g, kiln_rng *rng, bool weights, kiln_error *err);
 kiln_status kiln_zoo_build_mlp(kiln_graph *g, kiln_rng *rng, bool weights, kiln_error *err);
 
 #endif
