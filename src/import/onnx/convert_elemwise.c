@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "import/onnx/convert_movement.h"
+#include "import/onnx/convert_rtparams.h"
 #include "import/onnx/fold_op.h"
 #include "import/onnx/onnx.h"
 #include "io/tensor_io.h"
@@ -305,6 +307,11 @@ static kiln_status conv_clip11(onnx_ctx *c, kiln_error *err)
     double lo = 0, hi = 0;
     kiln_attr a[2];
     int na = 0;
+    for (int k = 1; k <= 2; k++) {
+        static const char *const what[] = {NULL, "min", "max"};
+        if (onnx_in(c, k) >= 0 && !onnx_in_const_eval(c, k, what[k], err, &s))
+            return s != KILN_OK ? s : onnx_rt_clip(c, err); /* a bound is data */
+    }
     if (onnx_in(c, 1) >= 0) {
         if ((s = onnx_in_scalar(c, 1, "min", &lo, err)) != KILN_OK)
             return s;

@@ -18,6 +18,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "import/onnx/convert_rtparams.h"
 #include "import/onnx/fold_op.h"
 #include "io/tensor_io.h"
 #include "util/error.h"
@@ -294,6 +295,8 @@ kiln_status onnx_convert_trilu(onnx_ctx *c, kiln_error *err)
     if (s != KILN_OK)
         return s;
     pass_attr(c, "upper", a, &na);
+    if (onnx_in(c, 1) >= 0 && !onnx_in_const_eval(c, 1, "k", err, &s))
+        return s != KILN_OK ? s : onnx_rt_trilu(c, err); /* k is data */
     if (onnx_in(c, 1) >= 0) {
         const int64_t *k = NULL;
         int n = 0;

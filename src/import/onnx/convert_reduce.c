@@ -5,6 +5,8 @@
  * non-constant one is reported by onnx_in_ints with the standard message. */
 #include <string.h>
 
+#include "import/onnx/convert_movement.h"
+#include "import/onnx/convert_rtparams.h"
 #include "import/onnx/onnx.h"
 #include "util/error.h"
 
@@ -92,6 +94,8 @@ static kiln_status conv_cumsum(onnx_ctx *c, kiln_error *err)
     if (s != KILN_OK)
         return s;
     int64_t axis = 0;
+    if (onnx_in(c, 1) >= 0 && !onnx_in_const_eval(c, 1, "axis", err, &s))
+        return s != KILN_OK ? s : onnx_rt_cumsum(c, err); /* the axis is data */
     if ((s = in_one_int(c, "axis", &axis, err)) != KILN_OK)
         return s;
     int in = x->id;

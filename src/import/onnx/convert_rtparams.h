@@ -1,0 +1,17 @@
+/* import/onnx/convert_rtparams.h: converters' paths for parameter inputs that
+ * are run-time data and decide no output shape (convert_rtparams.c). Each is
+ * called by the op's converter once it found the parameter not constant
+ * (onnx_in_const_eval false with an OK status); inputs were checked present. */
+#ifndef KILN_IMPORT_ONNX_CONVERT_RTPARAMS_H
+#define KILN_IMPORT_ONNX_CONVERT_RTPARAMS_H
+
+#include "import/onnx/onnx.h"
+
+/* Clip (opset 11+) with min and/or max as data: Min(Max(x, min), max). */
+kiln_status onnx_rt_clip(onnx_ctx *c, kiln_error *err);
+/* Trilu with k as data: Where(j - i >= k (upper) / <= k (lower), x, 0). */
+kiln_status onnx_rt_trilu(onnx_ctx *c, kiln_error *err);
+/* CumSum with axis as data: one CumSum per axis, picked by Where. */
+kiln_status onnx_rt_cumsum(onnx_ctx *c, kiln_error *err);
+
+#endif
