@@ -24,7 +24,8 @@ static void check_help(void)
            "given inputs and compares each output with the expected\n"
            "tensor: an element matches when |got - expected| <= atol + rtol * |expected|\n"
            "(NaN matches only NaN). Tensor files are NumPy (.npy) or ONNX TensorProto\n"
-           "(.pb). Give one file per graph input and one per graph output. They are\n"
+           "(.pb). Give one file per graph input and one per graph output (a model\n"
+           "with no inputs takes no --inputs, or --inputs with no file). They are\n"
            "matched by TensorProto name when all names are graph names, otherwise in\n"
            "order.\n"
            "\n"
@@ -185,7 +186,9 @@ int kiln_cmd_check(int argc, char **argv)
             int before = *count;
             while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0)
                 list[(*count)++].path = argv[++i];
-            if (*count == before) {
+            /* --inputs with no file: a model with no inputs (the count is
+             * checked against the model's below) */
+            if (*count == before && a[2] == 'o') {
                 cli_usage_error("check", "%s needs at least one file", a);
                 goto done;
             }
