@@ -16,7 +16,19 @@
  * the record with status "ok" and the lowest median sample wins; a record
  * whose template differs from the task's, or whose knobs are not in the
  * task's space, is not applied (the task keeps its default). A line that is
- * not such an object is an error naming the file and line. */
+ * not such an object is an error naming the file and line, except a last
+ * line with no newline (a write cut short by a kill): it is skipped with a
+ * warning.
+ *
+ * Records of the tuner (version 2, docs/TUNING.md) carry a CPU fingerprint
+ * id and a template hash. Of those only the validated results (status
+ * "tuned") are applied, never the raw measurements (status "ok": the best
+ * of many noisy samples is biased low); one whose template hash differs
+ * from this kiln's is stale and ignored. Per task the record comes from the
+ * first tier that has one: tuned on this CPU (matching fingerprint), tuned
+ * on another CPU, then version-1 "ok" records; within a tier the lowest
+ * median wins. With opts.verbose the tasks tuned and the tasks that fell
+ * back to their defaults are printed. */
 #include <cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -24,7 +36,9 @@
 #include <string.h>
 
 #include "driver/driver.h"
+#include "tune/tune.h"
 #include "util/error.h"
+#include "util/sb.h"
 
 /* Parses config_json and checks every knob before changing any. */
 static kiln_status check_knobs(const kiln_task *t, const cJSON *cfg, kiln_error *err)
@@ -117,7 +131,62 @@ static double record_cost(const cJSON *rec)
 typedef struct best {
     cJSON *rec; /* owned */
     double cost;
+    int tier;
 } best;
+
+/* 3: tuned here, 2: tuned on another CPU, 1: a version-1 measurement, 0:
+ * not applied (a version-2 measurement, a stale template hash, an error). */
+static int record_tier(const cJSON *rec, const char *tpl)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(rec, "status");
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(rec, "version");
+    if (st && !cJSON_IsString(st))
+        return 0;
+    if (st && !strcmp(st->valuestring, "tuned")) {
+        const cJSON *th = cJSON_GetObjectItemCaseSensitive(rec, "template_hash");
+        char h[17];
+        kiln_template_hash(tpl, h);
+        if (cJSON_IsString(th) && strcmp(th->valuestring, h) != 0)
+            return 0;
+        const cJSON *fp = cJSON_GetObjectItemCaseSensitive(rec, "fingerprint_id");
+        return cJSON_IsString(fp) && !strcmp(fp->valuestring, kiln_cpu_fingerprint_id()) ? 3 : 2;
+    }
+    if (cJSON_IsNumber(ver) && ver->valuedouble >= KILN_RECORDS_VERSION)
+        return 0;
+    return !st || !strcmp(st->valuestring, "ok") ? 1 : 0;
+}
+
+/* With opts.verbose: which tasks took records and which kept defaults. */
+static void report_applied(const kiln_build *b, const best *bt)
+{
+    const kiln_lowered *low = b->low;
+    int n_tunable = 0, n_other = 0, n_def = 0;
+    kiln_sb fell = {0};
+    for (int i = 0; i < low->n_tasks; i++) {
+        const kiln_task *t = &low->tasks[i];
+        bool any = false;
+        for (int k = 0; k < t->n_knobs; k++)
+            any |= t->knobs[k].n_choices > 1;
+        if (!any)
+            continue;
+        n_tunable++;
+        if (bt[i].rec && bt[i].tier == 2)
+            n_other++;
+        if (!bt[i].rec && !b->explicit_cfg[i]) {
+            kiln_sb_printf(&fell, "%s%d (%s)", n_def ? ", " : "", i + 1, t->tpl->name);
+            n_def++;
+        }
+    }
+    char *f = kiln_sb_take(&fell);
+    fprintf(stderr, "kiln compile: records %s: %d of %d tunable steps tuned", b->records,
+            b->n_tuned, n_tunable);
+    if (n_other)
+        fprintf(stderr, " (%d from records of another CPU)", n_other);
+    fprintf(stderr, "\n");
+    if (n_def)
+        fprintf(stderr, "kiln compile: fell back to defaults (no record): step %s\n", f ? f : "");
+    free(f);
+}
 
 kiln_status kiln_driver_apply_records(kiln_build *b, kiln_error *err)
 {
@@ -142,6 +211,15 @@ kiln_status kiln_driver_apply_records(kiln_build *b, kiln_error *err)
         cJSON *rec = cJSON_Parse(p);
         const cJSON *wl = rec ? cJSON_GetObjectItemCaseSensitive(rec, "workload") : NULL;
         const cJSON *kn = rec ? cJSON_GetObjectItemCaseSensitive(rec, "knobs") : NULL;
+        if ((!cJSON_IsObject(rec) || !cJSON_IsString(wl) || !cJSON_IsObject(kn)) &&
+            line[len - 1] != '\n') {
+            fprintf(stderr,
+                    "kiln: warning: tuning records '%s', line %d: cut short (no newline; a "
+                    "tuner killed mid-write?): skipped\n",
+                    b->records, lineno);
+            cJSON_Delete(rec);
+            continue;
+        }
         if (!cJSON_IsObject(rec) || !cJSON_IsString(wl) || !cJSON_IsObject(kn)) {
             s = kiln_errorf(err, KILN_ERR_PARSE,
                             "tuning records '%s', line %d: not a record (a JSON object with "
@@ -150,17 +228,18 @@ kiln_status kiln_driver_apply_records(kiln_build *b, kiln_error *err)
             cJSON_Delete(rec);
             break;
         }
-        const cJSON *st = cJSON_GetObjectItemCaseSensitive(rec, "status");
         double cost = record_cost(rec);
         bool used = false;
-        if ((!st || (cJSON_IsString(st) && !strcmp(st->valuestring, "ok"))) && cost >= 0)
+        if (cost >= 0)
             for (int i = 0; i < low->n_tasks; i++) {
                 if (b->explicit_cfg[i] || strcmp(low->tasks[i].workload, wl->valuestring) != 0)
                     continue;
                 const cJSON *tp = cJSON_GetObjectItemCaseSensitive(rec, "template");
                 if (tp && (!cJSON_IsString(tp) || strcmp(tp->valuestring, low->tasks[i].tpl->name)))
                     continue;
-                if (check_knobs(&low->tasks[i], kn, NULL) != KILN_OK || (bt[i].rec && bt[i].cost <= cost))
+                int tier = record_tier(rec, low->tasks[i].tpl->name);
+                if (tier == 0 || check_knobs(&low->tasks[i], kn, NULL) != KILN_OK ||
+                    (bt[i].rec && (bt[i].tier > tier || (bt[i].tier == tier && bt[i].cost <= cost))))
                     continue;
                 /* the old best is shared by every task of this workload: freed
                  * once, at the first of them */
@@ -168,6 +247,7 @@ kiln_status kiln_driver_apply_records(kiln_build *b, kiln_error *err)
                     cJSON_Delete(bt[i].rec);
                 bt[i].rec = rec;
                 bt[i].cost = cost;
+                bt[i].tier = tier;
                 used = true;
             }
         if (!used)
@@ -182,6 +262,8 @@ kiln_status kiln_driver_apply_records(kiln_build *b, kiln_error *err)
                           "records");
                 b->n_tuned++;
             }
+    if (s == KILN_OK && b->opts.verbose)
+        report_applied(b, bt);
     /* free each record once: tasks sharing a workload share the record */
     if (bt)
         for (int i = 0; i < low->n_tasks; i++) {

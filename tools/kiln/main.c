@@ -21,11 +21,11 @@ static void usage(FILE *f)
             "  bench   time a model (TVM time_evaluator semantics)\n"
             "  profile time every kernel of a model (TVM-style report), or --compare two\n"
             "  tasks   list a model's unique tasks: workload key, template, flops, knob space\n"
+            "  tune    tune a model's tasks on this machine into a records file\n"
             "  help    show this message\n"
             "\n"
             "MODEL is a compiled model (.so), a zoo network name (see `kiln zoo`) or a\n"
             "path to an .onnx file. Tensor files are ONNX TensorProto (.pb) or NumPy (.npy).\n"
-            "(tune is planned but not available yet.)\n"
             "\n"
             "Options:\n"
             "  -h, --help     show this message\n"
@@ -51,6 +51,10 @@ int main(int argc, char **argv)
                 return kiln_cmd_bench(2, sub);
             if (strcmp(argv[2], "tasks") == 0)
                 return kiln_cmd_tasks(2, sub);
+            if (strcmp(argv[2], "tune") == 0) {
+                int kiln_cmd_tune(int, char **); /* tools/kiln/cmd_tune.c */
+                return kiln_cmd_tune(2, sub);
+            }
             if (strcmp(argv[2], "profile") == 0) {
                 int kiln_cmd_profile(int, char **); /* tools/kiln/cmd_profile.c */
                 return kiln_cmd_profile(2, sub);
@@ -84,8 +88,10 @@ int main(int argc, char **argv)
         int kiln_cmd_profile(int, char **); /* tools/kiln/cmd_profile.c */
         return kiln_cmd_profile(argc - 1, argv + 1);
     }
-    if (strcmp(cmd, "tune") == 0)
-        return cli_usage_error(NULL, "'%s' is not available yet in kiln %s", cmd, KILN_VERSION);
+    if (strcmp(cmd, "tune") == 0) {
+        int kiln_cmd_tune(int, char **); /* tools/kiln/cmd_tune.c */
+        return kiln_cmd_tune(argc - 1, argv + 1);
+    }
     if (cmd[0] == '-')
         return cli_usage_error(NULL, "unknown option '%s'", cmd);
     return cli_usage_error(NULL, "unknown command '%s'", cmd);

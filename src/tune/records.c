@@ -1,0 +1,298 @@
+/* tune/records.c: tuning records written and read back by the tuner
+ * (docs/TUNING.md, "Records").
+ *
+ * One JSON object per line, appended, never rewritten. A batch's lines are
+ * formatted first and written with one write, then flushed and fsync'ed: a
+ * kill -9 loses at most the batch in flight, and at worst leaves its last
+ * line cut short, which the next run reports by line number and skips.
+ *
+ * Resume reads every line of the file for the run's workloads, keeping only
+ * lines with this machine's fingerprint id and the task's template hash:
+ * each trial's configuration (any status) is not measured again, the last
+ * accepted candidate is where the search goes on from, and a "tuned" line
+ * means the task is done. */
+#include <cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tune/tune.h"
+#include "util/error.h"
+#include "util/sb.h"
+
+struct kiln_records {
+    char *path;
+    FILE *f;
+    int n;
+    const char *const *keys;
+    const char *const *templates;
+    const int *n_knobs;
+    const char *const *const *names;
+    char (*tpl_hash)[17];
+    kiln_rec_task *tasks;
+    int skipped;
+};
+
+const char *kiln_trial_status_name(kiln_trial_status s)
+{
+    switch (s) {
+    case KILN_TRIAL_OK:
+        return "ok";
+    case KILN_TRIAL_ERROR:
+        return "error";
+    case KILN_TRIAL_MISMATCH:
+        return "mismatch";
+    case KILN_TRIAL_CRASH:
+        return "crash";
+    case KILN_TRIAL_TIMEOUT:
+        return "timeout";
+    }
+    return "error";
+}
+
+void kiln_records_close(kiln_records *r)
+{
+    if (!r)
+        return;
+    if (r->f)
+        fclose(r->f);
+    for (int i = 0; i < r->n && r->tasks; i++)
+        free(r->tasks[i].measured);
+    free(r->tasks);
+    free(r->tpl_hash);
+    free(r->path);
+    free(r);
+}
+
+const kiln_rec_task *kiln_records_task(const kiln_records *r, int i)
+{
+    return r && i >= 0 && i < r->n ? &r->tasks[i] : NULL;
+}
+
+int kiln_records_skipped_lines(const kiln_records *r)
+{
+    return r ? r->skipped : 0;
+}
+
+/* knobs object -> cfg in task i's knob order; false when a knob is missing
+ * or not an integer. */
+static bool read_cfg(const kiln_records *r, int i, const cJSON *kn, kiln_tune_cfg *cfg)
+{
+    cfg->n = r->n_knobs[i];
+    for (int k = 0; k < cfg->n; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(kn, r->names[i][k]);
+        if (!cJSON_IsNumber(v))
+            return false;
+        cfg->v[k] = (int)v->valuedouble;
+    }
+    return true;
+}
+
+static bool add_measured(kiln_rec_task *t, const kiln_tune_cfg *c)
+{
+    if (t->n_measured == t->cap) {
+        int cap = t->cap ? 2 * t->cap : 16;
+        kiln_tune_cfg *m = realloc(t->measured, sizeof *m * (size_t)cap);
+        if (!m)
+            return false;
+        t->measured = m;
+        t->cap = cap;
+    }
+    t->measured[t->n_measured++] = *c;
+    return true;
+}
+
+static const char *str_item(const cJSON *o, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void read_line(kiln_records *r, const char *p, int lineno, FILE *log)
+{
+    cJSON *rec = cJSON_Parse(p);
+    const char *wl = str_item(rec, "workload");
+    const cJSON *kn = cJSON_GetObjectItemCaseSensitive(rec, "knobs");
+    if (!cJSON_IsObject(rec) || !wl || !cJSON_IsObject(kn)) {
+        r->skipped++;
+        fprintf(log,
+                "kiln tune: records '%s', line %d: not a record (a JSON object with "
+                "\"workload\" and \"knobs\"; cut short by a kill?): skipped\n",
+                r->path, lineno);
+        cJSON_Delete(rec);
+        return;
+    }
+    const char *fp = str_item(rec, "fingerprint_id"), *th = str_item(rec, "template_hash");
+    const char *st = str_item(rec, "status"), *role = str_item(rec, "role");
+    for (int i = 0; i < r->n; i++) {
+        if (strcmp(r->keys[i], wl) != 0)
+            continue;
+        if (!fp || strcmp(fp, kiln_cpu_fingerprint_id()) || !th || strcmp(th, r->tpl_hash[i]))
+            break; /* another machine or another kiln: not resumed from */
+        kiln_rec_task *t = &r->tasks[i];
+        kiln_tune_cfg cfg;
+        if (!read_cfg(r, i, kn, &cfg))
+            break;
+        if (st && !strcmp(st, "tuned")) {
+            const cJSON *sp = cJSON_GetObjectItemCaseSensitive(rec, "speedup");
+            t->done = true;
+            t->tuned = cfg;
+            t->speedup = cJSON_IsNumber(sp) ? sp->valuedouble : 1;
+        } else if (role && !strcmp(role, "candidate")) {
+            add_measured(t, &cfg);
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rec, "accepted"))) {
+                t->have_incumbent = true;
+                t->incumbent = cfg;
+            }
+        }
+        break;
+    }
+    cJSON_Delete(rec);
+}
+
+kiln_status kiln_records_open(const char *path, int n, const char *const *keys,
+                              const char *const *templates, const int *n_knobs,
+                              const char *const *const *names, FILE *log, kiln_records **out,
+                              kiln_error *err)
+{
+    kiln_records *r = calloc(1, sizeof *r);
+    if (!r || !(r->path = strdup(path)) ||
+        !(r->tasks = calloc((size_t)n + 1, sizeof *r->tasks)) ||
+        !(r->tpl_hash = calloc((size_t)n + 1, sizeof *r->tpl_hash))) {
+        kiln_records_close(r);
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    r->n = n;
+    r->keys = keys;
+    r->templates = templates;
+    r->n_knobs = n_knobs;
+    r->names = names;
+    for (int i = 0; i < n; i++)
+        kiln_template_hash(templates[i], r->tpl_hash[i]);
+    FILE *in = fopen(path, "r");
+    if (in) {
+        char *line = NULL;
+        size_t cap = 0;
+        int lineno = 0;
+        while (getline(&line, &cap, in) >= 0) {
+            lineno++;
+            char *p = line;
+            while (*p == ' ' || *p == '\t')
+                p++;
+            if (*p == '\n' || *p == '\r' || *p == 0 || *p == '#')
+                continue;
+            read_line(r, p, lineno, log ? log : stderr);
+        }
+        free(line);
+        fclose(in);
+    } else if (errno != ENOENT) {
+        kiln_status s = kiln_errorf(err, KILN_ERR_IO, "cannot read tuning records '%s': %s", path,
+                                    strerror(errno));
+        kiln_records_close(r);
+        return s;
+    }
+    if (!(r->f = fopen(path, "a"))) {
+        kiln_status s = kiln_errorf(err, KILN_ERR_IO, "cannot append to tuning records '%s': %s",
+                                    path, strerror(errno));
+        kiln_records_close(r);
+        return s;
+    }
+    *out = r;
+    return KILN_OK;
+}
+
+/* The common fields of a line of task i. */
+static cJSON *line_base(const kiln_records *r, int i, const kiln_tune_cfg *cfg, const char *status)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "version", KILN_RECORDS_VERSION);
+    cJSON_AddNumberToObject(o, "time", (double)time(NULL));
+    cJSON *fp = cJSON_Parse(kiln_cpu_fingerprint_json());
+    cJSON_AddItemToObject(o, "fingerprint", fp ? fp : cJSON_CreateObject());
+    cJSON_AddStringToObject(o, "fingerprint_id", kiln_cpu_fingerprint_id());
+    cJSON_AddStringToObject(o, "template_hash", r->tpl_hash[i]);
+    cJSON_AddStringToObject(o, "workload", r->keys[i]);
+    cJSON_AddStringToObject(o, "template", r->templates[i]);
+    cJSON *kn = cJSON_CreateObject();
+    for (int k = 0; k < cfg->n && k < r->n_knobs[i]; k++)
+        cJSON_AddNumberToObject(kn, r->names[i][k], cfg->v[k]);
+    cJSON_AddItemToObject(o, "knobs", kn);
+    cJSON_AddStringToObject(o, "status", status);
+    return o;
+}
+
+static void add_samples(cJSON *o, const char *name, const kiln_trial *t)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int k = 0; k < t->n_samples; k++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber(t->samples_us[k]));
+    cJSON_AddItemToObject(o, name, a);
+}
+
+static kiln_status write_lines(kiln_records *r, kiln_sb *sb, kiln_error *err)
+{
+    char *s = kiln_sb_take(sb);
+    if (!s)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    size_t len = strlen(s);
+    bool ok = fwrite(s, 1, len, r->f) == len && fflush(r->f) == 0;
+    free(s);
+    if (ok)
+        fsync(fileno(r->f));
+    return ok ? KILN_OK
+              : kiln_errorf(err, KILN_ERR_IO, "cannot append to tuning records '%s': %s", r->path,
+                            strerror(errno));
+}
+
+static bool put_line(kiln_sb *sb, cJSON *o)
+{
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!s)
+        return false;
+    kiln_sb_puts(sb, s);
+    kiln_sb_puts(sb, "\n");
+    free(s);
+    return true;
+}
+
+kiln_status kiln_records_append_batch(kiln_records *r, int i, int batch, const kiln_trial *trials,
+                                      int n, bool incumbent_repeat, int accepted,
+                                      kiln_error *err)
+{
+    kiln_sb sb = {0};
+    for (int k = 0; k < n; k++) {
+        const kiln_trial *t = &trials[k];
+        cJSON *o = line_base(r, i, &t->cfg, kiln_trial_status_name(t->status));
+        cJSON_AddStringToObject(o, "role", k == 0 && incumbent_repeat ? "incumbent" : "candidate");
+        cJSON_AddNumberToObject(o, "batch", batch);
+        cJSON_AddBoolToObject(o, "accepted", k == accepted);
+        if (t->status == KILN_TRIAL_OK)
+            cJSON_AddNumberToObject(o, "median_us", kiln_tune_median(t->samples_us, t->n_samples));
+        add_samples(o, "samples_us", t);
+        if (t->status != KILN_TRIAL_OK)
+            cJSON_AddStringToObject(o, "error", t->error);
+        if (!put_line(&sb, o)) {
+            free(kiln_sb_take(&sb));
+            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+    }
+    return write_lines(r, &sb, err);
+}
+
+kiln_status kiln_records_append_tuned(kiln_records *r, int i, const kiln_trial *chosen,
+                                      const kiln_trial *deflt, double speedup, kiln_error *err)
+{
+    kiln_sb sb = {0};
+    cJSON *o = line_base(r, i, &chosen->cfg, "tuned");
+    cJSON_AddBoolToObject(o, "validated", true);
+    cJSON_AddNumberToObject(o, "speedup", speedup);
+    cJSON_AddNumberToObject(o, "median_us", kiln_tune_median(chosen->samples_us, chosen->n_samples));
+    add_samples(o, "samples_us", chosen);
+    add_samples(o, "default_samples_us", deflt);
+    if (!put_line(&sb, o))
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    return write_lines(r, &sb, err);
+}

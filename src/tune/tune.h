@@ -1,0 +1,190 @@
+/* tune/tune.h: auto-tuning (docs/TUNING.md). Internal to libkiln and the CLI.
+ *
+ *   fingerprint.c  the CPU fingerprint records carry (vendor, model, ISA
+ *                  flags, caches, threads) and the template hash
+ *   records.c      tuning records: JSON lines, append-only, flushed per
+ *                  batch; reading them back for resume (a corrupt line is
+ *                  reported with its number and skipped)
+ *   measure.c      one configuration measured in a worker child process
+ *                  (fork; a crash or a timeout costs one trial)
+ *   search.c       the candidates of the next batch (droplet, random, grid)
+ *                  and the acceptance rule
+ *   tune.c         the tuning run: tasks, budget split, batches, validation,
+ *                  progress lines, summary
+ */
+#ifndef KILN_TUNE_TUNE_H
+#define KILN_TUNE_TUNE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kiln/kiln.h"
+
+#define KILN_RECORDS_VERSION 2
+#define KILN_TUNE_MAX_KNOBS 16
+#define KILN_TUNE_MAX_SAMPLES 64
+
+/* ---- fingerprint ----------------------------------------------------------- */
+/* A JSON object {"vendor", "model", "isa": [...], "l1d_kib", "l2_kib",
+ * "l3_kib", "threads"} (malloc'ed, compact) and its 16-hex-digit hash. Read
+ * from /proc/cpuinfo and /sys/devices/system/cpu; fields that cannot be read
+ * are empty or 0. Cached after the first call. */
+const char *kiln_cpu_fingerprint_json(void);
+const char *kiln_cpu_fingerprint_id(void);
+/* Hash of what a template's generated code depends on besides the workload
+ * and the knobs: kiln's version, the template's name and the kernel headers
+ * compiled into libkiln. 16 hex digits into out[17]. */
+void kiln_template_hash(const char *template_name, char out[17]);
+
+/* ---- records ------------------------------------------------------------------ */
+typedef enum {
+    KILN_TRIAL_OK,       /* measured; samples valid */
+    KILN_TRIAL_ERROR,    /* build or run failed with a message */
+    KILN_TRIAL_MISMATCH, /* outputs differ from the reference */
+    KILN_TRIAL_CRASH,    /* the worker died (signal) */
+    KILN_TRIAL_TIMEOUT,  /* the worker was killed after the timeout */
+} kiln_trial_status;
+const char *kiln_trial_status_name(kiln_trial_status s);
+
+typedef struct kiln_tune_cfg {
+    int n;
+    int v[KILN_TUNE_MAX_KNOBS]; /* knob values, in the task's knob order */
+} kiln_tune_cfg;
+
+/* One measurement of one configuration. */
+typedef struct kiln_trial {
+    kiln_tune_cfg cfg;
+    kiln_trial_status status;
+    int n_samples;
+    double samples_us[KILN_TUNE_MAX_SAMPLES];
+    double max_abs_diff;
+    char error[256];
+} kiln_trial;
+
+/* What a records file says about one workload (resume). */
+typedef struct kiln_rec_task {
+    int n_measured, cap;
+    kiln_tune_cfg *measured; /* every configuration measured as a trial, any status */
+    bool have_incumbent;     /* an accepted candidate */
+    kiln_tune_cfg incumbent; /* the last accepted one */
+    bool done;               /* a "tuned" record for this fingerprint and template hash */
+    double speedup;          /* of that record */
+    kiln_tune_cfg tuned;
+} kiln_rec_task;
+
+/* The records of one file for the workloads of a run. */
+typedef struct kiln_records kiln_records;
+
+/* Opens `path` for appending (created when absent) and reads what is in it
+ * for workloads keys[0..n) with knob names names[i][0..n_knobs[i]) (the
+ * order of a configuration). Lines that are not records are reported on
+ * `log` with their number and skipped; lines of other fingerprints or
+ * template hashes are ignored for resume. */
+kiln_status kiln_records_open(const char *path, int n, const char *const *keys,
+                              const char *const *templates, const int *n_knobs,
+                              const char *const *const *names, FILE *log, kiln_records **out,
+                              kiln_error *err);
+void kiln_records_close(kiln_records *r);
+const kiln_rec_task *kiln_records_task(const kiln_records *r, int i);
+int kiln_records_skipped_lines(const kiln_records *r);
+/* Appends one line per trial of a batch of task i (role "incumbent" for
+ * trials[0] when `incumbent_repeat`, else "candidate"; `accepted` names the
+ * trial that became the incumbent, -1 none) and flushes to disk. */
+kiln_status kiln_records_append_batch(kiln_records *r, int i, int batch, const kiln_trial *trials,
+                                      int n, bool incumbent_repeat, int accepted,
+                                      kiln_error *err);
+/* Appends the task's validated result: status "tuned", the knobs chosen,
+ * their samples and the default's, and speedup = median(default) /
+ * median(chosen) (1 when the default is kept). */
+kiln_status kiln_records_append_tuned(kiln_records *r, int i, const kiln_trial *chosen,
+                                      const kiln_trial *deflt, double speedup, kiln_error *err);
+
+/* ---- measurement ------------------------------------------------------------- */
+typedef enum { KILN_FAULT_NONE, KILN_FAULT_SEGV, KILN_FAULT_HANG } kiln_fault;
+
+typedef struct kiln_measurer kiln_measurer;
+/* A measurer for workload w: a worker child is forked on the first measure
+ * and again after one died. The caller must not have started threads (the
+ * worker is a fork). */
+kiln_status kiln_measurer_create(kiln_workload *w, const char *cache_dir, int jobs,
+                                 double timeout_s, int num_threads, kiln_measurer **out,
+                                 kiln_error *err);
+void kiln_measurer_destroy(kiln_measurer *m); /* kills the worker; NULL: no-op */
+/* Measures configuration `config_json` (repeat samples of at least
+ * min_repeat_ms each) into *t (cfg copied from the caller's t->cfg). Never
+ * fails the run: a crash, timeout or error is t->status with t->error. */
+void kiln_measurer_run(kiln_measurer *m, const char *config_json, int repeat,
+                       double min_repeat_ms, kiln_fault fault, kiln_trial *t);
+
+/* ---- search ------------------------------------------------------------------ */
+double kiln_tune_median(const double *v, int n);
+double kiln_tune_mad(const double *v, int n); /* median absolute deviation */
+/* The acceptance rule: challenger c beats incumbent i when
+ * median(c) < median(i) - max(2% of median(i), 2 x max(MAD(i), MAD(c))). */
+bool kiln_tune_beats(const kiln_trial *c, const kiln_trial *i);
+
+/* A task's knob space: the knobs of kind "block" are fixed (a model decides
+ * them with the neighbouring kernels), as are knobs with one choice. */
+typedef struct kiln_tune_space {
+    int n;
+    int n_choices[KILN_TUNE_MAX_KNOBS];
+    int choices[KILN_TUNE_MAX_KNOBS][16];
+    bool fixed[KILN_TUNE_MAX_KNOBS];
+    kiln_tune_cfg deflt;
+} kiln_tune_space;
+
+/* Search state of one task. */
+typedef struct kiln_tune_search {
+    int radius;    /* droplet: the distance tried next (1 after a move) */
+    uint64_t grid; /* grid: the next index in mixed radix */
+    uint64_t rng;  /* random: generator state */
+} kiln_tune_search;
+
+bool kiln_tune_cfg_equal(const kiln_tune_cfg *a, const kiln_tune_cfg *b);
+/* Up to `want` configurations to measure next around `incumbent`, none of
+ * them in seen[0..n_seen) nor the incumbent: droplet (coordinate descent
+ * over neighbouring choices: distance 1 on each knob, then 2, 3 ..., then
+ * pairs of knobs at distance 1), random (uniform over the space) or grid
+ * (the space in order). Returns how many; 0: the space is exhausted. */
+int kiln_tune_next(const kiln_tune_space *sp, const char *tuner, kiln_tune_search *st,
+                   const kiln_tune_cfg *incumbent, const kiln_tune_cfg *seen, int n_seen,
+                   int want, kiln_tune_cfg *out);
+int64_t kiln_tune_space_size(const kiln_tune_space *sp); /* tunable configurations */
+
+/* ---- the run ----------------------------------------------------------------- */
+typedef struct kiln_tune_options {
+    const char *records;     /* required */
+    double time_budget_s;    /* 0: none (then trials bounds each task) */
+    int trials;              /* per task; 0: 32 when no time budget, else unbounded */
+    const char *tuner;       /* "droplet" (default), "random", "grid" */
+    const char *tasks;       /* NULL: all; else a comma list of task numbers/ranges
+                                ("1,3-5") or a substring of template or key */
+    int workers;             /* 1 (MPI and N > 1: not available) */
+    const char *target;      /* NULL: the host */
+    const char *cache_dir;
+    int jobs;
+    uint64_t seed;           /* zoo weights */
+    double timeout_s;        /* per measurement (build + run); 0: 60 */
+    int batch;               /* candidates per batch; 0: 4 */
+    int rounds;              /* interleaved rounds per batch; 0: 3 */
+    int num_threads;         /* 0: the runtime's default */
+    bool skip_e2e;           /* no end-to-end A/B at the end */
+    FILE *log;               /* progress lines (NULL: stderr) */
+} kiln_tune_options;
+
+typedef struct kiln_tune_summary {
+    int tasks, tunable, tuned, improved, resumed, skipped;
+    int trials, failed;
+    double seconds;
+    double est_gain;     /* estimated end-to-end speedup from the tasks' times */
+    double e2e_speedup;  /* measured: median untuned/tuned time (0: not measured) */
+    double e2e_untuned_ms, e2e_tuned_ms;
+} kiln_tune_summary;
+
+/* Tunes model (a zoo name or .onnx path) into opts->records. Progress on
+ * opts->log. A candidate's crash, timeout or mismatch costs one trial. */
+kiln_status kiln_tune_run(const char *model, const kiln_tune_options *opts,
+                          kiln_tune_summary *sum, kiln_error *err);
+
+#endif

@@ -1,0 +1,189 @@
+/* tools/kiln/cmd_tune.c: `kiln tune MODEL --records R.jsonl`: tunes the
+ * model's tasks into a records file (src/tune, docs/TUNING.md) and prints
+ * the summary. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "tune/tune.h"
+
+int kiln_cmd_tune(int argc, char **argv);
+
+static void tune_help(void)
+{
+    printf("usage: kiln tune MODEL --records R.jsonl [--time-budget S] [--trials N]\n"
+           "                 [--tuner droplet|random|grid] [--tasks PATTERN] [--workers 1]\n"
+           "                 [--batch N] [--rounds N] [--timeout S] [--threads N]\n"
+           "                 [--target T] [--seed N] [--cache-dir DIR] [--jobs N] [--no-e2e]\n"
+           "\n"
+           "Tunes the knobs of MODEL's tasks (see `kiln tasks`) on this machine and\n"
+           "appends the measurements to R.jsonl; `kiln compile --records R.jsonl` then\n"
+           "applies the validated result of each task. Each task starts from its analytic\n"
+           "default (always measured first) and moves to a neighbouring configuration only\n"
+           "when it is faster beyond the noise, measured interleaved with the incumbent in\n"
+           "a separate process (a crashing or hanging candidate costs one trial). A rerun\n"
+           "with the same records resumes: configurations measured before are skipped and\n"
+           "tasks tuned before are not tuned again.\n"
+           "\n"
+           "Options:\n"
+           "  --records R       the records file (JSON lines; created, appended to)\n"
+           "  --time-budget S   seconds for the whole run, split across tasks by their\n"
+           "                    estimated share of the model's time (default: none)\n"
+           "  --trials N        new configurations per task at most (default 32 when no\n"
+           "                    time budget is given)\n"
+           "  --tuner T         droplet (coordinate descent from the default, the default),\n"
+           "                    random or grid\n"
+           "  --tasks PATTERN   task numbers and ranges (\"1,3-5\", as `kiln tasks` numbers\n"
+           "                    them), or a substring of the template name or workload key\n"
+           "  --workers N       measurement workers: 1 (more, and mpi, are not available)\n"
+           "  --batch N         candidates per batch (default 4)\n"
+           "  --rounds N        interleaved rounds per batch (default 3)\n"
+           "  --timeout S       seconds per measurement, build included (default 60)\n"
+           "  --threads N       threads of the measured kernels (default: the cores)\n"
+           "  --target T        host (default), avx512, avx2 or generic\n"
+           "  --seed N          weight seed of zoo networks (default 0)\n"
+           "  --cache-dir DIR   object and model cache\n"
+           "  --jobs N          parallel compiler processes\n"
+           "  --no-e2e          skip the end-to-end A/B of the tuned and untuned builds\n"
+           "  -h, --help        show this message\n");
+}
+
+static int num_opt(const char *v, double lo, double hi, double *out)
+{
+    return cli_parse_double(v, out) && *out >= lo && *out <= hi;
+}
+
+int kiln_cmd_tune(int argc, char **argv)
+{
+    const char *model = NULL, *v = NULL;
+    kiln_tune_options o = {0};
+    o.workers = 1;
+    for (int i = 1; i < argc; i++)
+        if (cli_is_help(argv[i])) {
+            tune_help();
+            return KILN_EXIT_OK;
+        }
+    for (int i = 1; i < argc; i++) {
+        int r;
+        double d;
+        uint64_t u;
+#define OPT(name) ((r = cli_opt_value("tune", argc, argv, &i, name, &v)) != 0)
+        if (OPT("--records")) {
+            if (r < 0)
+                return KILN_EXIT_ERROR;
+            o.records = v;
+        } else if (OPT("--time-budget")) {
+            if (r < 0)
+                return KILN_EXIT_ERROR;
+            if (!num_opt(v, 0.001, 1e7, &d))
+                return cli_usage_error("tune", "--time-budget: expected seconds, got '%s'", v);
+            o.time_budget_s = d;
+        } else if (OPT("--trials")) {
+            if (r < 0)
+                return KILN_EXIT_ERROR;
+            if (!num_opt(v, 1, 1e6, &d) || d != (int)d)
+                return cli_usage_error("tune", "--trials: expected a count, got '%s'", v);
+            o.trials = (int)d;
+        } else if (OPT("--tuner")) {
+            if (r < 0)
+                return KILN_EXIT_ERROR;
+            if (strcmp(v, "droplet") && strcmp(v, "random") && strcmp(v, "grid"))
+                return cli_usage_error("tune", "--tuner: droplet, random or grid, not '%s'", v);
+            o.tuner = v;
+        } else if (OPT("--tasks")) {
+            if (r < 0)
+                return KILN_EXIT_ERROR;
+            o.tasks = v;
+        } else if (OPT("--workers")) {
+            if (r < 0)
+                return KILN_EXIT_ERROR;
+            if (!strcmp(v, "mpi")) {
+                cli_error("--workers mpi: this kiln was built without MPI workers (not "
+                          "implemented yet; see docs/TUNING.md)");
+                return KILN_EXIT_ERROR;
+            }
+            if (!num_opt(v, 1, 1024, &d) || d != (int)d)
+                return cli_usage_error("tune", "--workers: expected a count or mpi, got '%s'", v);
+            o.workers = (int)d;
+        } else if (OPT("--batch")) {
+            if (r < 0)
+                return KILN_EXIT_ERROR;
+            if (!num_opt(v, 1, 16, &d) || d != (int)d)
+                return cli_usage_error("tune", "--batch: expected 1 to 16, got '%s'", v);
+            o.batch = (int)d;
+        } else if (OPT("--rounds")) {
+            if (r < 0)
+                return KILN_EXIT_ERROR;
+            if (!num_opt(v, 1, 20, &d) || d != (int)d)
+                return cli_usage_error("tune", "--rounds: expected 1 to 20, got '%s'", v);
+            o.rounds = (int)d;
+        } else if (OPT("--timeout")) {
+            if (r < 0)
+                return KILN_EXIT_ERROR;
+            if (!num_opt(v, 0.1, 86400, &d))
+                return cli_usage_error("tune", "--timeout: expected seconds, got '%s'", v);
+            o.timeout_s = d;
+        } else if (OPT("--threads")) {
+            if (r < 0 || !cli_parse_threads("tune", v, &o.num_threads))
+                return KILN_EXIT_ERROR;
+        } else if (OPT("--target")) {
+            if (r < 0)
+                return KILN_EXIT_ERROR;
+            o.target = v;
+        } else if (OPT("--seed")) {
+            if (r < 0)
+                return KILN_EXIT_ERROR;
+            if (!cli_parse_u64(v, &o.seed))
+                return cli_usage_error("tune", "--seed: expected a number, got '%s'", v);
+        } else if (OPT("--cache-dir")) {
+            if (r < 0)
+                return KILN_EXIT_ERROR;
+            o.cache_dir = v;
+        } else if (OPT("--jobs")) {
+            if (r < 0)
+                return KILN_EXIT_ERROR;
+            if (!cli_parse_u64(v, &u) || u < 1 || u > 256)
+                return cli_usage_error("tune", "--jobs: expected 1 to 256, got '%s'", v);
+            o.jobs = (int)u;
+        } else if (!strcmp(argv[i], "--no-e2e")) {
+            o.skip_e2e = true;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            return cli_usage_error("tune", "unknown option '%s'", argv[i]);
+        } else if (!model) {
+            model = argv[i];
+        } else {
+            return cli_usage_error("tune", "unexpected argument '%s'", argv[i]);
+        }
+#undef OPT
+    }
+    if (!model)
+        return cli_usage_error("tune", "missing MODEL");
+    if (!o.records)
+        return cli_usage_error("tune", "missing --records R.jsonl");
+    if (cli_ends_with(model, ".so"))
+        return cli_usage_error("tune", "'%s' is a compiled model: tune a zoo name or an .onnx file",
+                               model);
+    o.log = stdout;
+    kiln_tune_summary sum;
+    kiln_error err = {0};
+    kiln_status s = kiln_tune_run(model, &o, &sum, &err);
+    if (s != KILN_OK)
+        return cli_lib_error(&err);
+    printf("\nSummary: %d tasks (%d tunable): %d tuned (%d faster than the default, %d from "
+           "records before), %d skipped for time\n",
+           sum.tasks, sum.tunable, sum.tuned, sum.improved, sum.resumed, sum.skipped);
+    printf("         %d trials (%d failed: crash, timeout, error or mismatch) in %.1f s\n",
+           sum.trials, sum.failed, sum.seconds);
+    printf("         estimated end-to-end: %.3fx (validated task speedups weighted by "
+           "estimated time)\n",
+           sum.est_gain);
+    if (sum.e2e_speedup > 0 && sum.e2e_tuned_ms == 0)
+        printf("         measured end-to-end: 1.000x (the tuned build is the untuned one)\n");
+    else if (sum.e2e_speedup > 0)
+        printf("         measured end-to-end: %.3fx (untuned %.3f ms, tuned %.3f ms; median of "
+               "11 interleaved rounds)\n",
+               sum.e2e_speedup, sum.e2e_untuned_ms, sum.e2e_tuned_ms);
+    printf("Records: %s (apply with `kiln compile %s --records %s`)\n", o.records, model,
+           o.records);
+    return KILN_EXIT_OK;
+}
