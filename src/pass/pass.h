@@ -2,7 +2,7 @@
  *
  * A compilation carries one kiln_pass_ctx through the pipeline (pipeline.c):
  *
- *   infer-shapes -> fold-batchnorm -> fold-constant -> remove-identity -> dce
+ *   infer-shapes -> fold-batchnorm -> fold-constant -> fold-patterns -> remove-identity -> dce
  *   -> alter-layout -> fuse -> plan-memory
  *
  * Graph-rewriting passes build a new kiln_graph from the old one (rewrite.c)
@@ -86,6 +86,7 @@ typedef kiln_status (*kiln_pass_fn)(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_infer_shapes(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fold_batchnorm(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fold_constant(kiln_pass_ctx *ctx, kiln_error *err);
+kiln_status kiln_pass_fold_patterns(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_remove_identity(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_dce(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_alter_layout(kiln_pass_ctx *ctx, kiln_error *err);
