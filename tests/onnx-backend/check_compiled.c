@@ -18,13 +18,23 @@
  * recorded as such. Compiled models come from the kiln model cache
  * ($XDG_CACHE_HOME/kiln or ~/.cache/kiln), so a second run is fast.
  *
+ * Every graph input is run-time data, as for a user: this is the suite's
+ * honest count (onnx_conformance binds the inputs that kiln takes as
+ * attributes to their test values instead).
+ *
  * Output: per model "ref" and "graph" verdicts (pass, mismatch, error, crash,
  * hung) with the reason; a summary (ref passes N, graph passes M); and every
  * model where the two differ. Exit status 1 when a model passes on ref but
  * not compiled, or a check crashed or hung; 0 otherwise.
  *
+ * --expected FILE: the regression list (tests/onnx-backend/expected-cli.txt),
+ * the models whose compiled check passes: one that stops passing fails the
+ * run (exit 1); newly passing ones are reported. --write-expected FILE
+ * writes the list of this run's compiled passes.
+ *
  * usage: onnx_check_compiled [--data DIR] [--jobs N] [--timeout S]
- *                            [--filter SUBSTR] [--list FILE] [--quiet] */
+ *                            [--filter SUBSTR] [--list FILE] [--quiet]
+ *                            [--expected FILE] [--write-expected FILE] */
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
@@ -136,7 +146,8 @@ static void child_run(const char *dir, int fd)
             int argc = 0;
             argv[argc++] = "check";
             argv[argc++] = model;
-            argv[argc++] = "--inputs";
+            if (n[0]) /* a model with no inputs takes no --inputs */
+                argv[argc++] = "--inputs";
             for (int k = 0; k < n[0]; k++)
                 argv[argc++] = files[0][k];
             argv[argc++] = "--outputs";
@@ -246,9 +257,75 @@ static bool listed(char **list, int n, const char *name)
     return false;
 }
 
+/* Compares the compiled verdicts with the regression list `path`: returns
+ * the number of regressions (a listed model that does not pass; one missing
+ * from the suite too, unless `subset`: a --filter or --list run), after
+ * printing them and the newly passing models. */
+static int check_expected(const char *path, model_result *res, int n, bool subset)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "onnx_check_compiled: %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    bool *listed_here = calloc((size_t)(n ? n : 1), sizeof *listed_here);
+    char line[1024], nm[1024];
+    int regress = 0, newly = 0, n_expected = 0;
+    while (listed_here && fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || sscanf(line, "%1023s", nm) != 1)
+            continue;
+        n_expected++;
+        int found = -1;
+        for (int i = 0; i < n && found < 0; i++)
+            if (!strcmp(res[i].name, nm))
+                found = i;
+        if (found < 0 && !subset) {
+            printf("regression: %s is in the expected list but not in the suite\n", nm);
+            regress++;
+        } else if (found >= 0 && res[found].v[1] != V_PASS) {
+            printf("regression: %s was passing, now %s: %s\n", nm, verdicts[res[found].v[1]],
+                   res[found].why[1]);
+            regress++;
+        }
+        if (found >= 0)
+            listed_here[found] = true;
+    }
+    fclose(f);
+    bool ok = listed_here != NULL;
+    for (int i = 0; i < n && ok; i++)
+        if (res[i].v[1] == V_PASS && !listed_here[i]) {
+            if (newly < 40)
+                printf("newly passing: %s (update %s)\n", res[i].name, path);
+            newly++;
+        }
+    printf("expected list: %d models expected to pass compiled, %d regressions, %d newly "
+           "passing\n",
+           n_expected, regress, newly);
+    free(listed_here);
+    return ok ? regress : regress + 1;
+}
+
+/* Writes the models whose compiled check passes, one per line. */
+static int write_list(const char *path, const model_result *res, int n)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "onnx_check_compiled: %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    fprintf(f, "# ONNX conformance models whose `kiln check` passes compiled, every input\n"
+               "# as run-time data (written by onnx_check_compiled --write-expected). A model\n"
+               "# listed here that stops passing fails onnx-backend/check-compiled.\n");
+    for (int i = 0; i < n; i++)
+        if (res[i].v[1] == V_PASS)
+            fprintf(f, "%s\n", res[i].name);
+    return fclose(f) == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     const char *data = "/usr/share/libonnx-testdata/data", *filter = NULL, *list_file = NULL;
+    const char *expected = NULL, *write_expected = NULL;
     int jobs = 2;
     double timeout = 300;
     bool quiet = false;
@@ -264,12 +341,18 @@ int main(int argc, char **argv)
             filter = argv[++i];
         else if (!strcmp(a, "--list") && v)
             list_file = argv[++i];
+        else if (!strcmp(a, "--expected") && v)
+            expected = argv[++i];
+        else if (!strcmp(a, "--write-expected") && v)
+            write_expected = argv[++i];
         else if (!strcmp(a, "--quiet"))
             quiet = true;
         else {
             fprintf(stderr, "usage: onnx_check_compiled [--data DIR] [--jobs N] [--timeout S]\n"
                             "                           [--filter SUBSTR] [--list FILE] "
-                            "[--quiet]\n");
+                            "[--quiet]\n"
+                            "                           [--expected FILE] "
+                            "[--write-expected FILE]\n");
             return !strcmp(a, "--help") ? 0 : 2;
         }
     }
@@ -416,6 +499,9 @@ int main(int argc, char **argv)
            "ref but not compiled; %d crashed or hung; %d compiled models run %d nodes on their "
            "reference kernels; %.0f s with %d jobs\n",
            n, pass[0], pass[1], lost, crashed, with_fb, fb_nodes, total, jobs);
+    int regress = expected ? check_expected(expected, res, n, filter || list_file) : 0;
+    if (write_expected && write_list(write_expected, res, n) != 0)
+        regress++;
     for (int i = 0; i < n; i++)
         free(names[i]);
     for (int i = 0; i < n_only; i++)
@@ -424,5 +510,5 @@ int main(int argc, char **argv)
     free(names);
     free(res);
     free(run);
-    return lost || crashed ? 1 : 0;
+    return lost || crashed || regress ? 1 : 0;
 }
