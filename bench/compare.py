@@ -1,29 +1,51 @@
-#!/usr/bin/python3
-"""bench/compare.py: kiln against PyTorch, side by side, on the same networks.
+#!/usr/bin/env python3
+"""bench/compare.py: kiln against ONNX Runtime, OpenVINO and PyTorch, side by side.
 
-For every network: `kiln bench NAME --json` (the zoo network, compiled through
-the cache, no tuning records) and PyTorch (Debian's python3-torch, the same
-torchvision architecture, torch.set_num_threads(THREADS), eval, no_grad),
-interleaved: ROUNDS rounds, each going over all the networks and timing, per
-network, kiln then PyTorch. A shared VM has slow phases that last minutes;
-going round the networks spreads each network's measurements over the whole
-run, so a slow phase costs one round, not a network. The figure per side is
-the median over rounds of each round's median, and the ratio is the median
-of the rounds' ratios (each from a kiln and a PyTorch figure taken seconds
-apart). Prints per network: kiln ms, PyTorch ms, ratio kiln/PyTorch, kiln
-GFLOP/s and fraction of the measured FP32 peak of THREADS threads; then
-resnet-50's convolutions' share of peak from `kiln profile` (aggregated by
-op). Writes bench/RESULTS.md with the command, the date and the machine.
+Every engine runs the same ONNX export (scripts/export_torchvision.py,
+scripts/export_bert.py: random weights from a fixed seed, batch 1, with the
+PyTorch reference input and output), each measurement in its own process:
 
-Usage: /usr/bin/python3 bench/compare.py [--kiln build/kiln] [--threads 2]
-       [--rounds 3] [--only resnet-50,...] [--no-results]
+  kiln        `kiln bench MODEL.onnx --json` (compiled through the cache, no
+              tuning records, the input as run-time data; KILN_NUM_THREADS=N);
+              its output is checked once, before the rounds, by `kiln check`
+  ort         bench/peer_ort.py: ONNX Runtime, CPU EP, ORT_ENABLE_ALL,
+              intra-op threads N, inter-op 1, sequential
+  ov          bench/peer_ov.py: OpenVINO CPU, LATENCY hint, INFERENCE_NUM_THREADS
+              N, NUM_STREAMS 1, INFERENCE_PRECISION_HINT f32
+  ov-default  the same without the precision hint: OpenVINO's default (bf16 on
+              CPUs with AMX or AVX-512 BF16); shown, never an fp32 peer, and its
+              output mismatching is reported, not a failure
+  torch       bench/peer_torch.py: Debian's PyTorch, set_num_threads(N), the
+              exporting script's module (same weights) in inference mode
+
+The peers run with the venv's python (bench/.venv, made by `make bench`), load
+the model, check every output against the export's (rtol 1e-3, atol 1e-4, kiln
+check's rule), warm up and time with kiln bench's rule (--repeat measurements of
+at least --min-repeat-ms each; the median). Rounds are interleaved: each round
+goes over all the networks, and per network over all the engines (in reverse
+order every other round), so a slow phase of a shared machine costs a round,
+not a network or an engine. Per network it prints the median ms of each engine,
+kiln / best fp32 peer (the median of the rounds' ratios; the best peer of a
+round is the fastest fp32 engine whose output matched), kiln's GFLOP/s (the
+FLOPs of the compiled model's kernels, from `kiln profile`) and its fraction of
+the FP32 peak (kiln profile's FMA loop, measured before each round; the best
+reading of the run); then the geometric mean of kiln / best peer, and writes
+bench/RESULTS.md with the CPU model, date, command and versions.
+
+Exit status: 0; 1 when an fp32 engine's output did not match on some network
+(or kiln failed); 2 on a usage or setup error.
+
+Usage: make bench [BENCH_ARGS="..."]   (or bench/.venv/bin/python bench/compare.py)
+       [--kiln build/kiln] [--threads 2] [--rounds 3] [--only NET,...]
+       [--engines kiln,ort,ov,ov-default,torch] [--repeat 10] [--min-repeat-ms 200]
+       [--fixtures DIR] [--no-results]
 """
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
-import re
 import statistics
 import subprocess
 import sys
@@ -32,89 +54,58 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-# kiln zoo name -> (torchvision constructor, input size)
-NETWORKS = [
-    ("resnet-18", "resnet18", 224),
-    ("resnet-50", "resnet50", 224),
-    ("vgg-16", "vgg16", 224),
-    ("inception-v3", "inception_v3", 299),
-    ("mobilenet-v2", "mobilenet_v2", 224),
-    ("squeezenet-1.1", "squeezenet1_1", 224),
-]
-# TVM v0.16 untuned / PyTorch on this machine (../shared/PERFORMANCE.md):
-# the bar of the compiler issue.
-TARGET = {"resnet-18": 0.60, "resnet-50": 0.72, "vgg-16": 0.55, "inception-v3": 0.85,
-          "mobilenet-v2": 0.09, "squeezenet-1.1": 0.07}
+# The networks: name -> (fixture subdirectory of --fixtures, the exporting
+# script and how it is called, default set or not). Add a network by adding
+# a row (and, for the torch column, a make(name) to its exporting script:
+# bench/peer_torch.py).
+TV = ("torchvision", "scripts/export_torchvision.py")
+NETWORKS = {
+    # the ten CNNs of the CNN-speed issue
+    "resnet18": TV, "resnet50": TV, "mobilenet_v2": TV, "vgg16": TV, "squeezenet1_1": TV,
+    "inception_v3": TV, "efficientnet_b0": TV, "mobilenet_v3_large": TV, "densenet121": TV,
+    "resnext50_32x4d": TV,
+    # transformers and the transformer-style CNN
+    "vit_b_16": TV, "convnext_tiny": TV,
+    # in the default set only once exported (scripts/export_bert.py FIXTURES)
+    "bert": ("", "scripts/export_bert.py"),
+}
+OPTIONAL = {"bert"}
+
+# name, column title, fp32 peer?, runner argv after the python (None: kiln)
+ENGINES = {
+    "kiln": ("kiln", False, None),
+    "ort": ("ORT", True, ["peer_ort.py"]),
+    "ov": ("OV f32", True, ["peer_ov.py", "--precision", "f32"]),
+    "ov-default": ("OV default", False, ["peer_ov.py", "--precision", "default"]),
+    "torch": ("PyTorch", True, ["peer_torch.py"]),
+}
+TIMEOUT_S = 900
 
 
-def run(cmd, env=None):
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+class Failed(Exception):
+    pass
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def run(cmd, env=None, timeout=TIMEOUT_S):
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Failed(f"{' '.join(cmd)}: no answer in {timeout} s")
     if p.returncode != 0:
-        raise SystemExit(f"compare: {' '.join(cmd)} failed ({p.returncode}):\n{p.stderr}{p.stdout}")
+        tail = (p.stderr + p.stdout).strip().splitlines()[-6:]
+        raise Failed(f"{' '.join(cmd)} failed ({p.returncode}): " + " | ".join(tail))
     return p.stdout
 
 
-def kiln_gmacs(kiln):
-    out = run([kiln, "zoo"])
-    macs = {}
-    for line in out.splitlines():
-        m = re.match(r"^(\S+)\s+\[.*?\]\s+([\d,]+)\s+([\d.]+)", line)
-        if m:
-            macs[m.group(1)] = float(m.group(3))
-    return macs
-
-
-def measure_peak(kiln, threads):
-    """The FP32 peak as kiln measures it (src/report/peak.c: register-only FMA
-    loop, AVX-512 when available, best of five), read from the configuration
-    block of a profile of the tiny mlp; returns (peak of `threads`, of 1)."""
-    env = dict(os.environ, KILN_NUM_THREADS=str(threads))
-    best = (0.0, 0.0)
-    for _ in range(2):  # the better of two: a busy moment only lowers it
-        out = run([kiln, "profile", "mlp", "--threads", str(threads), "--format", "json"], env=env)
-        j = json.loads(out[out.index("{"):])
-        p, p1 = find_key(j, "peak_gflops") or 0.0, find_key(j, "peak_gflops_1") or 0.0
-        best = (max(best[0], p), max(best[1], p1))
-    return best
-
-
-def bench_kiln(kiln, name, threads):
-    env = dict(os.environ, KILN_NUM_THREADS=str(threads))
-    out = run([kiln, "bench", name, "--threads", str(threads), "--repeat", "10",
-               "--min-repeat-ms", "200", "--json"], env=env)
-    j = json.loads(out[out.index("{"):])
-    return j["median"]
-
-
-def bench_torch(torch, net, x, runs=20, warmup=3):
-    with torch.no_grad():
-        for _ in range(warmup):
-            net(x)
-        ts = []
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            net(x)
-            ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
-
-
-def conv_share(kiln, threads):
-    """resnet-50's convolution rows from `kiln profile --aggregate op`, against
-    the FP32 peak the profiler measured in the same process."""
-    env = dict(os.environ, KILN_NUM_THREADS=str(threads))
-    out = run([kiln, "profile", "resnet-50", "--threads", str(threads), "--aggregate", "op",
-               "--format", "json", "--no-bench"], env=env)
-    j = json.loads(out[out.index("{"):])
-    us, flops = 0.0, 0.0
-    for r in j["rows"]:
-        if "conv" in r["op"] and r.get("flops"):
-            us += r["duration_us"]
-            flops += r["flops"]
-    if us == 0:
-        return None
-    peak = find_key(j, "peak_gflops")
-    gflops = flops / (us * 1e-6) / 1e9
-    return gflops, (gflops / peak if peak else None), us / 1e3, j["total"]["duration_us"] / 1e3, peak
+def last_json(out):
+    for line in reversed(out.strip().splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise Failed(f"no JSON in the output: {out[-300:]!r}")
 
 
 def find_key(j, key):
@@ -128,125 +119,360 @@ def find_key(j, key):
     return None
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "kiln"))
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--only", default="")
-    ap.add_argument("--no-results", action="store_true", help="don't write bench/RESULTS.md")
-    args = ap.parse_args()
+def net_dir(fixtures, name):
+    sub = NETWORKS[name][0]
+    return os.path.join(fixtures, sub, name) if sub else os.path.join(fixtures, name)
 
-    import torch
-    import torchvision
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
 
-    only = [s for s in args.only.split(",") if s]
-    nets = [n for n in NETWORKS if not only or n[0] in only]
-    gmacs = kiln_gmacs(args.kiln)
-    peaks = []
+def ensure_exports(fixtures, names):
+    """Runs each exporting script once for its networks (cached exports are
+    skipped by the scripts themselves)."""
+    by_script = {}
+    for n in names:
+        by_script.setdefault(NETWORKS[n], []).append(n)
+    for (sub, script), ns in by_script.items():
+        path = os.path.join(ROOT, script)
+        if not os.path.exists(path):
+            raise Failed(f"{script} does not exist: cannot export {', '.join(ns)}")
+        cmd = ["/usr/bin/python3", path, os.path.join(fixtures, sub) if sub else fixtures]
+        if sub:
+            cmd += ["--only", ",".join(ns)]
+        log(f"exports: {' '.join(cmd)}")
+        out = run(cmd, timeout=3600)
+        for line in out.splitlines():
+            if "exported" in line:
+                log("  " + line)
 
-    models = []
-    for name, tv, size in nets:
-        print(f"{name}: compiling and warming up ...", flush=True)
-        bench_kiln(args.kiln, name, args.threads)  # compiles through the cache
-        ctor = getattr(torchvision.models, tv)
-        kw = {"aux_logits": False, "init_weights": True} if tv == "inception_v3" else {}
-        models.append((ctor(weights=None, **kw).eval(), torch.randn(1, 3, size, size)))
-    ks = {n[0]: [] for n in nets}
-    convs = []  # resnet-50's convolutions, once per round
-    ts = {n[0]: [] for n in nets}
-    for r in range(args.rounds):
-        peaks.append(measure_peak(args.kiln, args.threads))
-        for (name, _, _), (net, x) in zip(nets, models):
-            ks[name].append(bench_kiln(args.kiln, name, args.threads))
-            ts[name].append(bench_torch(torch, net, x))
-        if any(n[0] == "resnet-50" for n in nets):
-            convs.append(conv_share(args.kiln, args.threads))
-        print(f"round {r + 1}/{args.rounds}: " + ", ".join(
-            f"{n[0]} {ks[n[0]][-1] / ts[n[0]][-1]:.3f}" for n in nets), flush=True)
-    rows = []
-    for name, _, _ in nets:
-        k, t = statistics.median(ks[name]), statistics.median(ts[name])
-        ratio = statistics.median(a / b for a, b in zip(ks[name], ts[name]))
-        gf = 2 * gmacs.get(name, 0) / k if gmacs.get(name) else None
-        rows.append((name, k * 1e3, t * 1e3, ratio, gf))
-        r = rows[-1]
-        print(f"{name:15s} kiln {r[1]:8.2f} ms  PyTorch {r[2]:8.2f} ms  ratio {r[3]:.3f} "
-              f"(target <= {TARGET.get(name, float('nan')):.2f})  {r[4]:.1f} GFLOP/s", flush=True)
 
-    # The hardware's peak does not change during a run; a low reading only
-    # means the machine was busy at that moment: use the best one seen.
-    best_peak = max(p[0] for p in peaks) if peaks else None
-    rows = [r[:5] + ((r[4] / best_peak) if r[4] and best_peak else None,) for r in rows]
-    for r in rows:
-        print(f"{r[0]:15s} {100 * r[5]:.1f}% of the best peak measured in this run "
-              f"({best_peak:.0f} GFLOP/s)")
+def kiln_env(threads):
+    return dict(os.environ, KILN_NUM_THREADS=str(threads))
 
-    conv = None
-    convs = [c for c in convs if c]
-    if convs:
-        # the round in the middle by GFLOP/s, against the best peak of the run
-        c = sorted(convs, key=lambda c: c[0])[len(convs) // 2]
-        conv = (c[0], c[0] / best_peak if best_peak else None) + c[2:4] + (best_peak,)
-        print(f"resnet-50 convolutions: {conv[0]:.1f} GFLOP/s = {100 * conv[1]:.1f}% of the "
-              f"{conv[4]:.0f} GFLOP/s {args.threads}-thread peak (the best measured in this run); "
-              f"median of {len(convs)} rounds: "
-              + ", ".join(f"{x[0]:.0f}" for x in convs) + f" GFLOP/s ({conv[2]:.2f} ms of "
-              f"{conv[3]:.2f} ms)")
 
-    if args.no_results:
-        return 0
-    cpu = "unknown"
+def kiln_setup(kiln, d, threads):
+    """Compiles (through the cache) and checks kiln on the export; returns
+    (check dict, FLOPs per run from the compiled model's kernels or None)."""
+    data = os.path.join(d, "test_data_set_0")
+    ins = sorted((f for f in os.listdir(data) if f.startswith("input_")),
+                 key=lambda f: int(f[6:-3]))
+    outs = sorted((f for f in os.listdir(data) if f.startswith("output_")),
+                  key=lambda f: int(f[7:-3]))
+    cmd = [kiln, "check", os.path.join(d, "model.onnx"), "--threads", str(threads),
+           "--rtol", "1e-3", "--atol", "1e-4", "--inputs"] + [os.path.join(data, f) for f in ins]
+    cmd += ["--outputs"] + [os.path.join(data, f) for f in outs]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=kiln_env(threads),
+                       timeout=3600)
+    text = (p.stdout + p.stderr).strip()
+    if p.returncode == 2:
+        raise Failed(f"kiln check failed: {text.splitlines()[-1] if text else p.returncode}")
+    chk = {"ok": p.returncode == 0, "message": "" if p.returncode == 0 else
+           " | ".join(ln.strip() for ln in text.splitlines() if "MISMATCH" in ln or "got" in ln)}
+    for line in text.splitlines():
+        if "max abs error" in line:  # "..., max abs error A, max rel error R"
+            parts = line.replace(",", " ").split()
+            try:
+                chk["max_abs"] = float(parts[parts.index("abs") + 2])
+                chk["max_rel"] = float(parts[parts.index("rel") + 2])
+            except (ValueError, IndexError):
+                pass
+    fallback = [ln for ln in text.splitlines() if "reference kernel" in ln]
+    if fallback:
+        chk["fallback"] = fallback[0]
+    out = run([kiln, "profile", os.path.join(d, "model.onnx"), "--threads", str(threads),
+               "--runs", "1", "--warmup", "0", "--no-bench", "--peak-gflops", "1",
+               "--format", "json"], env=kiln_env(threads), timeout=3600)
+    j = json.loads(out[out.index("{"):])
+    flops = sum(s["flops"] for s in j["steps"] if s.get("flops"))
+    return chk, (flops or None)
+
+
+def measure_peak(kiln, threads):
+    """kiln's FP32 peak (src/report/peak.c: register-only FMA loop, best of
+    five), from the configuration block of a profile of the zoo's mlp."""
+    out = run([kiln, "profile", "mlp", "--threads", str(threads), "--format", "json",
+               "--no-bench"], env=kiln_env(threads))
+    j = json.loads(out[out.index("{"):])
+    return find_key(j, "peak_gflops")
+
+
+def measure(engine, args, d, name):
+    """One measurement of ENGINE on export D in a process of its own: the
+    runner's JSON (median in seconds per run, check)."""
+    base = ["--repeat", str(args.repeat), "--min-repeat-ms", str(args.min_repeat_ms)]
+    if engine == "kiln":
+        out = run([args.kiln, "bench", os.path.join(d, "model.onnx"), "--threads",
+                   str(args.threads), "--json"] + base, env=kiln_env(args.threads))
+        return last_json(out)
+    runner = ENGINES[engine][2]
+    cmd = [args.python, os.path.join(HERE, runner[0]), d, "--threads", str(args.threads)]
+    cmd += base + runner[1:]
+    if engine == "torch":
+        cmd += ["--net", name]
+    return last_json(run(cmd))
+
+
+def fmt_ms(v):
+    if v is None:
+        return "-"
+    return f"{v:.3g}" if v < 10 else f"{v:.1f}" if v < 1000 else f"{v:.0f}"
+
+
+def geomean(xs):
+    xs = [x for x in xs if x]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def cpu_model():
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
                 if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    cmd = "/usr/bin/python3 bench/compare.py " + " ".join(sys.argv[1:])
+    return platform.processor() or "unknown"
+
+
+def git_rev():
+    try:
+        rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        return rev + (" (with uncommitted changes)" if dirty else "")
+    except OSError:
+        return "unknown"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "kiln"))
+    ap.add_argument("--python", default=None,
+                    help="python for the peers (default: bench/.venv/bin/python, else this one)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--only", default="", help="networks, comma-separated (default: "
+                    + ",".join(n for n in NETWORKS if n not in OPTIONAL) + ", and bert when exported)")
+    ap.add_argument("--engines", default=",".join(ENGINES))
+    ap.add_argument("--repeat", type=int, default=10, help="measurements per engine and round")
+    ap.add_argument("--min-repeat-ms", type=float, default=200.0)
+    ap.add_argument("--fixtures", default=None, help="exports (default: $XDG_CACHE_HOME/kiln/"
+                    "fixtures, or ~/.cache/kiln/fixtures)")
+    ap.add_argument("--no-results", action="store_true", help="don't write bench/RESULTS.md")
+    args = ap.parse_args()
+
+    venv_py = os.path.join(HERE, ".venv", "bin", "python")
+    args.python = args.python or (venv_py if os.path.exists(venv_py) else sys.executable)
+    args.fixtures = args.fixtures or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kiln", "fixtures")
+    engines = [e for e in args.engines.split(",") if e]
+    bad = [e for e in engines if e not in ENGINES]
+    only = [n for n in args.only.split(",") if n]
+    unknown = [n for n in only if n not in NETWORKS]
+    if bad or unknown or not engines or args.rounds < 1 or args.threads < 1:
+        ap.error(f"unknown engines {bad} or networks {unknown} (known: {', '.join(ENGINES)}; "
+                 f"{', '.join(NETWORKS)}), or rounds/threads < 1")
+    if "kiln" in engines and not os.access(args.kiln, os.X_OK):
+        ap.error(f"{args.kiln} is not an executable (build kiln, or pass --kiln)")
+    names = only or [n for n in NETWORKS if n not in OPTIONAL
+                     or os.path.exists(os.path.join(net_dir(args.fixtures, n), "model.onnx"))]
+    t_start = time.time()
+
+    try:
+        ensure_exports(args.fixtures, names)
+    except Failed as e:
+        log(f"compare: {e}")
+        return 2
+    dirs = {n: net_dir(args.fixtures, n) for n in names}
+
+    # kiln: compile and check once; its FLOPs
+    checks = {n: {} for n in names}  # checks[net][engine] -> the first check seen
+    errors = {n: {} for n in names}  # errors[net][engine] -> message
+    flops = {}
+    if "kiln" in engines:
+        for n in names:
+            t0 = time.time()
+            try:
+                checks[n]["kiln"], flops[n] = kiln_setup(args.kiln, dirs[n], args.threads)
+            except Failed as e:
+                errors[n]["kiln"] = str(e)
+            c = checks[n].get("kiln")
+            log(f"kiln {n}: compiled and checked in {time.time() - t0:.0f} s: " +
+                (errors[n]["kiln"] if "kiln" in errors[n] else
+                 ("output OK" if c["ok"] else "MISMATCH " + c["message"])
+                 + (f"; {c['fallback']}" if c.get("fallback") else "")
+                 + (f"; {flops[n] / 1e9:.2f} GFLOP" if flops.get(n) else "")))
+
+    times = {n: {e: [] for e in engines} for n in names}  # seconds, per round (None: failed)
+    extra = {n: {} for n in names}
+    peaks = []
+    for r in range(args.rounds):
+        if "kiln" in engines:
+            try:
+                peaks.append(measure_peak(args.kiln, args.threads))
+            except Failed as e:
+                log(f"peak: {e}")
+        order = engines if r % 2 == 0 else engines[::-1]
+        for n in names:
+            for e in order:
+                if e == "kiln" and "kiln" in errors[n]:
+                    times[n][e].append(None)
+                    continue
+                if e in errors[n] and e != "kiln":
+                    times[n][e].append(None)  # a runner that failed once fails again
+                    continue
+                try:
+                    j = measure(e, args, dirs[n], n)
+                except Failed as ex:
+                    errors[n][e] = str(ex)
+                    log(f"  {n} {e}: {ex}")
+                    times[n][e].append(None)
+                    continue
+                times[n][e].append(j["median"])
+                if e != "kiln":
+                    checks[n].setdefault(e, j["check"])
+                    if not j["check"]["ok"]:
+                        checks[n][e] = j["check"]
+                    extra[n].setdefault(e, {"version": j.get("version"),
+                                            "properties": j.get("properties")})
+            log(f"round {r + 1}/{args.rounds} {n}: " + ", ".join(
+                f"{e} {fmt_ms(times[n][e][-1] * 1e3) if times[n][e][-1] else '-'} ms"
+                for e in engines))
+
+    # per network: medians, kiln / best fp32 peer
+    peers = [e for e in engines if ENGINES[e][1]]
+    best_peak = max((p for p in peaks if p), default=None)
+    rows, failed = [], []
+    for n in names:
+        med = {e: (statistics.median([t for t in times[n][e] if t]) * 1e3
+                   if any(times[n][e]) else None) for e in engines}
+        ok = {e: checks[n].get(e, {}).get("ok", False) for e in engines}
+        ratios = []
+        for r in range(args.rounds):
+            k = times[n].get("kiln", [None] * args.rounds)[r]
+            best = [times[n][e][r] for e in peers if ok[e] and times[n][e][r]]
+            if k and best:
+                ratios.append(k / min(best))
+        ratio = statistics.median(ratios) if ratios else None
+        best_peer = min((e for e in peers if ok[e] and med[e]), key=lambda e: med[e], default=None)
+        gf = flops[n] / (med["kiln"] * 1e-3) / 1e9 if flops.get(n) and med.get("kiln") else None
+        frac = gf / best_peak if gf and best_peak else None
+        for e in engines:
+            if e != "ov-default" and e in checks[n] and not checks[n][e]["ok"]:
+                failed.append(f"{n} {e}: output mismatch: {checks[n][e]['message']}")
+        if "kiln" in errors[n]:
+            failed.append(f"{n} kiln: {errors[n]['kiln']}")
+        rows.append({"net": n, "ms": med, "ok": ok, "ratio": ratio, "best": best_peer,
+                     "gflops": gf, "frac": frac, "flops": flops.get(n)})
+
+    gm = geomean([r["ratio"] for r in rows])
+    head = ["network"] + [f"{ENGINES[e][0]} ms" for e in engines]
+    if "kiln" in engines:
+        head += ["kiln / best fp32 peer", "best peer", "kiln GFLOP/s", "of peak"]
+    table = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [r["net"]]
+        for e in engines:
+            c = fmt_ms(r["ms"][e])
+            if e in checks[r["net"]] and not checks[r["net"]][e]["ok"]:
+                c += " (mismatch)"
+            elif e in errors[r["net"]]:
+                c = "error" if e == "kiln" else "n/a"
+            cells.append(c)
+        if "kiln" in engines:
+            cells += [f"{r['ratio']:.3f}" if r["ratio"] else "-", ENGINES[r["best"]][0]
+                      if r["best"] else "-", f"{r['gflops']:.1f}" if r["gflops"] else "-",
+                      f"{100 * r['frac']:.1f}%" if r["frac"] else "-"]
+        table.append("| " + " | ".join(cells) + " |")
+    log("")
+    for line in table:
+        log(line)
+    if gm:
+        log(f"geometric mean of kiln / best fp32 peer over {sum(1 for r in rows if r['ratio'])} "
+            f"networks: {gm:.3f}")
+    notes = []
+    for n in names:
+        for e, msg in errors[n].items():
+            notes.append(f"{n} {e}: {msg}")
+        c = checks[n].get("ov-default")
+        if c and not c["ok"]:
+            notes.append(f"{n} ov-default (not an fp32 peer; reported only): {c['message']}")
+        if checks[n].get("kiln", {}).get("fallback"):
+            notes.append(f"{n} kiln: {checks[n]['kiln']['fallback']}")
+    for line in notes:
+        log("note: " + line)
+    for line in failed:
+        log("FAILED: " + line)
+    elapsed = time.time() - t_start
+    log(f"compare: {len(names)} networks x {len(engines)} engines x {args.rounds} rounds "
+        f"in {elapsed / 60:.1f} min")
+
+    if not args.no_results:
+        write_results(args, engines, names, rows, table, gm, peaks, best_peak, extra, notes,
+                      failed, elapsed)
+    return 1 if failed else 0
+
+
+def write_results(args, engines, names, rows, table, gm, peaks, best_peak, extra, notes, failed,
+                  elapsed):
+    def version(e):
+        for n in names:
+            v = extra[n].get(e, {}).get("version")
+            if v:
+                return v
+        return None
+
+    ovp = sorted({str(extra[n].get("ov-default", {}).get("properties", {})
+                      .get("INFERENCE_PRECISION_HINT")) for n in names
+                  if extra[n].get("ov-default")})
+    vers = [f"kiln {git_rev()}"]
+    for e, label in (("ort", "ONNX Runtime"), ("ov", "OpenVINO"), ("ov-default", "OpenVINO"),
+                     ("torch", "PyTorch")):
+        v = version(e)
+        if v and not any(x.startswith(label + " ") for x in vers):
+            vers.append(f"{label} {v}")
+    cmd = "bench/compare.py " + " ".join(sys.argv[1:])
     lines = [
-        "# kiln vs PyTorch: measured results",
+        "# kiln against ONNX Runtime, OpenVINO and PyTorch: measured results",
         "",
-        "Written by `bench/compare.py`; every figure below was measured in one run of it.",
+        "Written by `bench/compare.py` (its docstring says how it measures); every figure "
+        "below was measured in one run of it.",
         "",
         f"- Command: `{cmd.strip()}`",
-        f"- Date: {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}",
-        f"- Machine: {cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}",
-        f"- Threads: {args.threads} (kiln: KILN_NUM_THREADS; PyTorch {torch.__version__}: "
-        "torch.set_num_threads)",
-        f"- kiln: zoo networks compiled with no tuning records, `kiln bench --repeat 10 "
-        f"--min-repeat-ms 200` median; PyTorch: torchvision {torchvision.__version__}, median of "
-        f"20 runs after 3 warm-ups; {args.rounds} rounds, each over all the networks (kiln then "
-        "PyTorch per network); ms: the median of the rounds, ratio: the median of the rounds' "
-        "ratios.",
-        "- Peak: measured by kiln itself (`kiln profile`'s register-only AVX-512 FMA loop, "
-        "best of five, the better of two such measurements) before each round: "
-        + ", ".join(f"{p[0]:.0f}" for p in peaks)
-        + f" GFLOP/s on {args.threads} threads; fractions use the best of them, "
-        f"{max(p[0] for p in peaks):.0f} GFLOP/s (a lower reading means the shared VM "
-        "was busy at that moment).",
-        "",
-        "| network | kiln ms | PyTorch ms | kiln/PyTorch | target (TVM untuned) | GFLOP/s | "
-        "fraction of peak |",
-        "|---|---|---|---|---|---|---|",
+        f"- Date: {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')} "
+        f"({elapsed / 60:.0f} min)",
+        f"- Machine: {cpu_model()}, {os.cpu_count()} CPUs, {platform.system()} "
+        f"{platform.release()}",
+        f"- Versions: {', '.join(vers)}",
+        f"- Threads: {args.threads}; batch 1; {args.rounds} rounds, each over every network and, "
+        f"per network, every engine in its own process ({', '.join(engines)}; reversed every "
+        f"other round); per engine and round the median of {args.repeat} measurements of at "
+        f"least {args.min_repeat_ms:g} ms (kiln bench's rule); ms: the median of the rounds; "
+        "kiln / best fp32 peer: the median of the rounds' ratios, the best peer of a round "
+        "being the fastest of ORT, OV f32 and PyTorch whose output matched.",
+        "- Outputs checked against PyTorch's (rtol 1e-3, atol 1e-4): kiln by `kiln check` "
+        "before the rounds, the peers in every measuring process. "
+        + ("Every fp32 engine matched on every network." if not failed
+           else f"{len(failed)} failures (below)."),
+        "- OV default: OpenVINO without a precision hint; it ran in "
+        + (", ".join(ovp) if ovp else "(not run)") + "; not an fp32 peer.",
     ]
-    for r in rows:
-        lines.append(f"| {r[0]} | {r[1]:.2f} | {r[2]:.2f} | {r[3]:.3f} | "
-                     f"{TARGET.get(r[0], float('nan')):.2f} | {r[4]:.1f} | {100 * r[5]:.1f}% |")
-    if conv:
-        lines += ["", f"resnet-50's convolutions: {conv[0]:.1f} GFLOP/s, {100 * conv[1]:.1f}% of "
-                  f"the {conv[4]:.0f} GFLOP/s {args.threads}-thread peak (the best measured in this "
-                  f"run), from `kiln profile resnet-50 --aggregate op` once per round, the median "
-                  f"round ({conv[2]:.2f} ms of a {conv[3]:.2f} ms run; the rounds: "
-                  + ", ".join(f"{x[0]:.0f}" for x in convs) + " GFLOP/s)."]
+    if best_peak:
+        lines.append("- Peak: kiln's FP32 FMA loop (`kiln profile`), measured before each round: "
+                     + ", ".join(f"{p:.0f}" for p in peaks if p) + f" GFLOP/s on {args.threads} "
+                     f"threads; fractions use the best, {best_peak:.0f} GFLOP/s. kiln GFLOP/s: "
+                     "the FLOPs of the compiled model's kernels over kiln's median time.")
+    lines += [""] + table + [""]
+    if gm:
+        lines.append(f"Geometric mean of kiln / best fp32 peer: **{gm:.3f}** over "
+                     f"{sum(1 for r in rows if r['ratio'])} networks.")
+        lines.append("")
+    for line in notes:
+        lines.append(f"- note: {line}")
+    for line in failed:
+        lines.append(f"- FAILED: {line}")
     with open(os.path.join(HERE, "RESULTS.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print(f"wrote {os.path.join(HERE, 'RESULTS.md')}")
-    return 0
+        f.write("\n".join(lines).rstrip() + "\n")
+    log(f"wrote {os.path.join(HERE, 'RESULTS.md')}")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ packages=(
   libonnx-testdata                   # the ONNX backend conformance suite (tests/onnx-backend)
   python3 python3-numpy python3-onnx # test fixtures (.npy/.pb/.onnx generators)
   python3-torch python3-torchvision  # exporting real networks to ONNX with reference outputs
+  python3-venv                       # make bench: the peers' venv (bench/requirements.txt)
   clang libclang-rt-14-dev           # the libFuzzer target for the ONNX importer (tests/fuzz)
 )
 

@@ -1,0 +1,35 @@
+"""bench/peer_ort.py: ONNX Runtime on one export (bench/peer_common.py says how).
+
+CPU execution provider, ORT_ENABLE_ALL, intra-op threads = --threads, one
+inter-op thread, sequential execution; the session's defaults otherwise (its
+thread pool spins between runs, as a user's does).
+"""
+import os
+
+import peer_common as pc
+
+
+def main():
+    a = pc.parse_args(__doc__.split("\n\n")[0])
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.intra_op_num_threads = a.threads
+    so.inter_op_num_threads = 1
+    try:
+        sess = ort.InferenceSession(os.path.join(a.model_dir, "model.onnx"), so,
+                                    providers=["CPUExecutionProvider"])
+    except Exception as e:  # noqa: BLE001 (ORT raises its own types)
+        pc.fail(f"{a.model_dir}: {e}")
+    ins, outs = pc.test_data(a.model_dir)
+    feeds = pc.feeds_by_name([i.name for i in sess.get_inputs()], ins)
+    names = [o.name for o in sess.get_outputs()]
+    chk = pc.check(sess.run(names, feeds), outs, a.rtol, a.atol)
+    results, number = pc.time_evaluator(lambda: sess.run(names, feeds), a.repeat,
+                                        a.min_repeat_ms)
+    pc.report("ort", ort.__version__, results, number, chk)
+
+
+if __name__ == "__main__":
+    main()
