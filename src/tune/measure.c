@@ -131,6 +131,11 @@ static bool start_worker(kiln_measurer *m, char *why, size_t size)
         goto fail;
     }
     if (pid == 0) {
+        /* a crashing candidate ends the worker, whatever handlers the
+         * parent installed (a test framework's, a crash reporter's) */
+        const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGPIPE, SIGTERM, SIGINT};
+        for (size_t k = 0; k < sizeof sigs / sizeof *sigs; k++)
+            signal(sigs[k], SIG_DFL);
         close(a[1]);
         close(b[0]);
         worker_loop(m, a[0], b[1]);

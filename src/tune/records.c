@@ -172,12 +172,27 @@ kiln_status kiln_records_open(const char *path, int n, const char *const *keys,
     for (int i = 0; i < n; i++)
         kiln_template_hash(templates[i], r->tpl_hash[i]);
     FILE *in = fopen(path, "r");
+    long good_end = 0;    /* bytes up to the last newline */
+    int cut = 0;          /* a last line with no newline: 1 a record, 2 not */
+    int cut_line = 0;
     if (in) {
         char *line = NULL;
         size_t cap = 0;
         int lineno = 0;
-        while (getline(&line, &cap, in) >= 0) {
+        ssize_t len;
+        while ((len = getline(&line, &cap, in)) >= 0) {
             lineno++;
+            if (len > 0 && line[len - 1] != '\n') {
+                /* cut short by a kill in the middle of a write? */
+                cJSON *j = cJSON_Parse(line);
+                cut = cJSON_IsObject(j) ? 1 : 2;
+                cut_line = lineno;
+                cJSON_Delete(j);
+                if (cut == 2)
+                    break;
+            } else {
+                good_end += (long)len;
+            }
             char *p = line;
             while (*p == ' ' || *p == '\t')
                 p++;
@@ -193,11 +208,27 @@ kiln_status kiln_records_open(const char *path, int n, const char *const *keys,
         kiln_records_close(r);
         return s;
     }
+    if (cut == 2) {
+        fprintf(log ? log : stderr,
+                "kiln tune: records '%s', line %d: cut short (no newline: a kill in the middle of "
+                "a write): dropped\n",
+                path, cut_line);
+        if (truncate(path, good_end) != 0) {
+            kiln_status s = kiln_errorf(err, KILN_ERR_IO, "cannot repair tuning records '%s': %s",
+                                        path, strerror(errno));
+            kiln_records_close(r);
+            return s;
+        }
+    }
     if (!(r->f = fopen(path, "a"))) {
         kiln_status s = kiln_errorf(err, KILN_ERR_IO, "cannot append to tuning records '%s': %s",
                                     path, strerror(errno));
         kiln_records_close(r);
         return s;
+    }
+    if (cut == 1) { /* a whole record that lacks only its newline */
+        fputc('\n', r->f);
+        fflush(r->f);
     }
     *out = r;
     return KILN_OK;

@@ -1,0 +1,410 @@
+/* tests/tune/test_tune.c: kiln tune (src/tune) on the zoo MLP (three dense
+ * tasks, each built alone in about a second):
+ *   - the search and the acceptance rule on a synthetic space;
+ *   - a candidate that segfaults and one that hangs (KILN_TUNE_FAULT) each
+ *     cost one trial, recorded with status and error; the run goes on and
+ *     its records compile into a model that matches the reference;
+ *   - `kiln tune` killed with SIGKILL mid-run, a cut-short line appended,
+ *     then a rerun: it reports the line, resumes, and measures no
+ *     configuration twice (nothing written before the kill is lost);
+ *   - corrupt records: reported by line and skipped by the tuner; an error
+ *     naming the line in compile;
+ *   - compile applies the validated "tuned" record of this CPU, never a
+ *     raw measurement, and the model still matches the reference. */
+#include <cJSON.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "driver/driver.h"
+#include "test_support.h"
+#include "tune/tune.h"
+
+static char *g_dir;
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return strdup("");
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    size_t got = fread(s, 1, (size_t)n, f);
+    s[got] = 0;
+    fclose(f);
+    return s;
+}
+
+static void write_text(const char *path, const char *text, const char *mode)
+{
+    FILE *f = fopen(path, mode);
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* Compiles mlp with `records`, runs it and the reference executor on one
+ * seeded input, asserts they agree; returns the tasks tuned. */
+static int compile_and_check(const char *records)
+{
+    kiln_error err = {0};
+    kiln_graph *g = NULL;
+    assert_int_equal(kiln_zoo_build("mlp", 0, 0, &g, &err), KILN_OK);
+    kiln_compile_options opts = {.jobs = 2, .records = records};
+    kiln_build *b = NULL;
+    assert_int_equal(kiln_build_create(g, &opts, &b, &err), KILN_OK);
+    if (kiln_build_link(b, NULL, &err) != KILN_OK)
+        fail_msg("%s", err.msg);
+    int tuned = kiln_build_tuned_tasks(b);
+    kiln_module *m = NULL;
+    kiln_ref_executor *ex = NULL;
+    assert_int_equal(kiln_module_load(kiln_build_output(b), NULL, &m, &err), KILN_OK);
+    assert_int_equal(kiln_ref_executor_create(g, &ex, &err), KILN_OK);
+    const kiln_value *v = g->values[g->inputs[0]];
+    kiln_tensor t;
+    assert_int_equal(kiln_tensor_alloc(&t, v->dtype, &v->shape, &err), KILN_OK);
+    kt_fill_random(t.data, kiln_shape_numel(&v->shape), 7, -1.0f, 1.0f);
+    assert_int_equal(kiln_module_set_input(m, 0, &t, &err), KILN_OK);
+    assert_int_equal(kiln_ref_executor_set_input(ex, 0, &t, &err), KILN_OK);
+    kiln_tensor_release(&t);
+    assert_int_equal(kiln_module_run(m, &err), KILN_OK);
+    assert_int_equal(kiln_ref_executor_run(ex, &err), KILN_OK);
+    const kiln_tensor *a = kiln_module_output(m, 0), *r = kiln_ref_executor_output(ex, 0);
+    assert_allclose(a->data, r->data, kiln_shape_numel(&r->shape), 1e-4, 1e-5);
+    kiln_module_destroy(m);
+    kiln_ref_executor_destroy(ex);
+    kiln_build_destroy(b);
+    kiln_graph_destroy(g);
+    return tuned;
+}
+
+static void test_search_and_rule(void **state)
+{
+    (void)state;
+    kiln_tune_space sp = {.n = 3};
+    int ch[3][4] = {{1, 2, 3, 4}, {0, 1, 0, 0}, {8, 16, 0, 0}};
+    int nc[3] = {4, 2, 2};
+    for (int k = 0; k < 3; k++) {
+        sp.n_choices[k] = nc[k];
+        memcpy(sp.choices[k], ch[k], sizeof ch[k]);
+    }
+    sp.fixed[2] = true; /* a block knob */
+    sp.deflt = (kiln_tune_cfg){3, {2, 0, 8}};
+    assert_int_equal(kiln_tune_space_size(&sp), 8);
+    kiln_tune_search st = {.radius = 1};
+    kiln_tune_cfg out[16], seen[64];
+    int n_seen = 0;
+    /* distance 1: knob 0 to 1 and 3, knob 1 to 1; the block knob never moves */
+    int n = kiln_tune_next(&sp, "droplet", &st, &sp.deflt, seen, n_seen, 16, out);
+    assert_int_equal(n, 3);
+    assert_int_equal(out[0].v[0], 1);
+    assert_int_equal(out[1].v[0], 3);
+    assert_int_equal(out[2].v[1], 1);
+    for (int k = 0; k < n; k++)
+        assert_int_equal(out[k].v[2], 8);
+    memcpy(seen, out, sizeof *out * (size_t)n);
+    n_seen = n;
+    /* then distance 2 (knob 0 to 4), then pairs */
+    n = kiln_tune_next(&sp, "droplet", &st, &sp.deflt, seen, n_seen, 16, out);
+    assert_int_equal(n, 1);
+    assert_int_equal(out[0].v[0], 4);
+    seen[n_seen++] = out[0];
+    n = kiln_tune_next(&sp, "droplet", &st, &sp.deflt, seen, n_seen, 16, out);
+    assert_int_equal(n, 2); /* (1,1) and (3,1) */
+    for (int k = 0; k < n; k++)
+        seen[n_seen++] = out[k];
+    n = kiln_tune_next(&sp, "droplet", &st, &sp.deflt, seen, n_seen, 16, out);
+    assert_int_equal(n, 0); /* converged */
+    /* grid and random cover the 8 configurations but the incumbent */
+    kiln_tune_search g = {0}, r = {.rng = 5};
+    assert_int_equal(kiln_tune_next(&sp, "grid", &g, &sp.deflt, NULL, 0, 16, out), 7);
+    assert_int_equal(kiln_tune_next(&sp, "random", &r, &sp.deflt, NULL, 0, 3, out), 3);
+    /* the rule: 5% faster with little noise wins; 1% does not; 5% with a
+     * noise of 4% does not */
+    kiln_trial inc = {.status = KILN_TRIAL_OK, .n_samples = 5, .samples_us = {100, 101, 99, 100, 100}};
+    kiln_trial c = {.status = KILN_TRIAL_OK, .n_samples = 5, .samples_us = {95, 95, 96, 94, 95}};
+    assert_true(kiln_tune_beats(&c, &inc));
+    kiln_trial c1 = {.status = KILN_TRIAL_OK, .n_samples = 3, .samples_us = {99, 99, 99}};
+    assert_false(kiln_tune_beats(&c1, &inc));
+    kiln_trial c2 = {.status = KILN_TRIAL_OK, .n_samples = 5, .samples_us = {95, 91, 99, 87, 103}};
+    assert_false(kiln_tune_beats(&c2, &inc));
+    kiln_trial bad = {.status = KILN_TRIAL_CRASH};
+    assert_false(kiln_tune_beats(&bad, &inc));
+}
+
+static kiln_tune_options base_opts(const char *records, FILE *log)
+{
+    return (kiln_tune_options){.records = records,
+                               .tasks = "1",
+                               .trials = 4,
+                               .batch = 3,
+                               .rounds = 2,
+                               .timeout_s = 15,
+                               .jobs = 2,
+                               .skip_e2e = true,
+                               .log = log};
+}
+
+static void test_faults_cost_one_trial(void **state)
+{
+    (void)state;
+    char rec[512], logp[512];
+    snprintf(rec, sizeof rec, "%s/faults.jsonl", g_dir);
+    snprintf(logp, sizeof logp, "%s/faults.log", g_dir);
+    FILE *log = fopen(logp, "w");
+    kiln_tune_options o = base_opts(rec, log);
+    setenv("KILN_TUNE_FAULT", "segv:2,hang:3", 1);
+    kiln_tune_summary sum;
+    kiln_error err = {0};
+    kiln_status s = kiln_tune_run("mlp", &o, &sum, &err);
+    unsetenv("KILN_TUNE_FAULT");
+    fclose(log);
+    char *text = read_text(rec), *lg = read_text(logp);
+    if (s != KILN_OK)
+        fail_msg("%s\n%s", err.msg, lg);
+    /* trial 1 the default, 2 crashed, 3 hung, 4 measured */
+    assert_int_equal(sum.trials, 4);
+    assert_int_equal(sum.failed, 2);
+    assert_int_equal(sum.tuned, 1);
+    assert_int_equal(count(text, "\"status\":\"crash\""), 1);
+    assert_int_equal(count(text, "\"status\":\"timeout\""), 1);
+    assert_int_equal(count(text, "\"status\":\"tuned\""), 1);
+    assert_non_null(strstr(text, "signal 11"));
+    assert_non_null(strstr(lg, "trial failed (crash)"));
+    assert_non_null(strstr(lg, "trial failed (timeout)"));
+    free(text);
+    free(lg);
+    assert_int_equal(compile_and_check(rec), 1);
+}
+
+/* Starts `kiln tune` on mlp's first task in a child; returns its pid. */
+static pid_t start_cli(const char *rec)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stdout))
+            _exit(127);
+        execl(KILN_CLI_PATH, "kiln", "tune", "mlp", "--records", rec, "--tasks", "1", "--trials",
+              "40", "--batch", "2", "--rounds", "2", "--no-e2e", "--jobs", "2", (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* The knobs of every "candidate" line of a records file, each once. */
+static void assert_no_config_twice(const char *text)
+{
+    char **seen = calloc(1024, sizeof *seen);
+    int n = 0;
+    char *copy = strdup(text);
+    for (char *line = strtok(copy, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *j = cJSON_Parse(line);
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(j, "role");
+        if (cJSON_IsString(role) && !strcmp(role->valuestring, "candidate")) {
+            char *k = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "knobs"));
+            for (int i = 0; i < n; i++)
+                if (!strcmp(seen[i], k))
+                    fail_msg("configuration %s measured twice", k);
+            if (n < 1024)
+                seen[n++] = k;
+            else
+                free(k);
+        }
+        cJSON_Delete(j);
+    }
+    for (int i = 0; i < n; i++)
+        free(seen[i]);
+    free(seen);
+    free(copy);
+}
+
+static void test_kill9_resume(void **state)
+{
+    (void)state;
+    char rec[512], logp[512];
+    snprintf(rec, sizeof rec, "%s/resume.jsonl", g_dir);
+    snprintf(logp, sizeof logp, "%s/resume.log", g_dir);
+    pid_t pid = start_cli(rec);
+    /* wait for three batches on disk, then kill -9 */
+    int lines = 0;
+    for (int t = 0; t < 1200 && lines < 7; t++) {
+        nanosleep(&(struct timespec){0, 100000000}, NULL);
+        char *text = read_text(rec);
+        lines = count(text, "\n");
+        free(text);
+    }
+    kill(pid, SIGKILL);
+    int st;
+    waitpid(pid, &st, 0);
+    assert_true(lines >= 7);
+    char *before = read_text(rec);
+    int cand_before = count(before, "\"role\":\"candidate\"");
+    assert_int_equal(count(before, "\"status\":\"tuned\""), 0);
+    /* a line cut short, as a kill in the middle of a write leaves it */
+    write_text(rec, "{\"version\":2,\"workload\":\"dense|x86", "a");
+    FILE *log = fopen(logp, "w");
+    kiln_tune_options o = base_opts(rec, log);
+    o.trials = 40;
+    o.batch = 2;
+    kiln_tune_summary sum;
+    kiln_error err = {0};
+    kiln_status s = kiln_tune_run("mlp", &o, &sum, &err);
+    fclose(log);
+    char *after = read_text(rec), *lg = read_text(logp);
+    if (s != KILN_OK)
+        fail_msg("%s\n%s", err.msg, lg);
+    assert_non_null(strstr(lg, "resuming:"));
+    char want[64];
+    snprintf(want, sizeof want, "line %d: cut short", count(before, "\n") + 1);
+    assert_non_null(strstr(lg, want));
+    /* everything written before the kill is still there, nothing measured
+     * twice, and the task finished */
+    assert_memory_equal(after, before, strlen(before));
+    assert_true(count(after, "\"role\":\"candidate\"") >= cand_before);
+    assert_no_config_twice(after);
+    assert_int_equal(count(after, "\"status\":\"tuned\""), 1);
+    free(before);
+    free(after);
+    free(lg);
+    /* a third run: the task is done */
+    log = fopen(logp, "w");
+    assert_int_equal(kiln_tune_run("mlp", &o, &sum, &err), KILN_OK);
+    fclose(log);
+    assert_int_equal(sum.resumed, 1);
+    assert_int_equal(sum.trials, 0);
+    /* the cut line was dropped: the file compiles */
+    assert_int_equal(compile_and_check(rec), 1);
+}
+
+static void test_corrupt_records(void **state)
+{
+    (void)state;
+    char rec[512], logp[512];
+    snprintf(rec, sizeof rec, "%s/corrupt.jsonl", g_dir);
+    snprintf(logp, sizeof logp, "%s/corrupt.log", g_dir);
+    write_text(rec,
+               "not json at all\n"
+               "{\"workload\": 5, \"knobs\": {}}\n"
+               "[1, 2, 3]\n"
+               "\x01\x02\xff\xfe{{{\n"
+               "{\"version\": 2, \"workload\": \"dense|nowhere\", \"knobs\": {\"m_tile\": \"x\"}}\n",
+               "w");
+    FILE *log = fopen(logp, "w");
+    kiln_tune_options o = base_opts(rec, log);
+    o.tasks = "3";
+    o.trials = 2;
+    kiln_tune_summary sum;
+    kiln_error err = {0};
+    kiln_status s = kiln_tune_run("mlp", &o, &sum, &err);
+    fclose(log);
+    char *lg = read_text(logp);
+    if (s != KILN_OK)
+        fail_msg("%s\n%s", err.msg, lg);
+    for (int l = 1; l <= 4; l++) {
+        char want[64];
+        snprintf(want, sizeof want, "line %d: not a record", l);
+        assert_non_null(strstr(lg, want));
+    }
+    assert_null(strstr(lg, "line 5:")); /* a record of another workload */
+    assert_int_equal(sum.tuned, 1);
+    free(lg);
+    /* compile: an error naming the first bad line */
+    kiln_graph *g = NULL;
+    assert_int_equal(kiln_zoo_build("mlp", 0, 0, &g, &err), KILN_OK);
+    kiln_compile_options co = {.jobs = 2, .records = rec};
+    kiln_build *b = NULL;
+    assert_int_equal(kiln_build_create(g, &co, &b, &err), KILN_OK);
+    assert_int_equal(kiln_build_configure(b, &err), KILN_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "line 1"));
+    kiln_build_destroy(b);
+    /* only a last line cut short (no newline): skipped with a warning */
+    write_text(rec, "{\"version\":2,\"workload\":\"dense|x", "w");
+    assert_int_equal(kiln_build_create(g, &co, &b, &err), KILN_OK);
+    assert_int_equal(kiln_build_configure(b, &err), KILN_OK);
+    assert_int_equal(kiln_build_tuned_tasks(b), 0);
+    kiln_build_destroy(b);
+    kiln_graph_destroy(g);
+}
+
+static void test_compile_applies_tuned(void **state)
+{
+    (void)state;
+    kiln_error err = {0};
+    kiln_tasks *ts = NULL;
+    kiln_graph *g = NULL;
+    assert_int_equal(kiln_zoo_build("mlp", 0, 0, &g, &err), KILN_OK);
+    assert_int_equal(kiln_tasks_extract(g, NULL, &ts, &err), KILN_OK);
+    kiln_task_info ti;
+    assert_int_equal(kiln_tasks_info(ts, 0, &ti, &err), KILN_OK);
+    char th[17];
+    kiln_template_hash(ti.template_name, th);
+    /* the dense knobs: m_tile, n_tile, m_group, n_group; tuned n_tile 2 /
+     * n_group 1; a raw measurement with n_tile 1 and a lower median, and a
+     * tuned record of a stale template hash: neither applies */
+    char rec[512], text[8192];
+    snprintf(rec, sizeof rec, "%s/apply.jsonl", g_dir);
+    const char *fmt = "{\"version\":2,\"fingerprint_id\":\"%s\",\"template_hash\":\"%s\","
+                      "\"workload\":\"%s\",\"template\":\"dense\",\"knobs\":{\"m_tile\":1,"
+                      "\"n_tile\":%d,\"m_group\":1,\"n_group\":%d},\"status\":\"%s\","
+                      "\"samples_us\":[%g]}\n";
+    size_t n = 0;
+    n += (size_t)snprintf(text + n, sizeof text - n, fmt, kiln_cpu_fingerprint_id(), th,
+                          ti.workload, 2, 1, "tuned", 3.0);
+    n += (size_t)snprintf(text + n, sizeof text - n, fmt, kiln_cpu_fingerprint_id(), th,
+                          ti.workload, 1, 2, "ok", 0.5);
+    n += (size_t)snprintf(text + n, sizeof text - n, fmt, kiln_cpu_fingerprint_id(),
+                          "0000000000000000", ti.workload, 3, 2, "tuned", 0.1);
+    write_text(rec, text, "w");
+    kiln_compile_options co = {.jobs = 2, .records = rec};
+    kiln_build *b = NULL;
+    assert_int_equal(kiln_build_create(g, &co, &b, &err), KILN_OK);
+    assert_int_equal(kiln_build_configure(b, &err), KILN_OK);
+    assert_int_equal(kiln_build_tuned_tasks(b), 1);
+    const kiln_task *t = NULL;
+    for (int i = 0; i < b->low->n_tasks; i++)
+        if (!strcmp(b->low->tasks[i].workload, ti.workload))
+            t = &b->low->tasks[i];
+    assert_non_null(t);
+    assert_non_null(strstr(t->config, "\"n_tile\": 2"));
+    assert_non_null(strstr(t->config, "\"n_group\": 1"));
+    assert_non_null(strstr(t->config, "\"source\": \"records\""));
+    kiln_build_destroy(b);
+    kiln_tasks_destroy(ts);
+    kiln_graph_destroy(g);
+    assert_int_equal(compile_and_check(rec), 1);
+}
+
+int main(void)
+{
+    g_dir = kt_tempdir();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_search_and_rule),
+        cmocka_unit_test(test_compile_applies_tuned),
+        cmocka_unit_test(test_corrupt_records),
+        cmocka_unit_test(test_faults_cost_one_trial),
+        cmocka_unit_test(test_kill9_resume),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    kt_rmdir(g_dir);
+    free(g_dir);
+    return rc;
+}
