@@ -8,6 +8,8 @@ static kiln_status perm_of(const kiln_node *n, const char *name, int p[4], kiln_
 {
     const int64_t *v;
     int c = kiln_attr_ints(n, name, &v);
+    if (c < 0 && !kiln_node_attr(n, name))
+        c = 0; /* absent: identity */
     bool seen[4] = {false};
     for (int i = 0; i < 4; i++) {
         int64_t x = c == 4 ? v[i] : i;
@@ -17,7 +19,7 @@ static kiln_status perm_of(const kiln_node *n, const char *name, int p[4], kiln_
         seen[x] = true;
         p[i] = (int)x;
     }
-    if (c != 0 && c != 4)
+    if (c != 0 && c != 4) /* also an attribute of another type */
         return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "%s must have 4 entries", name);
     return KILN_OK;
 }

@@ -2,8 +2,8 @@
  *
  * A compilation carries one kiln_pass_ctx through the pipeline (pipeline.c):
  *
- *   infer-shapes -> fold-batchnorm -> fold-constant -> fold-patterns -> remove-identity -> dce
- *   -> alter-layout -> fuse -> plan-memory
+ *   infer-shapes -> fold-batchnorm -> fold-constant -> fold-patterns -> remove-identity
+ *   -> fuse-attention -> dce -> alter-layout -> fuse -> plan-memory
  *
  * Graph-rewriting passes build a new kiln_graph from the old one (rewrite.c)
  * and keep the old one alive in the context: constants are never copied, the
@@ -87,6 +87,7 @@ kiln_status kiln_pass_infer_shapes(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fold_batchnorm(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fold_constant(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fold_patterns(kiln_pass_ctx *ctx, kiln_error *err);
+kiln_status kiln_pass_fuse_attention(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_remove_identity(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_dce(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_alter_layout(kiln_pass_ctx *ctx, kiln_error *err);

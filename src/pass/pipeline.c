@@ -16,6 +16,8 @@ static const kiln_pass_entry pipeline[] = {
      "exported GELU (erf form) and LayerNorm (ReduceMean/Sub/Pow/Sqrt/Div) chains to one op"},
     {"remove-identity", kiln_pass_remove_identity,
      "drop Identity, no-op Reshape/Flatten, and similar pass-through nodes"},
+    {"fuse-attention", kiln_pass_fuse_attention,
+     "MatMul / scale / mask Add / Softmax / MatMul (and the head transposes) to one Attention"},
     {"dce", kiln_pass_dce, "remove nodes and constants no output depends on"},
     {"alter-layout", kiln_pass_alter_layout,
      "blocked NCHW{c} across runs of conv-like ops; transforms at the run edges"},

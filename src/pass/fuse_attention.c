@@ -1,0 +1,271 @@
+/* pass/fuse_attention.c: exported scaled-dot-product attention into one
+ * Attention node (ir/attention.h).
+ *
+ * Matched walking back from the second MatMul R = MatMul(P, V) (PyTorch's and
+ * Hugging Face's exports, torchvision's nn.MultiheadAttention):
+ *   P = Softmax(Z, last axis); Z = Y + M (either order, M any float32 value
+ *   that broadcasts to the scores) or Z = Y; Y = S / c, S * c or S (c a
+ *   scalar constant); S = MatMul(A, Kt) of rank 4; A = Q * c or Q.
+ * Every intermediate must be read only by the pattern (not a graph output).
+ * Then the transposes around fold into the op's perms where they are read
+ * only by the pattern: Q = Transpose(X, p) reads X with q_perm p; Kt =
+ * Transpose(X, p) reads X with k_perm p o (0 1 3 2), else Kt itself with
+ * k_perm (0 1 3 2); V likewise; a Transpose that is R's only reader becomes
+ * o_perm, and the Attention takes its place. The dead nodes go in dce. */
+#include <stdlib.h>
+
+#include "ir/attention.h"
+#include "pass/pass.h"
+#include "util/error.h"
+
+typedef struct amatch {
+    int q, k, v, m;         /* source value ids (m -1: none) */
+    int64_t qp[4], kp[4], vp[4], op[4];
+    float scale;
+    int root;               /* node whose place and output the Attention takes */
+} amatch;
+
+typedef struct actx {
+    const kiln_graph *g;
+    const int *uses;
+    const int *reader; /* a node reading each value (the only one when uses == 1) */
+} actx;
+
+static const kiln_node *prod(const actx *a, int v, kiln_op op)
+{
+    const kiln_value *x = a->g->values[v];
+    if (x->kind != KILN_VALUE_NODE || x->dtype != KILN_DTYPE_FLOAT32 ||
+        x->layout.kind != KILN_LAYOUT_ROW_MAJOR)
+        return NULL;
+    const kiln_node *n = a->g->nodes[x->producer];
+    return n->op == op && n->n_outputs == 1 ? n : NULL;
+}
+
+static bool inner(const actx *a, int v)
+{
+    return a->uses[v] == 1 && !a->g->values[v]->is_output;
+}
+
+static bool scalar(const actx *a, int v, float *out)
+{
+    const kiln_value *x = a->g->values[v];
+    if (x->kind != KILN_VALUE_CONST || x->dtype != KILN_DTYPE_FLOAT32 || !x->data ||
+        kiln_shape_numel(&x->shape) != 1)
+        return false;
+    *out = *(const float *)x->data;
+    return true;
+}
+
+static bool rank4_f32(const actx *a, int v)
+{
+    const kiln_value *x = a->g->values[v];
+    return x->dtype == KILN_DTYPE_FLOAT32 && x->shape.rank == 4 &&
+           x->layout.kind == KILN_LAYOUT_ROW_MAJOR;
+}
+
+/* A Transpose of rank 4 producing v, read only here: its input and perm. */
+static bool transposed(const actx *a, int v, int *x, int64_t p[4])
+{
+    const kiln_node *t = prod(a, v, KILN_OP_TRANSPOSE);
+    if (!t || !inner(a, v) || !rank4_f32(a, t->inputs[0]))
+        return false;
+    const int64_t *pv;
+    if (kiln_attr_ints(t, "perm", &pv) != 4)
+        return false;
+    for (int i = 0; i < 4; i++)
+        p[i] = pv[i];
+    *x = t->inputs[0];
+    return true;
+}
+
+/* v is the scores (a MatMul) or the scores scaled by a Div/Mul. */
+static bool scores_side(const actx *a, int v)
+{
+    if (prod(a, v, KILN_OP_MATMUL))
+        return true;
+    const kiln_node *n = prod(a, v, KILN_OP_DIV);
+    if (!n)
+        n = prod(a, v, KILN_OP_MUL);
+    if (!n)
+        return false;
+    for (int k = 0; k < n->n_inputs; k++)
+        if (prod(a, n->inputs[k], KILN_OP_MATMUL))
+            return true;
+    return false;
+}
+
+static bool match(const actx *a, const kiln_node *r, amatch *mt)
+{
+    if (r->op != KILN_OP_MATMUL || !rank4_f32(a, r->outputs[0]))
+        return false;
+    int pv = r->inputs[0];
+    const kiln_node *sm = prod(a, pv, KILN_OP_SOFTMAX);
+    if (!sm || !inner(a, pv) || !rank4_f32(a, r->inputs[1]))
+        return false;
+    int64_t axis = kiln_attr_int(sm, "axis", -1);
+    if (axis != -1 && axis != 3)
+        return false;
+    int z = sm->inputs[0], y = z;
+    mt->m = -1;
+    const kiln_node *add = prod(a, z, KILN_OP_ADD);
+    if (add && inner(a, z)) {
+        for (int k = 0; k < 2 && mt->m < 0; k++) {
+            int o = add->inputs[1 - k];
+            const kiln_value *ov = a->g->values[o];
+            if (scores_side(a, add->inputs[k]) && ov->dtype == KILN_DTYPE_FLOAT32 && ov->layout.kind == KILN_LAYOUT_ROW_MAJOR &&
+                ov->shape.rank <= 4) {
+                y = add->inputs[k];
+                mt->m = o;
+            }
+        }
+        if (mt->m < 0)
+            return false;
+    }
+    float scale = 1.0f, c;
+    int s = y;
+    const kiln_node *sc;
+    if ((sc = prod(a, y, KILN_OP_DIV)) && inner(a, y) && scalar(a, sc->inputs[1], &c) && c != 0) {
+        scale = 1.0f / c;
+        s = sc->inputs[0];
+    } else if ((sc = prod(a, y, KILN_OP_MUL)) && inner(a, y)) {
+        for (int k = 0; k < 2 && s == y; k++)
+            if (scalar(a, sc->inputs[1 - k], &c)) {
+                scale = c;
+                s = sc->inputs[k];
+            }
+        if (s == y)
+            return false;
+    }
+    const kiln_node *qk = prod(a, s, KILN_OP_MATMUL);
+    if (!qk || !inner(a, s) || !rank4_f32(a, qk->inputs[0]) || !rank4_f32(a, qk->inputs[1]))
+        return false;
+    int q = qk->inputs[0], kt = qk->inputs[1];
+    const kiln_node *qs = prod(a, q, KILN_OP_MUL);
+    if (qs && inner(a, q))
+        for (int k = 0; k < 2; k++)
+            if (scalar(a, qs->inputs[1 - k], &c) && rank4_f32(a, qs->inputs[k])) {
+                scale *= c;
+                q = qs->inputs[k];
+                break;
+            }
+    static const int64_t id[4] = {0, 1, 2, 3}, swap[4] = {0, 1, 3, 2};
+    int x;
+    int64_t p[4];
+    for (int i = 0; i < 4; i++)
+        mt->qp[i] = mt->vp[i] = mt->op[i] = id[i], mt->kp[i] = swap[i];
+    mt->q = q;
+    if (transposed(a, q, &x, p)) {
+        mt->q = x;
+        for (int i = 0; i < 4; i++)
+            mt->qp[i] = p[i];
+    }
+    mt->k = kt;
+    if (transposed(a, kt, &x, p)) {
+        mt->k = x;
+        for (int i = 0; i < 4; i++)
+            mt->kp[i] = p[swap[i]];
+    }
+    mt->v = r->inputs[1];
+    if (transposed(a, mt->v, &x, p)) {
+        mt->v = x;
+        for (int i = 0; i < 4; i++)
+            mt->vp[i] = p[i];
+    }
+    mt->root = r->id;
+    int rv = r->outputs[0];
+    if (inner(a, rv) && a->reader[rv] >= 0) {
+        const kiln_node *t = a->g->nodes[a->reader[rv]];
+        const int64_t *pv;
+        if (t->op == KILN_OP_TRANSPOSE && kiln_attr_ints(t, "perm", &pv) == 4) {
+            for (int i = 0; i < 4; i++)
+                mt->op[i] = pv[i];
+            mt->root = t->id;
+        }
+    }
+    mt->scale = scale;
+    /* the geometry must resolve (shapes fit, the mask broadcasts): checked on
+     * the operands as permuted, with a node carrying no perms */
+    kiln_shape q4 = {.rank = 4}, k4 = {.rank = 4}, v4 = {.rank = 4};
+    const kiln_shape *qsh = &a->g->values[mt->q]->shape, *ksh = &a->g->values[mt->k]->shape,
+                     *vsh = &a->g->values[mt->v]->shape;
+    for (int i = 0; i < 4; i++) {
+        q4.dims[i] = qsh->dims[mt->qp[i]];
+        k4.dims[i] = ksh->dims[mt->kp[i]];
+        v4.dims[i] = vsh->dims[mt->vp[i]];
+    }
+    kiln_node plain = *r;
+    plain.n_attrs = 0;
+    kiln_attn_geom geo;
+    kiln_error e = {0};
+    const kiln_shape *ms = mt->m >= 0 ? &a->g->values[mt->m]->shape : NULL;
+    if (kiln_attn_geom_of(&plain, &q4, &k4, &v4, ms, &geo, &e) != KILN_OK)
+        return false;
+    return true;
+}
+
+kiln_status kiln_pass_fuse_attention(kiln_pass_ctx *ctx, kiln_error *err)
+{
+    const kiln_graph *g = ctx->g;
+    int *uses = kiln_pass_use_counts(g);
+    int *reader = malloc(sizeof(int) * (size_t)(g->n_values ? g->n_values : 1));
+    amatch *at = malloc(sizeof(amatch) * (size_t)(g->n_nodes ? g->n_nodes : 1));
+    int *root_of = malloc(sizeof(int) * (size_t)(g->n_nodes ? g->n_nodes : 1));
+    kiln_rewrite rw = {0};
+    kiln_status st = KILN_OK;
+    if (!uses || !reader || !at || !root_of) {
+        st = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    for (int v = 0; v < g->n_values; v++)
+        reader[v] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        root_of[i] = -1;
+        for (int k = 0; k < g->nodes[i]->n_inputs; k++)
+            if (g->nodes[i]->inputs[k] >= 0)
+                reader[g->nodes[i]->inputs[k]] = i;
+    }
+    actx a = {.g = g, .uses = uses, .reader = reader};
+    int n_at = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (match(&a, g->nodes[i], &at[n_at]))
+            root_of[at[n_at].root] = n_at, n_at++;
+    if (n_at == 0)
+        goto done;
+    if ((st = kiln_rewrite_begin(&rw, g, err)) != KILN_OK)
+        goto done;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const kiln_node *n = g->nodes[i];
+        if (root_of[i] < 0) {
+            if (kiln_rewrite_node(&rw, n, NULL) < 0)
+                goto oom;
+            continue;
+        }
+        const amatch *mt = &at[root_of[i]];
+        int in[4] = {kiln_rewrite_value(&rw, mt->q), kiln_rewrite_value(&rw, mt->k),
+                     kiln_rewrite_value(&rw, mt->v), mt->m >= 0 ? kiln_rewrite_value(&rw, mt->m) : -1};
+        kiln_node tmp = *n;
+        tmp.op = KILN_OP_ATTENTION;
+        tmp.n_inputs = mt->m >= 0 ? 4 : 3;
+        tmp.n_attrs = 0;
+        int id = kiln_rewrite_node(&rw, &tmp, in);
+        if (id < 0 || kiln_node_set_float(rw.dst, id, "scale", mt->scale) != KILN_OK ||
+            kiln_node_set_ints(rw.dst, id, "q_perm", mt->qp, 4) != KILN_OK ||
+            kiln_node_set_ints(rw.dst, id, "k_perm", mt->kp, 4) != KILN_OK ||
+            kiln_node_set_ints(rw.dst, id, "v_perm", mt->vp, 4) != KILN_OK ||
+            kiln_node_set_ints(rw.dst, id, "o_perm", mt->op, 4) != KILN_OK)
+            goto oom;
+    }
+    kiln_graph *ng;
+    if ((st = kiln_rewrite_finish(&rw, &ng, err)) == KILN_OK)
+        st = kiln_pass_ctx_replace(ctx, ng, err);
+    goto done;
+oom:
+    kiln_rewrite_abort(&rw);
+    st = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+done:
+    free(uses);
+    free(reader);
+    free(at);
+    free(root_of);
+    return st;
+}
