@@ -1,0 +1,172 @@
+/* tests/compiler/test_attention.c: the fuse-attention pass and the attention
+ * template against the reference executor on the unfused graph: random
+ * batch, heads, sequence lengths (Sq != Sk, odd, 1) and head sizes (D not a
+ * multiple of 16), additive masks of several broadcast shapes or none, and
+ * both exported forms (bert: head split/merge transposes around, scores / c;
+ * vit: q * c, K^T by a transpose, no merge). rtol 1e-3, atol 1e-4. */
+#include "compiler_test.h"
+#include "pass/pass.h"
+#include "target/target.h"
+#include "util/rng.h"
+
+static char *dir;
+static int case_no;
+
+static int node(kiln_graph *g, kiln_op op, const int *in, int n_in)
+{
+    int id = kiln_graph_add_node(g, op, NULL, in, n_in, 1);
+    assert_true(id >= 0);
+    return kiln_graph_node_output(g, id, 0);
+}
+
+static int transpose(kiln_graph *g, int x, int a, int b, int c, int d)
+{
+    int id = kiln_graph_add_node(g, KILN_OP_TRANSPOSE, NULL, &x, 1, 1);
+    const int64_t p[4] = {a, b, c, d};
+    assert_int_equal(kiln_node_set_ints(g, id, "perm", p, 4), KILN_OK);
+    return kiln_graph_node_output(g, id, 0);
+}
+
+static int scalar(kiln_graph *g, float v)
+{
+    kiln_shape s = {.rank = 0};
+    return kiln_graph_add_const(g, NULL, KILN_DTYPE_FLOAT32, &s, &v);
+}
+
+typedef struct acase {
+    int64_t B, H, Sq, Sk, D, Dv;
+    int mask; /* 0 none, 1 [B,1,1,Sk] input, 2 [Sq,Sk] const with -1e4 entries, 3 full input */
+    bool vit; /* vit's form, else bert's */
+} acase;
+
+static void run_case(const acase *c)
+{
+    kiln_graph *g;
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    int q, kt, v;
+    if (c->vit) {
+        kiln_shape qs = {.rank = 4, .dims = {c->B, c->H, c->Sq, c->D}};
+        kiln_shape kvs = {.rank = 4, .dims = {c->B, c->H, c->Sk, c->D}};
+        kiln_shape vs = {.rank = 4, .dims = {c->B, c->H, c->Sk, c->Dv}};
+        q = kiln_graph_add_input(g, "q", KILN_DTYPE_FLOAT32, &qs);
+        int in[2] = {q, scalar(g, 0.37f)};
+        q = node(g, KILN_OP_MUL, in, 2);
+        kt = transpose(g, kiln_graph_add_input(g, "k", KILN_DTYPE_FLOAT32, &kvs), 0, 1, 3, 2);
+        v = kiln_graph_add_input(g, "v", KILN_DTYPE_FLOAT32, &vs);
+    } else {
+        kiln_shape qs = {.rank = 4, .dims = {c->B, c->Sq, c->H, c->D}};
+        kiln_shape kvs = {.rank = 4, .dims = {c->B, c->Sk, c->H, c->D}};
+        kiln_shape vs = {.rank = 4, .dims = {c->B, c->Sk, c->H, c->Dv}};
+        q = transpose(g, kiln_graph_add_input(g, "q", KILN_DTYPE_FLOAT32, &qs), 0, 2, 1, 3);
+        kt = transpose(g, kiln_graph_add_input(g, "k", KILN_DTYPE_FLOAT32, &kvs), 0, 2, 3, 1);
+        v = transpose(g, kiln_graph_add_input(g, "v", KILN_DTYPE_FLOAT32, &vs), 0, 2, 1, 3);
+    }
+    int in[2] = {q, kt};
+    int s = node(g, KILN_OP_MATMUL, in, 2);
+    if (!c->vit) {
+        int d[2] = {s, scalar(g, 1.7f)};
+        s = node(g, KILN_OP_DIV, d, 2);
+    }
+    if (c->mask) {
+        int m;
+        if (c->mask == 2) {
+            kiln_shape ms = {.rank = 2, .dims = {c->Sq, c->Sk}};
+            float *data = NULL;
+            m = kiln_graph_add_const_uninit(g, "mask", KILN_DTYPE_FLOAT32, &ms, true,
+                                            (void **)&data);
+            kt_fill_random(data, c->Sq * c->Sk, 77 + (uint64_t)case_no, -2.0f, 0.0f);
+            for (int64_t i = 0; i < c->Sq; i++)
+                for (int64_t j = i + 1; j < c->Sk; j++)
+                    data[i * c->Sk + j] = -10000.0f; /* causal */
+        } else {
+            kiln_shape ms = c->mask == 1 ? (kiln_shape){.rank = 4, .dims = {c->B, 1, 1, c->Sk}}
+                                         : (kiln_shape){.rank = 4,
+                                                        .dims = {c->B, c->H, c->Sq, c->Sk}};
+            m = kiln_graph_add_input(g, "mask", KILN_DTYPE_FLOAT32, &ms);
+        }
+        int a[2] = {m, s}; /* mask first: either order is matched */
+        s = node(g, KILN_OP_ADD, a, 2);
+    }
+    int sm = kiln_graph_add_node(g, KILN_OP_SOFTMAX, NULL, &s, 1, 1);
+    assert_int_equal(kiln_node_set_int(g, sm, "axis", -1), KILN_OK);
+    int in2[2] = {kiln_graph_node_output(g, sm, 0), v};
+    int y = node(g, KILN_OP_MATMUL, in2, 2);
+    if (!c->vit)
+        y = transpose(g, y, 0, 2, 1, 3);
+    assert_int_equal(kiln_graph_add_output(g, y), KILN_OK);
+    kiln_error err = {0};
+    if (kiln_graph_infer_shapes(g, &err) != KILN_OK)
+        fail_msg("case %d: %s", case_no, err.msg);
+
+    /* the pass makes one Attention of it */
+    kiln_pass_ctx *ctx = NULL;
+    kiln_target tg;
+    assert_int_equal(kiln_target_resolve(NULL, &tg, &err), KILN_OK);
+    assert_int_equal(kiln_pass_ctx_create(g, &tg, &ctx, &err), KILN_OK);
+    assert_int_equal(kiln_pass_run_until(ctx, "dce", &err), KILN_OK);
+    int n_att = 0, n_other = 0;
+    for (int i = 0; i < ctx->g->n_nodes; i++) {
+        n_att += ctx->g->nodes[i]->op == KILN_OP_ATTENTION;
+        n_other += ctx->g->nodes[i]->op != KILN_OP_ATTENTION;
+    }
+    if (n_att != 1 || n_other != 0)
+        fail_msg("case %d: %d Attention and %d other nodes after fuse-attention", case_no, n_att,
+                 n_other);
+    kiln_pass_ctx_destroy(ctx);
+
+    char tag[32];
+    snprintf(tag, sizeof tag, "att%d", case_no);
+    ct_check_graph(g, dir, tag, 0, 300 + (uint64_t)case_no, 1e-3, 1e-4);
+    snprintf(tag, sizeof tag, "att%d_k", case_no);
+    ct_check_graph(g, dir, tag, 900 + (uint64_t)case_no, 400 + (uint64_t)case_no, 1e-3, 1e-4);
+    case_no++;
+    kiln_graph_destroy(g);
+}
+
+static void test_fixed(void **state)
+{
+    (void)state;
+    static const acase cases[] = {
+        {1, 12, 128, 128, 64, 64, 1, false}, /* bert-base's */
+        {1, 3, 197, 197, 64, 64, 0, true},   /* vit's, fewer heads */
+        {2, 2, 5, 9, 7, 3, 3, false},
+        {1, 1, 1, 1, 1, 1, 0, false},
+        {1, 2, 33, 33, 17, 17, 2, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case(&cases[i]);
+}
+
+static void test_random(void **state)
+{
+    (void)state;
+    kiln_rng rng;
+    kiln_rng_seed(&rng, 2024);
+    for (int i = 0; i < 8; i++) {
+        acase c;
+        c.B = 1 + (int64_t)(kiln_rng_uniform(&rng) * 2);
+        c.H = 1 + (int64_t)(kiln_rng_uniform(&rng) * 4);
+        c.Sq = 1 + (int64_t)(kiln_rng_uniform(&rng) * 70);
+        c.Sk = 1 + (int64_t)(kiln_rng_uniform(&rng) * 70);
+        c.D = 1 + (int64_t)(kiln_rng_uniform(&rng) * 40);
+        c.Dv = 1 + (int64_t)(kiln_rng_uniform(&rng) * 40);
+        c.mask = (int)(kiln_rng_uniform(&rng) * 4);
+        c.vit = kiln_rng_uniform(&rng) < 0.5;
+        if (c.mask == 2 && c.vit)
+            c.Sq = c.Sk;
+        run_case(&c);
+    }
+}
+
+int main(void)
+{
+    dir = kt_tempdir();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fixed),
+        cmocka_unit_test(test_random),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    kt_rmdir(dir);
+    free(dir);
+    return rc;
+}
