@@ -141,6 +141,8 @@ void kiln_emit_prologue(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
         kiln_sb_printf(b, " %s%s", i ? "+ " : "", kiln_op_name(ctx->g->nodes[gr->nodes[i]]->op));
     kiln_sb_printf(b, "\n * workload: %s\n * config: %s\n */\n", t->workload, t->config);
     kiln_sb_puts(b, "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n#include \"kiln/abi.h\"\n");
+    /* the vectorizable transcendental functions expressions call (expr.c) */
+    kiln_sb_puts(b, "#include \"kiln_kernels_math.h\"\n");
     for (int i = 0; i < n_headers; i++)
         kiln_sb_printf(b, "#include \"%s\"\n", headers[i]);
     kiln_sb_puts(b, "\n#define KILN_MIN_(a, b) ((a) < (b) ? (a) : (b))\n#define KILN_MAX_(a, b) ((a) > (b) ? (a) : (b))\n\n");

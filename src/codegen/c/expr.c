@@ -1,7 +1,11 @@
 /* codegen/c/expr.c: elementwise ops as C float expressions, the building
  * blocks of fused epilogues and elementwise groups. Each op's expression
  * follows its reference kernel (src/ref/unary.c, elemwise.c) in float
- * arithmetic; attributes are printed as exact float literals (%a). */
+ * arithmetic; attributes are printed as exact float literals (%a).
+ * Transcendental ops call kiln_kernels_math.h (included by every kernel
+ * file, kiln_emit_prologue): branch-free polynomials gcc vectorizes, where
+ * libm's expf/tanhf/erff calls kept whole loops scalar; selects whose other
+ * side computes use kiln_m_sel for the same reason. */
 #include <math.h>
 #include <string.h>
 
@@ -73,19 +77,19 @@ bool kiln_expr_emit(kiln_sb *b, const kiln_node *n, const char *const *x, int nx
         return true;
     }
     case KILN_OP_SIGMOID:
-        kiln_sb_printf(b, "%s = 1.0f / (1.0f + expf(-(%s)));", out, a);
+        kiln_sb_printf(b, "%s = kiln_m_sigmoidf(%s);", out, a);
         return true;
     case KILN_OP_HARDSIGMOID:
-        kiln_sb_printf(b, "%s = fmaxf(0.0f, fminf(1.0f, %s * (%s) + %s));", out,
-                       flit(l1, sizeof l1, kiln_attr_float(n, "alpha", 0.2f)), a,
+        kiln_sb_printf(b, "%s = kiln_m_hardsigmoidf(%s, %s, %s);", out, a,
+                       flit(l1, sizeof l1, kiln_attr_float(n, "alpha", 0.2f)),
                        flit(l2, sizeof l2, kiln_attr_float(n, "beta", 0.5f)));
         return true;
     case KILN_OP_HARDSWISH:
-        kiln_sb_printf(b, "{ float t_ = %s; %s = t_ * fmaxf(0.0f, fminf(1.0f, t_ * (1.0f / 6.0f) + 0.5f)); }",
+        kiln_sb_printf(b, "{ float t_ = %s; %s = t_ * kiln_m_hardsigmoidf(t_, 1.0f / 6.0f, 0.5f); }",
                        a, out);
         return true;
     case KILN_OP_ERF:
-        kiln_sb_printf(b, "%s = erff(%s);", out, a);
+        kiln_sb_printf(b, "%s = kiln_m_erff(%s);", out, a);
         return true;
     case KILN_OP_SQRT:
         kiln_sb_printf(b, "%s = sqrtf(%s);", out, a);
@@ -119,13 +123,13 @@ bool kiln_expr_emit(kiln_sb *b, const kiln_node *n, const char *const *x, int nx
         kiln_sb_printf(b, "%s = -(%s);", out, a);
         return true;
     case KILN_OP_EXP:
-        kiln_sb_printf(b, "%s = expf(%s);", out, a);
+        kiln_sb_printf(b, "%s = kiln_m_expf(%s);", out, a);
         return true;
     case KILN_OP_LOG:
-        kiln_sb_printf(b, "%s = logf(%s);", out, a);
+        kiln_sb_printf(b, "%s = kiln_m_logf(%s);", out, a);
         return true;
     case KILN_OP_TANH:
-        kiln_sb_printf(b, "%s = tanhf(%s);", out, a);
+        kiln_sb_printf(b, "%s = kiln_m_tanhf(%s);", out, a);
         return true;
     case KILN_OP_SIN:
         kiln_sb_printf(b, "%s = sinf(%s);", out, a);
@@ -143,37 +147,37 @@ bool kiln_expr_emit(kiln_sb *b, const kiln_node *n, const char *const *x, int nx
         kiln_sb_printf(b, "%s = 1.0f / (%s);", out, a);
         return true;
     case KILN_OP_SOFTPLUS:
-        kiln_sb_printf(b, "{ float t_ = %s; %s = t_ > 20.0f ? t_ : log1pf(expf(t_)); }", a, out);
+        kiln_sb_printf(b, "%s = kiln_m_softplusf(%s);", out, a);
         return true;
     case KILN_OP_SOFTSIGN:
         kiln_sb_printf(b, "{ float t_ = %s; %s = t_ / (1.0f + fabsf(t_)); }", a, out);
         return true;
     case KILN_OP_MISH:
-        kiln_sb_printf(b, "{ float t_ = %s; %s = t_ * tanhf(t_ > 20.0f ? t_ : log1pf(expf(t_))); }",
+        kiln_sb_printf(b, "{ float t_ = %s; %s = t_ * kiln_m_tanhf(kiln_m_softplusf(t_)); }",
                        a, out);
         return true;
     case KILN_OP_ELU:
-        kiln_sb_printf(b, "{ float t_ = %s; %s = t_ >= 0.0f ? t_ : %s * (expf(t_) - 1.0f); }", a,
+        kiln_sb_printf(b, "{ float t_ = %s; %s = kiln_m_sel(t_ >= 0.0f, t_, %s * kiln_m_expm1f(t_)); }", a,
                        out, flit(l1, sizeof l1, kiln_attr_float(n, "alpha", 1.0f)));
         return true;
     case KILN_OP_SELU:
         kiln_sb_printf(b,
-                       "{ float t_ = %s; %s = %s * (t_ > 0.0f ? t_ : %s * (expf(t_) - 1.0f)); }",
+                       "{ float t_ = %s; %s = %s * kiln_m_sel(t_ > 0.0f, t_, %s * kiln_m_expm1f(t_)); }",
                        a, out, flit(l1, sizeof l1, kiln_attr_float(n, "gamma", 1.05070102214813232421875f)),
                        flit(l2, sizeof l2, kiln_attr_float(n, "alpha", 1.67326319217681884765625f)));
         return true;
     case KILN_OP_LEAKYRELU:
-        kiln_sb_printf(b, "{ float t_ = %s; %s = t_ >= 0.0f ? t_ : %s * t_; }", a, out,
+        kiln_sb_printf(b, "{ float t_ = %s; %s = kiln_m_sel(t_ >= 0.0f, t_, %s * t_); }", a, out,
                        flit(l1, sizeof l1, kiln_attr_float(n, "alpha", 0.01f)));
         return true;
     case KILN_OP_GELU:
         if (strcmp(kiln_attr_string(n, "approximate", "none"), "tanh") == 0)
             kiln_sb_printf(b,
-                           "{ float t_ = %s; %s = 0.5f * t_ * (1.0f + tanhf(0.7978845608028654f * "
+                           "{ float t_ = %s; %s = 0.5f * t_ * (1.0f + kiln_m_tanhf(0.7978845608028654f * "
                            "(t_ + 0.044715f * t_ * t_ * t_))); }",
                            a, out);
         else
-            kiln_sb_printf(b, "{ float t_ = %s; %s = 0.5f * t_ * (1.0f + erff(t_ * 0.70710678118654752f)); }",
+            kiln_sb_printf(b, "{ float t_ = %s; %s = 0.5f * t_ * (1.0f + kiln_m_erff(t_ * 0.70710678118654752f)); }",
                            a, out);
         return true;
     default:

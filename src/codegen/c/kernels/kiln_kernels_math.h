@@ -1,0 +1,217 @@
+/* kiln_kernels_math.h: float32 transcendental functions written so that gcc
+ * -O3 auto-vectorizes the loops that call them: static inline, no calls, no
+ * data-dependent branches (both sides of every case are computed and one is
+ * selected), no float -> int conversions (integers are read from the bits of
+ * a float rounded by the 1.5 * 2^23 trick), inputs clamped to the range
+ * where the result is still representable. Generated code includes this
+ * header in every kernel (codegen/c/expr.c emits calls to it for Sigmoid,
+ * Tanh, Exp, Log, Erf, Gelu, Softplus, Mish, Elu, Selu, HardSigmoid,
+ * HardSwish); libm's expf/tanhf/erff are scalar calls that keep gcc from
+ * vectorizing a loop.
+ *
+ * Accuracy (checked by tests/kernels/test_math_kernels.c against double libm
+ * over dense sweeps of the whole float line and of each function's busy
+ * range, compiled both without and with FMA contraction). Error is counted
+ * in units of the last place of the correctly rounded float result
+ * (denormal results: units of 2^-149):
+ *   kiln_m_expf      <= 2 ulp   (0 below x = -103.98, +inf above 88.73)
+ *   kiln_m_expm1f    <= 2 ulp   for x <= 0 (its domain; see the function)
+ *   kiln_m_logf      <= 2 ulp   (-inf at 0, NaN below 0, denormals exact-scaled)
+ *   kiln_m_log1pf    <= 2 ulp   for x > -1
+ *   kiln_m_tanhf     <= 3 ulp
+ *   kiln_m_sigmoidf  <= 3 ulp
+ *   kiln_m_erff      <= 3 ulp
+ *   kiln_m_softplusf <= 3 ulp
+ * NaN in gives NaN out; +-inf give the limits. The composite ops expr.c
+ * builds from these (Gelu, Mish, Elu) add the usual float rounding of their
+ * formula, as the libm versions did.
+ *
+ * The polynomial coefficients are near-minimax fits (iteratively reweighted
+ * least squares on Chebyshev nodes in double, rounded to float). */
+#ifndef KILN_KERNELS_MATH_H
+#define KILN_KERNELS_MATH_H
+
+#include <stdint.h>
+#include <string.h>
+
+static inline float kiln_m_asf(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline uint32_t kiln_m_asu(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* |x| and copysign as bit operations (gcc vectorizes them either way; these
+ * need no <math.h>). */
+static inline float kiln_m_absf(float x) { return kiln_m_asf(kiln_m_asu(x) & 0x7fffffffu); }
+static inline float kiln_m_copysignf(float mag, float sgn)
+{
+    return kiln_m_asf((kiln_m_asu(mag) & 0x7fffffffu) | (kiln_m_asu(sgn) & 0x80000000u));
+}
+
+/* c ? a : b through a bit mask: gcc if-converts `?:` only when neither
+ * side may trap and no earlier pass turned it into a branch (two clamps in a
+ * row get jump-threaded), so the functions below never use `?:` on floats. */
+static inline float kiln_m_sel(int c, float a, float b)
+{
+    uint32_t m = 0u - (uint32_t)c;
+    return kiln_m_asf((kiln_m_asu(a) & m) | (kiln_m_asu(b) & ~m));
+}
+
+/* 2^n for integer n in [-126, 127] as a float's exponent bits. */
+static inline float kiln_m_pow2i(int32_t n) { return kiln_m_asf((uint32_t)(n + 127) << 23); }
+
+#define KILN_M_LOG2E 0x1.715476p+0f
+#define KILN_M_LN2_HI 0x1.62e4p-1f     /* 15 significant bits: n * hi exact */
+#define KILN_M_LN2_LO 0x1.7f7d1cp-20f
+#define KILN_M_ROUND 0x1.8p23f        /* adding it rounds |v| < 2^22 to an integer */
+
+/* Range reduction of exp: x = n ln2 + r, |r| <= ln2/2 (slightly more after
+ * rounding); returns e^r - 1 as r + r^2 P(r) and n in *n. x must be within
+ * [-2^21, 2^21] or NaN (then the result is NaN). */
+static inline float kiln_m_exp_reduce(float x, int32_t *n)
+{
+    float t = x * KILN_M_LOG2E + KILN_M_ROUND;
+    float nf = t - KILN_M_ROUND;
+    *n = (int32_t)(kiln_m_asu(t) - 0x4b400000u);
+    float r = x - nf * KILN_M_LN2_HI;
+    r = r - nf * KILN_M_LN2_LO;
+    float p = 0x1.6a1a6ap-10f;
+    p = p * r + 0x1.123fc8p-7f;
+    p = p * r + 0x1.555916p-5f;
+    p = p * r + 0x1.55548ap-3f;
+    p = p * r + 0x1.fffffcp-2f;
+    return r + (r * r) * p;
+}
+
+/* e^x. Clamped to [-104, 104], where the result is 0 or +inf anyway; 2^n is
+ * applied in two halves so that results in the denormal range round once
+ * and results past FLT_MAX overflow to +inf. */
+static inline float kiln_m_expf(float x)
+{
+    x = kiln_m_sel(x > 104.0f, 104.0f, x); /* NaN passes both */
+    x = kiln_m_sel(x < -104.0f, -104.0f, x);
+    int32_t n;
+    float q = kiln_m_exp_reduce(x, &n);
+    int32_t n1 = n >> 1; /* arithmetic shift (gcc) */
+    return ((1.0f + q) * kiln_m_pow2i(n1)) * kiln_m_pow2i(n - n1);
+}
+
+/* e^x - 1 for x <= 0 without cancellation near 0 (its domain: positive x
+ * are taken as 0, which is what its users, Elu, Selu and tanh, select away
+ * or never pass). 2^n q + (2^n - 1): exact subtraction for n >= -24. */
+static inline float kiln_m_expm1f(float x)
+{
+    x = kiln_m_sel(x > 0.0f, 0.0f, x);
+    x = kiln_m_sel(x < -87.0f, -87.0f, x);
+    int32_t n;
+    float q = kiln_m_exp_reduce(x, &n);
+    float s = kiln_m_pow2i(n);
+    return s * q + (s - 1.0f);
+}
+
+/* Natural logarithm. x = 2^e m, m in [sqrt(1/2), sqrt(2)); log(m) = log1p(f)
+ * = f - (f^2/2 - s (f^2/2 + R(s^2))) with s = f / (2 + f) (fdlibm's
+ * arrangement; f is exact). Denormal x are scaled by 2^23 first. */
+static inline float kiln_m_logf(float x)
+{
+    float xup = x * 0x1p23f; /* computed unconditionally: a select, not a branch */
+    float xs = kiln_m_sel(x < 0x1p-126f, xup, x);
+    float eadj = kiln_m_sel(x < 0x1p-126f, -23.0f, 0.0f);
+    uint32_t ix = kiln_m_asu(xs) - 0x3f3504f3u;
+    int32_t e = (int32_t)ix >> 23; /* arithmetic shift (gcc) */
+    float m = kiln_m_asf((ix & 0x007fffffu) + 0x3f3504f3u);
+    float f = m - 1.0f;
+    float s = f / (2.0f + f);
+    float z = s * s;
+    float r = z * (0x1.55557cp-1f + z * (0x1.995c5ep-2f + z * 0x1.3227c0p-2f));
+    float hfsq = 0.5f * f * f;
+    float ef = (float)e + eadj;
+    float y = ef * KILN_M_LN2_HI + (f - (hfsq - (s * (hfsq + r) + ef * KILN_M_LN2_LO)));
+    y = kiln_m_sel(x < 0.0f, __builtin_nanf(""), y);
+    y = kiln_m_sel(x == 0.0f, -__builtin_inff(), y);
+    y = kiln_m_sel(x == __builtin_inff(), x, y);
+    return kiln_m_sel(x != x, x, y);
+}
+
+/* log(1 + x): log of the rounded 1 + x, corrected by the rounding error of
+ * that sum, (x - (u - 1)) / u. */
+static inline float kiln_m_log1pf(float x)
+{
+    float u = 1.0f + x;
+    float c = (x - (u - 1.0f)) / kiln_m_sel(u == 0.0f, 1.0f, u); /* x = -1: -inf + 0 */
+    float y = kiln_m_logf(u) + c;
+    return kiln_m_sel(x == __builtin_inff(), x, y);
+}
+
+/* tanh(|x|) = -e / (e + 2) with e = expm1(-2|x|) in (-1, 0]: no overflow,
+ * no cancellation near 0. |x| >= 9.1 rounds to 1. */
+static inline float kiln_m_tanhf(float x)
+{
+    float a = kiln_m_absf(x);
+    a = kiln_m_sel(a > 9.1f, 9.1f, a);
+    float e = kiln_m_expm1f(-2.0f * a);
+    return kiln_m_copysignf(-e / (e + 2.0f), x);
+}
+
+/* 1 / (1 + e^-x): e = e^-|x| <= 1; x >= 0: 1 / (1 + e), else e / (1 + e)
+ * (accurate for very negative x too, down to denormal results). */
+static inline float kiln_m_sigmoidf(float x)
+{
+    float e = kiln_m_expf(-kiln_m_absf(x));
+    float num = kiln_m_sel(x >= 0.0f, 1.0f, e); /* NaN: e, which is NaN */
+    return num / (1.0f + e);
+}
+
+/* log(1 + e^x) = max(x, 0) + log1p(e^-|x|). */
+static inline float kiln_m_softplusf(float x)
+{
+    float pos = kiln_m_sel(x > 0.0f, x, 0.0f);
+    return pos + kiln_m_log1pf(kiln_m_expf(-kiln_m_absf(x)));
+}
+
+/* erf: |x| < 0.875: x P(x^2); 0.875 <= |x| < 4: 1 - e^(-x^2) Q(|x| - 2.4375);
+ * |x| >= 4 rounds to +-1 (erfc(4) = 1.5e-8 < half an ulp of 1). */
+static inline float kiln_m_erff(float x)
+{
+    float a = kiln_m_absf(x);
+    a = kiln_m_sel(a > 4.0f, 4.0f, a);
+    float z = a * a;
+    float ps = -0x1.453d64p-11f;
+    ps = ps * z + 0x1.49cab6p-8f;
+    ps = ps * z - 0x1.b6f3aep-6f;
+    ps = ps * z + 0x1.ce2122p-4f;
+    ps = ps * z - 0x1.81270cp-2f;
+    ps = ps * z + 0x1.20dd74p+0f;
+    ps = ps * a;
+    float t = a - 2.4375f;
+    float q = 0x1.2b6cc2p-13f;
+    q = q * t + 0x1.6fb696p-12f;
+    q = q * t + 0x1.960fc8p-11f;
+    q = q * t - 0x1.554f24p-11f;
+    q = q * t + 0x1.442d1ep-9f;
+    q = q * t - 0x1.2299eap-7f;
+    q = q * t + 0x1.b15a30p-6f;
+    q = q * t - 0x1.3da90cp-4f;
+    q = q * t + 0x1.b974bcp-3f;
+    float pl = 1.0f - kiln_m_expf(-z) * q;
+    return kiln_m_copysignf(kiln_m_sel(a < 0.875f, ps, pl), x);
+}
+
+/* min(1, max(0, alpha x + beta)) with fmin/fmax's NaN rule of the reference
+ * (fmin(1, NaN) = 1). */
+static inline float kiln_m_hardsigmoidf(float x, float alpha, float beta)
+{
+    float v = alpha * x + beta;
+    v = kiln_m_sel(v < 1.0f, v, 1.0f);
+    return kiln_m_sel(v > 0.0f, v, 0.0f);
+}
+
+#endif
