@@ -2,7 +2,10 @@
 """bench/ab.py: two kiln builds side by side on the zoo networks.
 
 Usage: bench/ab.py OLD_KILN NEW_KILN [--nets a,b,..] [--rounds N] [--threads T]
-                   [--out FILE]
+                   [--old-records R] [--new-records R] [--out FILE]
+
+The same kiln twice with --new-records R.jsonl (written by `kiln tune`)
+compares the tuned build with the untuned one.
 
 Each build compiles every network into its own .so (each with its own cache
 directory, under a temporary folder), then `kiln bench SO --json` times them
@@ -38,9 +41,10 @@ def cpu_model():
     return platform.processor() or "unknown CPU"
 
 
-def compile_so(kiln, net, so, cache):
+def compile_so(kiln, net, so, cache, records=None):
     env = dict(os.environ, XDG_CACHE_HOME=cache)
-    r = subprocess.run([kiln, "compile", net, "-o", so, "--quiet"], env=env,
+    extra = ["--records", records] if records else []
+    r = subprocess.run([kiln, "compile", net, "-o", so, "--quiet"] + extra, env=env,
                        capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"ab: {kiln} compile {net} failed:\n{r.stderr}")
@@ -61,8 +65,11 @@ def main():
     ap.add_argument("--nets", default=NETS)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--old-records", help="tuning records the old build compiles with")
+    ap.add_argument("--new-records", help="tuning records the new build compiles with")
     ap.add_argument("--out")
     a = ap.parse_args()
+    records = {"old": a.old_records, "new": a.new_records}
     nets = [n for n in a.nets.split(",") if n]
     builds = {"old": os.path.abspath(a.old), "new": os.path.abspath(a.new)}
     tmp = tempfile.mkdtemp(prefix="kiln-ab-")
@@ -71,7 +78,7 @@ def main():
         for n in nets:
             so[w, n] = os.path.join(tmp, f"{n}.{w}.so")
             print(f"ab: compiling {n} with the {w} build", file=sys.stderr, flush=True)
-            compile_so(kiln, n, so[w, n], os.path.join(tmp, f"cache-{w}"))
+            compile_so(kiln, n, so[w, n], os.path.join(tmp, f"cache-{w}"), records[w])
     t = {(w, n): [] for w in builds for n in nets}
     for r in range(a.rounds):
         for n in nets:
@@ -79,7 +86,9 @@ def main():
                 t[w, n].append(bench_ms(builds[w], so[w, n], a.threads))
         print(f"ab: round {r + 1}/{a.rounds} done", file=sys.stderr, flush=True)
     lines = [f"{time.strftime('%Y-%m-%d %H:%M')}, {cpu_model()}, {a.threads} threads, "
-             f"{a.rounds} rounds: `bench/ab.py {a.old} {a.new}`", "",
+             f"{a.rounds} rounds: `bench/ab.py {a.old} {a.new}"
+             + (f" --old-records {a.old_records}" if a.old_records else "")
+             + (f" --new-records {a.new_records}" if a.new_records else "") + "`", "",
              "| network | old ms | new ms | new/old (median of rounds) | rounds' range |",
              "|---|---|---|---|---|"]
     for n in nets:
