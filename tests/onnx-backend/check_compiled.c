@@ -9,8 +9,11 @@
  * node, pytorch-converted, pytorch-operator, simple). The claim it checks:
  * every valid graph compiles, so the default (compiled) executor passes every
  * model the reference executor passes, and no model leaves the compiled path
- * (its check says "executor: graph"). Nodes without a kernel template run
- * their reference kernels inside the compiled model (docs/COMPILER.md).
+ * (its check says "executor: graph", or "executor: vm" for a model whose
+ * shapes depend on run-time data: its static part compiled, its
+ * data-dependent nodes on the VM, docs/VM.md). Nodes without a kernel
+ * template run their reference kernels inside the compiled model
+ * (docs/COMPILER.md).
  *
  * `kiln check` runs in-process: the CLI's own kiln_cmd_check (tools/kiln is
  * linked in) in a forked child per model, with its output captured; no
@@ -61,6 +64,7 @@ typedef struct model_result {
     int v[2]; /* ref, graph */
     char why[2][REASON];
     int fallbacks; /* "kiln: N nodes run their reference kernel" in the graph check */
+    bool vm;       /* the graph check ran on the VM (data-dependent shapes) */
     double seconds;
 } model_result;
 
@@ -120,6 +124,7 @@ static void child_run(const char *dir, int fd)
     static char text[1 << 16];
     char model[4096], line[2 * REASON + 64];
     int v[2] = {V_PASS, V_PASS}, fallbacks = 0;
+    bool vm = false;
     char why[2][REASON] = {"", ""};
     snprintf(model, sizeof model, "%s/model.onnx", dir);
     int sets = 0;
@@ -167,7 +172,9 @@ static void child_run(const char *dir, int fd)
                 if (fb && sscanf(fb, "kiln: %d node", &k) == 1)
                     fallbacks = k;
             }
-            if (rc == 0 && e == 1 && !strstr(text, "executor: graph (")) {
+            if (e == 1 && strstr(text, "executor: vm ("))
+                vm = true; /* data-dependent shapes: the VM, its static part compiled */
+            if (rc == 0 && e == 1 && !strstr(text, "executor: graph (") && !vm) {
                 v[e] = V_ERROR;
                 snprintf(why[e], REASON, "left the compiled path: %s", text);
                 continue;
@@ -189,8 +196,8 @@ static void child_run(const char *dir, int fd)
         for (char *p = why[e]; *p; p++)
             if (*p == '\t' || *p == '\n')
                 *p = ' ';
-    int len = snprintf(line, sizeof line, "%d %d %d %s\t%s\n", v[0], v[1], fallbacks, why[0],
-                       why[1]);
+    int len = snprintf(line, sizeof line, "%d %d %d %d %s\t%s\n", v[0], v[1], fallbacks, (int)vm,
+                       why[0], why[1]);
     if (len > (int)sizeof line - 1)
         len = (int)sizeof line - 1;
     ssize_t w = write(fd, line, (size_t)len);
@@ -232,8 +239,9 @@ static void finish(running *r, model_result *m, int status, bool timed_out)
         snprintf(m->why[1], REASON, "%s", m->why[0]);
     } else {
         r->buf[r->len] = '\0';
-        int a = 0, b = 0, f = 0, off = 0;
-        sscanf(r->buf, "%d %d %d %n", &a, &b, &f, &off);
+        int a = 0, b = 0, f = 0, vm = 0, off = 0;
+        sscanf(r->buf, "%d %d %d %d %n", &a, &b, &f, &vm, &off);
+        m->vm = vm != 0;
         m->v[0] = a >= 0 && a < V_COUNT ? a : V_CRASH;
         m->v[1] = b >= 0 && b < V_COUNT ? b : V_CRASH;
         m->fallbacks = f;
@@ -472,11 +480,12 @@ int main(int argc, char **argv)
     }
     double total = since(&t0);
 
-    int pass[2] = {0, 0}, crashed = 0, lost = 0, with_fb = 0, fb_nodes = 0;
+    int pass[2] = {0, 0}, crashed = 0, lost = 0, with_fb = 0, fb_nodes = 0, on_vm = 0;
     for (int i = 0; i < n; i++) {
         model_result *m = &res[i];
         for (int e = 0; e < 2; e++)
             pass[e] += m->v[e] == V_PASS;
+        on_vm += m->vm && m->v[1] == V_PASS;
         crashed += m->v[0] >= V_CRASH || m->v[1] >= V_CRASH;
         lost += m->v[0] == V_PASS && m->v[1] != V_PASS;
         with_fb += m->fallbacks > 0;
@@ -495,10 +504,11 @@ int main(int argc, char **argv)
             printf("  %-58s ref %s, graph %s: %s\n", m->name, verdicts[m->v[0]],
                    verdicts[m->v[1]], m->v[1] != V_PASS ? m->why[1] : m->why[0]);
     }
-    printf("\nkiln check on %d models: ref passes %d, graph (compiled) passes %d; %d pass on "
-           "ref but not compiled; %d crashed or hung; %d compiled models run %d nodes on their "
-           "reference kernels; %.0f s with %d jobs\n",
-           n, pass[0], pass[1], lost, crashed, with_fb, fb_nodes, total, jobs);
+    printf("\nkiln check on %d models: ref passes %d, graph (compiled) passes %d (%d of them "
+           "on the VM: shapes set by run-time data); %d pass on ref but not compiled; %d "
+           "crashed or hung; %d compiled models run %d nodes on their reference kernels; %.0f s "
+           "with %d jobs\n",
+           n, pass[0], pass[1], on_vm, lost, crashed, with_fb, fb_nodes, total, jobs);
     int regress = expected ? check_expected(expected, res, n, filter || list_file) : 0;
     if (write_expected && write_list(write_expected, res, n) != 0)
         regress++;

@@ -75,6 +75,7 @@ typedef struct cli_model {
     kiln_module *mod;      /* graph executor */
     kiln_graph *g;         /* ref executor */
     kiln_ref_executor *ex;
+    struct kiln_vm *vm;    /* the VM: an .onnx whose shapes depend on data (src/vm) */
 } cli_model;
 
 int cli_model_open(cli_model *cm, const char *cmd, const char *model, const char *executor,

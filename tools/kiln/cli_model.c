@@ -4,12 +4,40 @@
  * - a zoo name or .onnx with --executor graph (the default): compiled through
  *   the cache (kiln_compile_cached), then loaded by the runtime;
  * - --executor ref: the reference executor over the imported graph (only
- *   when asked for: every valid graph compiles, docs/COMPILER.md). */
+ *   when asked for: every valid graph compiles, docs/COMPILER.md);
+ * - an .onnx whose import stops on a parameter input that is run-time data
+ *   (a Reshape's shape, a Slice's starts, ...): the VM (src/vm, docs/VM.md),
+ *   its static part compiled (or on the reference executor with --executor
+ *   ref) and its data-dependent nodes converted per shape class and run by
+ *   their reference kernels. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "util/rng.h"
+#include "vm/vm.h"
+
+/* Whether a failed import or compile of an .onnx stopped on a parameter
+ * input that is run-time data: the VM runs such a model. */
+static bool needs_vm(const char *model, const kiln_error *err)
+{
+    return cli_ends_with(model, ".onnx") && err->status == KILN_ERR_UNSUPPORTED &&
+           strstr(err->msg, "must be a constant") != NULL;
+}
+
+static int open_vm(cli_model *cm, const char *executor, int threads, double t0)
+{
+    kiln_error err = {0};
+    kiln_vm_options o = {.reference = strcmp(executor, "ref") == 0, .num_threads = threads};
+    if (kiln_vm_create(cm->model, &o, &cm->vm, &err) != KILN_OK) {
+        cli_model_close(cm);
+        return cli_lib_error(&err);
+    }
+    cm->executor = "vm";
+    cm->threads = o.reference ? 1 : threads;
+    cm->load_ms = cli_now_ms() - t0;
+    return KILN_EXIT_OK;
+}
 
 /* One line naming the fallback steps (op "ref:<Op>"), at most 10 of them. */
 static void print_fallbacks(const kiln_module *m)
@@ -53,12 +81,16 @@ int cli_model_open(cli_model *cm, const char *cmd, const char *model, const char
      * reference executor runs only when the user asks for it. */
     if (!is_so && strcmp(executor, "graph") == 0 &&
         kiln_compile_cached(model, seed, NULL, &cm->so_path, &err) != KILN_OK)
-        return cli_lib_error(&err);
+        return needs_vm(model, &err) ? open_vm(cm, executor, threads, t0) : cli_lib_error(&err);
     cm->executor = strcmp(executor, "ref") == 0 ? "ref" : "graph";
     if (cm->executor[0] == 'r') {
         if ((!cm->g && kiln_model_load(model, seed, &cm->g, &err) != KILN_OK) ||
             kiln_ref_executor_create(cm->g, &cm->ex, &err) != KILN_OK) {
             cli_model_close(cm);
+            if (needs_vm(model, &err)) {
+                cm->model = model;
+                return open_vm(cm, executor, threads, t0);
+            }
             return cli_lib_error(&err);
         }
         cm->threads = 1;
@@ -79,6 +111,7 @@ void cli_model_close(cli_model *cm)
 {
     if (!cm)
         return;
+    kiln_vm_destroy(cm->vm);
     kiln_module_destroy(cm->mod);
     kiln_ref_executor_destroy(cm->ex);
     kiln_graph_destroy(cm->g);
@@ -88,17 +121,23 @@ void cli_model_close(cli_model *cm)
 
 int cli_model_num_inputs(const cli_model *cm)
 {
+    if (cm->vm)
+        return kiln_vm_num_inputs(cm->vm);
     return cm->mod ? kiln_module_num_inputs(cm->mod) : kiln_graph_num_inputs(cm->g);
 }
 
 int cli_model_num_outputs(const cli_model *cm)
 {
+    if (cm->vm)
+        return kiln_vm_num_outputs(cm->vm);
     return cm->mod ? kiln_module_num_outputs(cm->mod) : kiln_graph_num_outputs(cm->g);
 }
 
 kiln_status cli_model_input_info(const cli_model *cm, int i, const char **name, kiln_dtype *dt,
                                  kiln_shape *shape)
 {
+    if (cm->vm)
+        return kiln_vm_input_info(cm->vm, i, name, dt, shape);
     return cm->mod ? kiln_module_input_info(cm->mod, i, name, dt, shape)
                    : kiln_graph_input_info(cm->g, i, name, dt, shape);
 }
@@ -106,29 +145,44 @@ kiln_status cli_model_input_info(const cli_model *cm, int i, const char **name, 
 kiln_status cli_model_output_info(const cli_model *cm, int i, const char **name, kiln_dtype *dt,
                                   kiln_shape *shape)
 {
+    if (cm->vm)
+        return kiln_vm_output_info(cm->vm, i, name, dt, shape);
     return cm->mod ? kiln_module_output_info(cm->mod, i, name, dt, shape)
                    : kiln_graph_output_info(cm->g, i, name, dt, shape);
 }
 
 kiln_status cli_model_set_input(cli_model *cm, int i, const kiln_tensor *t, kiln_error *err)
 {
+    if (cm->vm)
+        return kiln_vm_set_input(cm->vm, i, t, err);
     return cm->mod ? kiln_module_set_input(cm->mod, i, t, err)
                    : kiln_ref_executor_set_input(cm->ex, i, t, err);
 }
 
 kiln_status cli_model_run(cli_model *cm, kiln_error *err)
 {
+    if (cm->vm)
+        return kiln_vm_run(cm->vm, err);
     return cm->mod ? kiln_module_run(cm->mod, err) : kiln_ref_executor_run(cm->ex, err);
 }
 
 const kiln_tensor *cli_model_output(const cli_model *cm, int i)
 {
+    if (cm->vm)
+        return kiln_vm_output(cm->vm, i);
     return cm->mod ? kiln_module_output(cm->mod, i) : kiln_ref_executor_output(cm->ex, i);
 }
 
 char *cli_model_describe(const cli_model *cm, char *buf, size_t size)
 {
-    if (cm->mod)
+    if (cm->vm)
+        snprintf(buf, size,
+                 "vm (%d data-dependent node%s on reference kernels, per shape class; static "
+                 "part: %s)",
+                 kiln_vm_num_dynamic_nodes(cm->vm),
+                 kiln_vm_num_dynamic_nodes(cm->vm) == 1 ? "" : "s",
+                 kiln_vm_static_part(cm->vm));
+    else if (cm->mod)
         snprintf(buf, size, "graph (%s, %d thread%s)", cm->so_path ? cm->so_path : cm->model,
                  cm->threads, cm->threads == 1 ? "" : "s");
     else

@@ -309,7 +309,7 @@ static kiln_status conv_clip11(onnx_ctx *c, kiln_error *err)
     int na = 0;
     for (int k = 1; k <= 2; k++) {
         static const char *const what[] = {NULL, "min", "max"};
-        if (onnx_in(c, k) >= 0 && !onnx_in_const_eval(c, k, what[k], err, &s))
+        if (onnx_in(c, k) >= 0 && onnx_rt_is_data(c, k, what[k], err, &s))
             return s != KILN_OK ? s : onnx_rt_clip(c, err); /* a bound is data */
     }
     if (onnx_in(c, 1) >= 0) {

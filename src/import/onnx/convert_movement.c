@@ -150,6 +150,8 @@ static kiln_status materialize(onnx_ctx *c, int k, const char *what, kiln_error 
     if (eval_value(c, v->id, 0, &st, &t, &owned, &scratch) != KILN_OK) {
         if (!st.dep)
             return KILN_OK;
+        c->data_param = true;
+        c->data_input = k;
         return onnx_node_error(c, KILN_ERR_UNSUPPORTED, err,
                                "input %d (%s, computed from graph input '%s') must be a "
                                "constant: kiln takes it as an attribute and cannot compute it "
@@ -295,7 +297,7 @@ kiln_status onnx_convert_trilu(onnx_ctx *c, kiln_error *err)
     if (s != KILN_OK)
         return s;
     pass_attr(c, "upper", a, &na);
-    if (onnx_in(c, 1) >= 0 && !onnx_in_const_eval(c, 1, "k", err, &s))
+    if (onnx_in(c, 1) >= 0 && onnx_rt_is_data(c, 1, "k", err, &s))
         return s != KILN_OK ? s : onnx_rt_trilu(c, err); /* k is data */
     if (onnx_in(c, 1) >= 0) {
         const int64_t *k = NULL;

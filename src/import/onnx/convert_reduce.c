@@ -94,7 +94,7 @@ static kiln_status conv_cumsum(onnx_ctx *c, kiln_error *err)
     if (s != KILN_OK)
         return s;
     int64_t axis = 0;
-    if (onnx_in(c, 1) >= 0 && !onnx_in_const_eval(c, 1, "axis", err, &s))
+    if (onnx_in(c, 1) >= 0 && onnx_rt_is_data(c, 1, "axis", err, &s))
         return s != KILN_OK ? s : onnx_rt_cumsum(c, err); /* the axis is data */
     if ((s = in_one_int(c, "axis", &axis, err)) != KILN_OK)
         return s;

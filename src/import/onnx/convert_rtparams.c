@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "import/onnx/convert_movement.h"
 #include "ir/graph.h"
 #include "util/error.h"
 
@@ -55,6 +56,22 @@ static int scalar_const(onnx_ctx *c, const char *suffix, kiln_dtype dt, double v
     snprintf(name, sizeof name, "%s/%s", c->node_name, suffix);
     kiln_tensor t = {.dtype = dt, .shape = {.rank = 0}, .data = buf};
     return onnx_add_const(c, name, &t, err);
+}
+
+bool onnx_rt_is_data(onnx_ctx *c, int k, const char *what, kiln_error *err, kiln_status *s)
+{
+    bool before = c->data_param;
+    c->data_param = false;
+    bool is_const = onnx_in_const_eval(c, k, what, err, s);
+    bool computed = *s != KILN_OK && c->data_param; /* computed from a graph input */
+    c->data_param = before;
+    if (computed) {
+        *s = KILN_OK;
+        if (err)
+            kiln_error_clear(err);
+        return true;
+    }
+    return *s == KILN_OK && !is_const;
 }
 
 kiln_status onnx_rt_clip(onnx_ctx *c, kiln_error *err)

@@ -189,11 +189,14 @@ static kiln_status const_param(const onnx_ctx *c, int k, const char *what, const
     if (!*x)
         return onnx_node_error(c, KILN_ERR_INVALID_GRAPH, err, "input %d (%s) is missing", k,
                                what);
-    if ((*x)->kind != KILN_VALUE_CONST || !(*x)->data)
+    if ((*x)->kind != KILN_VALUE_CONST || !(*x)->data) {
+        ((onnx_ctx *)c)->data_param = true;
+        ((onnx_ctx *)c)->data_input = k;
         return onnx_node_error(c, KILN_ERR_UNSUPPORTED, err,
                                "input %d (%s, '%s') must be a constant: kiln takes it as an "
                                "attribute and cannot compute it at run time",
                                k, what, in_name(c, k));
+    }
     return KILN_OK;
 }
 
@@ -734,6 +737,8 @@ static kiln_status read_opsets(onnx_ctx *c, kiln_error *err)
 static kiln_status import_model(onnx_ctx *c, kiln_error *err)
 {
     const Onnx__ModelProto *m = c->model;
+    if (c->opts->failure)
+        *c->opts->failure = (kiln_onnx_failure){.node = -1, .input = -1};
     if (!m->graph)
         return kiln_errorf(err, KILN_ERR_PARSE, "the model has no graph");
     kiln_status s = read_opsets(c, err);
@@ -745,9 +750,15 @@ static kiln_status import_model(onnx_ctx *c, kiln_error *err)
     if (s != KILN_OK)
         return s;
     for (size_t i = 0; i < m->graph->n_node; i++) {
+        c->data_param = false;
+        c->data_input = -1;
         s = convert_node(c, i, err);
-        if (s != KILN_OK)
+        if (s != KILN_OK) {
+            if (c->opts->failure)
+                *c->opts->failure = (kiln_onnx_failure){
+                    .node = (int)i, .data_param = c->data_param, .input = c->data_input};
             return s;
+        }
     }
     s = bind_outputs(c, err);
     if (s == KILN_OK)

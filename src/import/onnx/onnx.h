@@ -40,11 +40,21 @@ typedef struct kiln_onnx_binding {
     const kiln_tensor *value; /* may be NULL; copied */
 } kiln_onnx_binding;
 
+/* Where a failed import stopped (kiln_onnx_options.failure). */
+typedef struct kiln_onnx_failure {
+    int node;        /* index of the ONNX node whose conversion failed, -1: none */
+    bool data_param; /* it failed on a parameter input that is run-time data
+                        ("must be a constant"): the VM runs such nodes (src/vm) */
+    int input;       /* that input's index in the node, -1: none */
+} kiln_onnx_failure;
+
 typedef struct kiln_onnx_options {
     const kiln_onnx_binding *bindings;
     int n_bindings;
     /* Largest model accepted (bytes); 0 means the protobuf limit, 2 GiB. */
     size_t max_model_size;
+    /* When not NULL, set on every import: where a failure stopped it. */
+    kiln_onnx_failure *failure;
 } kiln_onnx_options;
 
 kiln_status kiln_onnx_load_ex(const char *path, const kiln_onnx_options *opts, kiln_graph **out,
@@ -84,7 +94,9 @@ typedef struct onnx_ctx {
     const Onnx__NodeProto *node;
     const char *node_name; /* node->name, or "<op_type>_<index>" */
     int node_index;
-    int first_node; /* kiln nodes from this id on were emitted for it */
+    int first_node;  /* kiln nodes from this id on were emitted for it */
+    bool data_param; /* a "must be a constant" error was raised */
+    int data_input;  /* ... for that input of the node */
 } onnx_ctx;
 
 /* Converter: reads c->node, emits kiln nodes / constants, binds every output.

@@ -1,0 +1,891 @@
+/* vm/vm.c: the VM for models whose shapes depend on run-time data (vm.h,
+ * docs/VM.md).
+ *
+ * Create: split the ONNX graph. Start with every node static; import the
+ * static part; when the import stops on a node whose parameter input is data
+ * (kiln_onnx_failure.data_param), that node and everything downstream of it
+ * move to the dynamic part, and the static part is imported again. The
+ * static part's outputs are the model outputs it computes and the values the
+ * dynamic part reads; its inputs, the graph inputs its nodes read.
+ *
+ * Run: the static part runs (compiled or reference), then each dynamic node
+ * in ONNX order. A dynamic node's inputs come from the graph inputs, the
+ * static part's outputs, earlier dynamic nodes, or initializers (embedded in
+ * its one-node model). Its shape class is a key of every input's dtype and
+ * shape plus the bytes of the inputs bound as parameters; a class seen
+ * before reuses its converted one-node graph and reference executor (no
+ * conversion, no allocation); a new one is converted: a one-node ONNX model
+ * is packed and imported, binding the inputs the importer asks for as
+ * constants (learned per node, kept for later classes). VM_CLASSES classes
+ * are kept per node, the least recently used one replaced. */
+#include "vm/vm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "import/onnx/onnx.h"
+#include "io/tensor_io.h"
+#include "ir/graph.h"
+#include "util/error.h"
+#include "util/file.h"
+
+#define VM_CLASSES 8
+
+enum { SRC_NONE, SRC_INPUT, SRC_STATIC, SRC_DYN, SRC_INIT };
+
+typedef struct vm_src {
+    int kind;
+    int index; /* INPUT: VM input; STATIC: static output; DYN: dynamic node; INIT: unused */
+    int sub;   /* DYN: that node's output */
+} vm_src;
+
+typedef struct vm_class {
+    unsigned char *key;
+    size_t key_len;
+    kiln_graph *g;
+    kiln_ref_executor *ex;
+    int *in_slot; /* per node input: the one-node graph's input index, -1: none */
+    int64_t used; /* stamp of the last run that used it */
+} vm_class;
+
+typedef struct vm_node {
+    const Onnx__NodeProto *np;
+    const char *name; /* for messages */
+    int n_in, n_out;
+    vm_src *src;             /* per input */
+    bool *bound;             /* per input: bound as a constant (learned) */
+    int *out_pos;            /* per output: index among the one-node graph's outputs, -1 unused */
+    const kiln_tensor **out; /* per output, after a run */
+    vm_class cls[VM_CLASSES];
+    int n_cls;
+    unsigned char *key;
+    size_t key_cap;
+} vm_node;
+
+struct kiln_vm {
+    Onnx__ModelProto *m;
+    char *base_dir;
+    bool reference;
+    int n_in, n_out;
+    const Onnx__ValueInfoProto **in_vi, **out_vi;
+    kiln_dtype *in_dt, *out_dt;
+    kiln_shape *in_shape, *out_shape;
+    kiln_tensor *in_t; /* owned copies */
+    bool *in_set;
+    vm_src *out_src;
+    /* static part */
+    kiln_graph *sg;
+    kiln_ref_executor *sex;
+    kiln_module *smod;
+    int s_n_in, s_n_out;
+    int *s_in_map;            /* static input -> VM input */
+    const char **s_out_names; /* the static part's outputs */
+    /* dynamic part */
+    int n_dyn;
+    vm_node *dyn;
+    int64_t stamp, conversions;
+};
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static bool is_initializer(const Onnx__GraphProto *g, const char *name)
+{
+    for (size_t i = 0; i < g->n_initializer; i++)
+        if (g->initializer[i]->name && strcmp(g->initializer[i]->name, name) == 0)
+            return true;
+    return false;
+}
+
+/* The node (index) among those with in_set[] true that produces `name`, or -1. */
+static int producer(const Onnx__GraphProto *g, const bool *in_set, bool want, const char *name)
+{
+    for (size_t i = 0; i < g->n_node; i++) {
+        if (in_set[i] != want)
+            continue;
+        for (size_t k = 0; k < g->node[i]->n_output; k++)
+            if (g->node[i]->output[k] && strcmp(g->node[i]->output[k], name) == 0)
+                return (int)i;
+    }
+    return -1;
+}
+
+static bool node_reads(const Onnx__NodeProto *np, const char *name)
+{
+    for (size_t k = 0; k < np->n_input; k++)
+        if (np->input[k] && strcmp(np->input[k], name) == 0)
+            return true;
+    return false;
+}
+
+static void decl_type(const Onnx__ValueInfoProto *vi, kiln_dtype *dt, kiln_shape *shape)
+{
+    *dt = KILN_DTYPE_FLOAT32;
+    memset(shape, 0, sizeof *shape);
+    const Onnx__TypeProto *tp = vi->type;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+        return;
+    *dt = kiln_dtype_from_onnx(tp->tensor_type->elem_type);
+    const Onnx__TensorShapeProto *sp = tp->tensor_type->shape;
+    if (!sp)
+        return;
+    shape->rank = sp->n_dim <= KILN_MAX_RANK ? (int)sp->n_dim : KILN_MAX_RANK;
+    for (int d = 0; d < shape->rank; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = sp->dim[d];
+        shape->dims[d] =
+            dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ? dim->dim_value
+                                                                                   : -1;
+    }
+}
+
+/* Packs m and imports it (bindings as given); *failure says where it stopped. */
+static kiln_status import_model(const kiln_vm *vm, Onnx__ModelProto *m,
+                                const kiln_onnx_binding *b, int nb, kiln_onnx_failure *failure,
+                                kiln_graph **g, kiln_error *err)
+{
+    size_t size = onnx__model_proto__get_packed_size(m);
+    uint8_t *buf = malloc(size ? size : 1);
+    if (!buf)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    onnx__model_proto__pack(m, buf);
+    kiln_onnx_options o = {.bindings = b, .n_bindings = nb, .failure = failure};
+    kiln_status s = kiln_onnx_load_buffer_ex(buf, size, vm->base_dir, &o, g, err);
+    free(buf);
+    return s;
+}
+
+/* ---- the static part ---------------------------------------------------------- */
+
+/* Imports the nodes with dyn[i] false as a model of their own into *g (NULL:
+ * there is no static part). */
+static kiln_status import_static(kiln_vm *vm, const bool *dyn, kiln_onnx_failure *failure,
+                                 int *node_map, kiln_graph **g, kiln_error *err)
+{
+    const Onnx__GraphProto *og = vm->m->graph;
+    size_t nn = og->n_node;
+    Onnx__NodeProto **nodes = calloc(nn + 1, sizeof *nodes);
+    Onnx__ValueInfoProto **ins = calloc(og->n_input + 1, sizeof *ins);
+    size_t cap_out = og->n_output + 1;
+    for (size_t i = 0; i < nn; i++)
+        cap_out += og->node[i]->n_input;
+    Onnx__ValueInfoProto **outs = calloc(cap_out, sizeof *outs);
+    Onnx__ValueInfoProto *fresh = calloc(cap_out, sizeof *fresh);
+    kiln_status s = KILN_OK;
+    *g = NULL;
+    if (!nodes || !ins || !outs || !fresh) {
+        s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    size_t n_nodes = 0, n_ins = 0, n_outs = 0, n_fresh = 0;
+    for (size_t i = 0; i < nn; i++)
+        if (!dyn[i]) {
+            node_map[n_nodes] = (int)i;
+            nodes[n_nodes++] = og->node[i];
+        }
+    for (size_t i = 0; i < og->n_input; i++) {
+        const char *nm = og->input[i]->name ? og->input[i]->name : "";
+        bool used = is_initializer(og, nm);
+        for (size_t j = 0; j < n_nodes && !used; j++)
+            used = node_reads(nodes[j], nm);
+        if (used)
+            ins[n_ins++] = og->input[i];
+    }
+    for (size_t i = 0; i < og->n_output; i++)
+        if (og->output[i]->name && producer(og, dyn, false, og->output[i]->name) >= 0)
+            outs[n_outs++] = og->output[i];
+    for (size_t i = 0; i < nn; i++) {
+        if (!dyn[i])
+            continue;
+        for (size_t k = 0; k < og->node[i]->n_input; k++) {
+            const char *nm = og->node[i]->input[k];
+            if (!nm || !*nm || producer(og, dyn, false, nm) < 0)
+                continue;
+            bool have = false;
+            for (size_t j = 0; j < n_outs && !have; j++)
+                have = strcmp(outs[j]->name, nm) == 0;
+            if (have)
+                continue;
+            Onnx__ValueInfoProto init = ONNX__VALUE_INFO_PROTO__INIT;
+            fresh[n_fresh] = init;
+            fresh[n_fresh].name = (char *)nm;
+            outs[n_outs++] = &fresh[n_fresh++];
+        }
+    }
+    if (n_nodes == 0 || n_outs == 0)
+        goto done; /* everything is dynamic */
+    Onnx__GraphProto gp = *og;
+    gp.n_node = n_nodes;
+    gp.node = nodes;
+    gp.n_input = n_ins;
+    gp.input = ins;
+    gp.n_output = n_outs;
+    gp.output = outs;
+    gp.n_value_info = 0;
+    Onnx__ModelProto mp = *vm->m;
+    mp.graph = &gp;
+    s = import_model(vm, &mp, NULL, 0, failure, g, err);
+done:
+    free(nodes);
+    free(ins);
+    free(outs);
+    free(fresh);
+    return s;
+}
+
+/* Splits the graph (see the top of the file); leaves vm->sg and dyn[] set. */
+static kiln_status split(kiln_vm *vm, bool *dyn, kiln_error *err)
+{
+    const Onnx__GraphProto *og = vm->m->graph;
+    int *node_map = calloc(og->n_node + 1, sizeof *node_map);
+    if (!node_map)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    kiln_status s;
+    for (;;) {
+        kiln_onnx_failure f = {.node = -1, .input = -1};
+        s = import_static(vm, dyn, &f, node_map, &vm->sg, err);
+        if (s == KILN_OK || !f.data_param || f.node < 0)
+            break;
+        int first = node_map[f.node];
+        dyn[first] = true;
+        /* everything downstream moves too */
+        for (size_t i = (size_t)first + 1; i < og->n_node; i++)
+            for (size_t k = 0; k < og->node[i]->n_input && !dyn[i]; k++) {
+                const char *nm = og->node[i]->input[k];
+                dyn[i] = nm && *nm && producer(og, dyn, true, nm) >= 0 &&
+                         producer(og, dyn, true, nm) < (int)i;
+            }
+        kiln_error_clear(err);
+    }
+    free(node_map);
+    return s;
+}
+
+/* ---- create ------------------------------------------------------------------- */
+
+static int find_input(const kiln_vm *vm, const char *name)
+{
+    for (int i = 0; i < vm->n_in; i++)
+        if (strcmp(vm->in_vi[i]->name, name) == 0)
+            return i;
+    return -1;
+}
+
+static int find_static_output(const kiln_vm *vm, const char *name)
+{
+    for (int i = 0; i < vm->s_n_out; i++)
+        if (strcmp(vm->s_out_names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+/* Where value `name` comes from, for a reader that is dynamic node `before`
+ * (or the graph outputs: before = n_dyn). */
+static vm_src resolve(const kiln_vm *vm, const char *name, int before)
+{
+    vm_src src = {.kind = SRC_NONE};
+    if (!name || !*name)
+        return src;
+    for (int d = before - 1; d >= 0; d--)
+        for (int k = 0; k < vm->dyn[d].n_out; k++)
+            if (vm->dyn[d].np->output[k] && strcmp(vm->dyn[d].np->output[k], name) == 0)
+                return (vm_src){.kind = SRC_DYN, .index = d, .sub = k};
+    int j = find_static_output(vm, name);
+    if (j >= 0)
+        return (vm_src){.kind = SRC_STATIC, .index = j};
+    j = find_input(vm, name);
+    if (j >= 0)
+        return (vm_src){.kind = SRC_INPUT, .index = j};
+    if (is_initializer(vm->m->graph, name))
+        return (vm_src){.kind = SRC_INIT};
+    return (vm_src){.kind = -1};
+}
+
+static kiln_status load_static(kiln_vm *vm, const kiln_vm_options *o, kiln_error *err)
+{
+    kiln_graph *g = vm->sg;
+    vm->s_n_in = kiln_graph_num_inputs(g);
+    vm->s_n_out = kiln_graph_num_outputs(g);
+    vm->s_in_map = calloc((size_t)vm->s_n_in + 1, sizeof *vm->s_in_map);
+    vm->s_out_names = calloc((size_t)vm->s_n_out + 1, sizeof *vm->s_out_names);
+    if (!vm->s_in_map || !vm->s_out_names)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int i = 0; i < vm->s_n_in; i++) {
+        const char *nm = "";
+        kiln_graph_input_info(g, i, &nm, NULL, NULL);
+        if ((vm->s_in_map[i] = find_input(vm, nm)) < 0)
+            return kiln_errorf(err, KILN_ERR_INTERNAL, "vm: static input '%s' is no model input",
+                               nm);
+    }
+    for (int i = 0; i < vm->s_n_out; i++)
+        kiln_graph_output_info(g, i, &vm->s_out_names[i], NULL, NULL);
+    if (vm->reference)
+        return kiln_ref_executor_create(g, &vm->sex, err);
+    const char *tmp = getenv("TMPDIR");
+    char path[4096];
+    static int counter;
+    snprintf(path, sizeof path, "%s/kiln-vm-%ld-%d.so", tmp && *tmp ? tmp : "/tmp",
+             (long)getpid(), counter++);
+    kiln_compile_options co = {.cache_dir = o->cache_dir};
+    kiln_status s = kiln_compile(g, &co, path, err);
+    if (s == KILN_OK) {
+        kiln_module_options mo = {.num_threads = o->num_threads, .bind_threads = -1};
+        s = kiln_module_load(path, &mo, &vm->smod, err);
+    }
+    unlink(path);
+    return s;
+}
+
+static kiln_status build_dynamic(kiln_vm *vm, const bool *dyn, kiln_error *err)
+{
+    const Onnx__GraphProto *og = vm->m->graph;
+    for (size_t i = 0; i < og->n_node; i++)
+        vm->n_dyn += dyn[i];
+    vm->dyn = calloc((size_t)vm->n_dyn + 1, sizeof *vm->dyn);
+    if (!vm->dyn)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    int d = 0;
+    for (size_t i = 0; i < og->n_node; i++) {
+        if (!dyn[i])
+            continue;
+        vm_node *n = &vm->dyn[d];
+        n->np = og->node[i];
+        n->name = n->np->name && *n->np->name ? n->np->name : n->np->op_type;
+        n->n_in = (int)n->np->n_input;
+        n->n_out = (int)n->np->n_output;
+        n->src = calloc((size_t)n->n_in + 1, sizeof *n->src);
+        n->bound = calloc((size_t)n->n_in + 1, sizeof *n->bound);
+        n->out_pos = calloc((size_t)n->n_out + 1, sizeof *n->out_pos);
+        n->out = calloc((size_t)n->n_out + 1, sizeof *n->out);
+        if (!n->src || !n->bound || !n->out_pos || !n->out)
+            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        for (int k = 0; k < n->n_in; k++) {
+            n->src[k] = resolve(vm, n->np->input[k], d);
+            if (n->src[k].kind < 0)
+                return kiln_errorf(err, KILN_ERR_PARSE, "node '%s': input '%s' is not defined",
+                                   n->name, n->np->input[k]);
+        }
+        d++;
+    }
+    /* outputs read by later dynamic nodes or by the graph */
+    for (d = 0; d < vm->n_dyn; d++) {
+        vm_node *n = &vm->dyn[d];
+        int pos = 0;
+        for (int k = 0; k < n->n_out; k++) {
+            const char *nm = n->np->output[k];
+            bool used = false;
+            for (int e = d + 1; e < vm->n_dyn && !used && nm && *nm; e++)
+                used = node_reads(vm->dyn[e].np, nm);
+            for (size_t o = 0; o < og->n_output && !used && nm && *nm; o++)
+                used = og->output[o]->name && strcmp(og->output[o]->name, nm) == 0;
+            n->out_pos[k] = used ? pos++ : -1;
+        }
+    }
+    for (int i = 0; i < vm->n_out; i++) {
+        vm->out_src[i] = resolve(vm, vm->out_vi[i]->name, vm->n_dyn);
+        if (vm->out_src[i].kind <= SRC_NONE || vm->out_src[i].kind == SRC_INIT)
+            return kiln_errorf(err, KILN_ERR_UNSUPPORTED,
+                               "graph output '%s' is not computed by a node",
+                               vm->out_vi[i]->name ? vm->out_vi[i]->name : "");
+    }
+    return KILN_OK;
+}
+
+kiln_status kiln_vm_create(const char *path, const kiln_vm_options *opts, kiln_vm **out,
+                           kiln_error *err)
+{
+    kiln_vm_options def = {0};
+    const kiln_vm_options *o = opts ? opts : &def;
+    kiln_vm *vm = calloc(1, sizeof *vm);
+    void *data = NULL;
+    size_t size = 0;
+    bool *dyn = NULL;
+    if (!vm)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    vm->reference = o->reference;
+    kiln_status s = kiln_file_read(path, (size_t)INT32_MAX, &data, &size, err);
+    if (s == KILN_OK)
+        s = onnx_decode_model(data, size, &vm->m, err);
+    free(data);
+    if (s == KILN_OK && !vm->m->graph)
+        s = kiln_errorf(err, KILN_ERR_PARSE, "the model has no graph");
+    if (s != KILN_OK)
+        goto fail;
+    vm->base_dir = strdup(path);
+    if (!vm->base_dir) {
+        s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        goto fail;
+    }
+    char *slash = strrchr(vm->base_dir, '/');
+    if (!slash)
+        strcpy(vm->base_dir, ".");
+    else if (slash == vm->base_dir)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    const Onnx__GraphProto *og = vm->m->graph;
+    size_t cap = og->n_input + og->n_output + 1;
+    vm->in_vi = calloc(cap, sizeof *vm->in_vi);
+    vm->out_vi = calloc(cap, sizeof *vm->out_vi);
+    vm->in_dt = calloc(cap, sizeof *vm->in_dt);
+    vm->out_dt = calloc(cap, sizeof *vm->out_dt);
+    vm->in_shape = calloc(cap, sizeof *vm->in_shape);
+    vm->out_shape = calloc(cap, sizeof *vm->out_shape);
+    vm->in_t = calloc(cap, sizeof *vm->in_t);
+    vm->in_set = calloc(cap, sizeof *vm->in_set);
+    vm->out_src = calloc(cap, sizeof *vm->out_src);
+    dyn = calloc(og->n_node + 1, sizeof *dyn);
+    if (!vm->in_vi || !vm->out_vi || !vm->in_dt || !vm->out_dt || !vm->in_shape ||
+        !vm->out_shape || !vm->in_t || !vm->in_set || !vm->out_src || !dyn) {
+        s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < og->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = og->input[i];
+        if (!vi->name || is_initializer(og, vi->name))
+            continue;
+        vm->in_vi[vm->n_in] = vi;
+        decl_type(vi, &vm->in_dt[vm->n_in], &vm->in_shape[vm->n_in]);
+        vm->n_in++;
+    }
+    for (size_t i = 0; i < og->n_output; i++) {
+        vm->out_vi[vm->n_out] = og->output[i];
+        decl_type(og->output[i], &vm->out_dt[vm->n_out], &vm->out_shape[vm->n_out]);
+        vm->n_out++;
+    }
+    if ((s = split(vm, dyn, err)) != KILN_OK)
+        goto fail;
+    if (vm->sg && (s = load_static(vm, o, err)) != KILN_OK)
+        goto fail;
+    if ((s = build_dynamic(vm, dyn, err)) != KILN_OK)
+        goto fail;
+    free(dyn);
+    *out = vm;
+    return KILN_OK;
+fail:
+    free(dyn);
+    kiln_error_prefix(err, s, "%s: ", path);
+    kiln_vm_destroy(vm);
+    return s;
+}
+
+static void free_class(vm_class *c)
+{
+    kiln_ref_executor_destroy(c->ex);
+    kiln_graph_destroy(c->g);
+    free(c->in_slot);
+    free(c->key);
+    memset(c, 0, sizeof *c);
+}
+
+void kiln_vm_destroy(kiln_vm *vm)
+{
+    if (!vm)
+        return;
+    for (int d = 0; vm->dyn && d < vm->n_dyn; d++) {
+        vm_node *n = &vm->dyn[d];
+        for (int c = 0; c < n->n_cls; c++)
+            free_class(&n->cls[c]);
+        free(n->src);
+        free(n->bound);
+        free(n->out_pos);
+        free(n->out);
+        free(n->key);
+    }
+    free(vm->dyn);
+    kiln_module_destroy(vm->smod);
+    kiln_ref_executor_destroy(vm->sex);
+    kiln_graph_destroy(vm->sg);
+    free(vm->s_in_map);
+    free(vm->s_out_names);
+    for (int i = 0; vm->in_t && i < vm->n_in; i++)
+        kiln_tensor_release(&vm->in_t[i]);
+    free(vm->in_t);
+    free(vm->in_set);
+    free(vm->in_vi);
+    free(vm->out_vi);
+    free(vm->in_dt);
+    free(vm->out_dt);
+    free(vm->in_shape);
+    free(vm->out_shape);
+    free(vm->out_src);
+    free(vm->base_dir);
+    if (vm->m)
+        onnx_free_model(vm->m);
+    free(vm);
+}
+
+/* ---- run ---------------------------------------------------------------------- */
+
+static const kiln_tensor *static_output(const kiln_vm *vm, int j)
+{
+    return vm->smod ? kiln_module_output(vm->smod, j) : kiln_ref_executor_output(vm->sex, j);
+}
+
+static const kiln_tensor *value_of(const kiln_vm *vm, vm_src s)
+{
+    switch (s.kind) {
+    case SRC_INPUT: return &vm->in_t[s.index];
+    case SRC_STATIC: return static_output(vm, s.index);
+    case SRC_DYN: return vm->dyn[s.index].out[s.sub];
+    default: return NULL;
+    }
+}
+
+/* The shape class of node n with inputs `t` into n->key; false: out of memory. */
+static bool make_key(vm_node *n, const kiln_tensor *const *t, size_t *len)
+{
+    size_t need = 0;
+    for (int k = 0; k < n->n_in; k++) {
+        need += 8 + 8 * KILN_MAX_RANK;
+        if (t[k] && n->bound[k])
+            need += 8 + (size_t)kiln_tensor_nbytes(t[k]);
+    }
+    if (need > n->key_cap) {
+        unsigned char *p = realloc(n->key, need);
+        if (!p)
+            return false;
+        n->key = p;
+        n->key_cap = need;
+    }
+    size_t o = 0;
+    for (int k = 0; k < n->n_in; k++) {
+        int32_t head[2] = {t[k] ? (int32_t)t[k]->dtype : -1, t[k] ? t[k]->shape.rank : -1};
+        memcpy(n->key + o, head, 8);
+        o += 8;
+        if (!t[k])
+            continue;
+        memcpy(n->key + o, t[k]->shape.dims, 8 * (size_t)t[k]->shape.rank);
+        o += 8 * (size_t)t[k]->shape.rank;
+        if (n->bound[k]) {
+            int64_t nb = kiln_tensor_nbytes(t[k]);
+            memcpy(n->key + o, &nb, 8);
+            o += 8;
+            memcpy(n->key + o, t[k]->data, (size_t)nb);
+            o += (size_t)nb;
+        }
+    }
+    *len = o;
+    return true;
+}
+
+/* Converts node n for inputs t into class c (a one-node model, imported with
+ * the inputs the importer takes as parameters bound to their values). */
+static kiln_status convert(kiln_vm *vm, vm_node *n, const kiln_tensor *const *t, vm_class *c,
+                           kiln_error *err)
+{
+    int ni = n->n_in;
+    Onnx__ValueInfoProto *vis = calloc((size_t)ni + 1, sizeof *vis);
+    Onnx__ValueInfoProto **ins = calloc((size_t)ni + 1, sizeof *ins);
+    Onnx__TypeProto *tps = calloc((size_t)ni + 1, sizeof *tps);
+    Onnx__TypeProto__Tensor *tts = calloc((size_t)ni + 1, sizeof *tts);
+    Onnx__TensorShapeProto *sps = calloc((size_t)ni + 1, sizeof *sps);
+    Onnx__TensorShapeProto__Dimension *dims =
+        calloc((size_t)ni * KILN_MAX_RANK + 1, sizeof *dims);
+    Onnx__TensorShapeProto__Dimension **dimp =
+        calloc((size_t)ni * KILN_MAX_RANK + 1, sizeof *dimp);
+    Onnx__TensorProto **inits = calloc((size_t)ni + 1, sizeof *inits);
+    Onnx__ValueInfoProto *ovis = calloc((size_t)n->n_out + 1, sizeof *ovis);
+    Onnx__ValueInfoProto **outs = calloc((size_t)n->n_out + 1, sizeof *outs);
+    kiln_onnx_binding *binds = calloc((size_t)ni + 1, sizeof *binds);
+    c->in_slot = calloc((size_t)ni + 1, sizeof *c->in_slot);
+    kiln_status s = KILN_OK;
+    if (!vis || !ins || !tps || !tts || !sps || !dims || !dimp || !inits || !ovis || !outs ||
+        !binds || !c->in_slot) {
+        s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    const Onnx__GraphProto *og = vm->m->graph;
+    size_t n_ins = 0, n_inits = 0, n_outs = 0;
+    for (int k = 0; k < ni; k++) {
+        const char *nm = n->np->input[k];
+        if (n->src[k].kind == SRC_INIT) {
+            for (size_t i = 0; i < og->n_initializer; i++)
+                if (og->initializer[i]->name && strcmp(og->initializer[i]->name, nm) == 0)
+                    inits[n_inits++] = og->initializer[i];
+            continue;
+        }
+        if (!t[k])
+            continue;
+        bool dup = false;
+        for (size_t j = 0; j < n_ins && !dup; j++)
+            dup = strcmp(ins[j]->name, nm) == 0;
+        if (dup)
+            continue;
+        Onnx__TensorShapeProto sp0 = ONNX__TENSOR_SHAPE_PROTO__INIT;
+        Onnx__TypeProto__Tensor tt0 = ONNX__TYPE_PROTO__TENSOR__INIT;
+        Onnx__TypeProto tp0 = ONNX__TYPE_PROTO__INIT;
+        Onnx__ValueInfoProto vi0 = ONNX__VALUE_INFO_PROTO__INIT;
+        sps[k] = sp0;
+        sps[k].n_dim = (size_t)t[k]->shape.rank;
+        sps[k].dim = &dimp[k * KILN_MAX_RANK];
+        for (int d = 0; d < t[k]->shape.rank; d++) {
+            Onnx__TensorShapeProto__Dimension d0 = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
+            dims[k * KILN_MAX_RANK + d] = d0;
+            dims[k * KILN_MAX_RANK + d].value_case =
+                ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+            dims[k * KILN_MAX_RANK + d].dim_value = t[k]->shape.dims[d];
+            dimp[k * KILN_MAX_RANK + d] = &dims[k * KILN_MAX_RANK + d];
+        }
+        tts[k] = tt0;
+        tts[k].has_elem_type = 1;
+        tts[k].elem_type = kiln_dtype_to_onnx(t[k]->dtype);
+        tts[k].shape = &sps[k];
+        tps[k] = tp0;
+        tps[k].value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+        tps[k].tensor_type = &tts[k];
+        vis[k] = vi0;
+        vis[k].name = (char *)nm;
+        vis[k].type = &tps[k];
+        ins[n_ins++] = &vis[k];
+    }
+    for (int k = 0; k < n->n_out; k++) {
+        if (n->out_pos[k] < 0)
+            continue;
+        Onnx__ValueInfoProto vi0 = ONNX__VALUE_INFO_PROTO__INIT;
+        ovis[k] = vi0;
+        ovis[k].name = n->np->output[k];
+        outs[n_outs++] = &ovis[k];
+    }
+    Onnx__NodeProto *node = (Onnx__NodeProto *)n->np;
+    Onnx__GraphProto gp = ONNX__GRAPH_PROTO__INIT;
+    gp.name = "vm_node";
+    gp.n_node = 1;
+    gp.node = &node;
+    gp.n_input = n_ins;
+    gp.input = ins;
+    gp.n_initializer = n_inits;
+    gp.initializer = inits;
+    gp.n_output = n_outs;
+    gp.output = outs;
+    Onnx__ModelProto mp = *vm->m;
+    mp.graph = &gp;
+    for (int tries = 0; tries <= ni; tries++) {
+        int nb = 0;
+        for (int k = 0; k < ni; k++)
+            if (n->bound[k] && t[k]) {
+                bool dup = false;
+                for (int j = 0; j < nb && !dup; j++)
+                    dup = strcmp(binds[j].name, n->np->input[k]) == 0;
+                if (!dup)
+                    binds[nb++] = (kiln_onnx_binding){.name = n->np->input[k], .value = t[k]};
+            }
+        kiln_onnx_failure f = {.node = -1, .input = -1};
+        s = import_model(vm, &mp, binds, nb, &f, &c->g, err);
+        if (s == KILN_OK)
+            break;
+        if (!f.data_param || f.input < 0 || f.input >= ni || n->bound[f.input] || !t[f.input])
+            break;
+        n->bound[f.input] = true; /* a parameter: bound from now on */
+        kiln_error_clear(err);
+    }
+    if (s != KILN_OK)
+        goto done;
+    for (int k = 0; k < ni; k++) {
+        c->in_slot[k] = -1;
+        for (int i = 0; i < kiln_graph_num_inputs(c->g) && t[k]; i++) {
+            const char *nm = "";
+            kiln_graph_input_info(c->g, i, &nm, NULL, NULL);
+            if (strcmp(nm, n->np->input[k]) == 0)
+                c->in_slot[k] = i;
+        }
+    }
+    if (kiln_graph_num_outputs(c->g) != (int)n_outs)
+        s = kiln_errorf(err, KILN_ERR_INTERNAL, "converted to %d outputs, expected %zu",
+                        kiln_graph_num_outputs(c->g), n_outs);
+    if (s == KILN_OK)
+        s = kiln_ref_executor_create(c->g, &c->ex, err);
+done:
+    free(vis);
+    free(ins);
+    free(tps);
+    free(tts);
+    free(sps);
+    free(dims);
+    free(dimp);
+    free(inits);
+    free(ovis);
+    free(outs);
+    free(binds);
+    return s;
+}
+
+static kiln_status run_node(kiln_vm *vm, vm_node *n, kiln_error *err)
+{
+    const kiln_tensor *t[64];
+    if (n->n_in > 64)
+        return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "node '%s' has %d inputs", n->name,
+                           n->n_in);
+    for (int k = 0; k < n->n_in; k++)
+        t[k] = value_of(vm, n->src[k]);
+    size_t len = 0;
+    if (!make_key(n, t, &len))
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    vm_class *c = NULL;
+    for (int i = 0; i < n->n_cls && !c; i++)
+        if (n->cls[i].key_len == len && memcmp(n->cls[i].key, n->key, len) == 0)
+            c = &n->cls[i];
+    if (!c) {
+        if (n->n_cls < VM_CLASSES) {
+            c = &n->cls[n->n_cls++];
+        } else {
+            c = &n->cls[0];
+            for (int i = 1; i < n->n_cls; i++)
+                if (n->cls[i].used < c->used)
+                    c = &n->cls[i];
+            free_class(c);
+        }
+        kiln_status s = convert(vm, n, t, c, err);
+        /* the bound set may have grown: key the class by it */
+        if (s == KILN_OK && !make_key(n, t, &len))
+            s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        if (s == KILN_OK && !(c->key = malloc(len ? len : 1)))
+            s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        if (s != KILN_OK) {
+            free_class(c);
+            n->n_cls--; /* c is the last slot or an evicted one: compact */
+            if (c != &n->cls[n->n_cls])
+                *c = n->cls[n->n_cls], memset(&n->cls[n->n_cls], 0, sizeof *c);
+            return kiln_error_prefix(err, s, "node '%s' (%s) with its inputs' run-time values: ",
+                                     n->name, n->np->op_type);
+        }
+        memcpy(c->key, n->key, len);
+        c->key_len = len;
+        vm->conversions++;
+    }
+    c->used = ++vm->stamp;
+    for (int k = 0; k < n->n_in; k++) {
+        if (c->in_slot[k] < 0)
+            continue;
+        kiln_status s = kiln_ref_executor_set_input(c->ex, c->in_slot[k], t[k], err);
+        if (s != KILN_OK)
+            return kiln_error_prefix(err, s, "node '%s': ", n->name);
+    }
+    kiln_status s = kiln_ref_executor_run(c->ex, err);
+    if (s != KILN_OK)
+        return kiln_error_prefix(err, s, "node '%s' (%s): ", n->name, n->np->op_type);
+    for (int k = 0; k < n->n_out; k++)
+        n->out[k] = n->out_pos[k] >= 0 ? kiln_ref_executor_output(c->ex, n->out_pos[k]) : NULL;
+    return KILN_OK;
+}
+
+kiln_status kiln_vm_run(kiln_vm *vm, kiln_error *err)
+{
+    for (int i = 0; i < vm->n_in; i++)
+        if (!vm->in_set[i])
+            return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "input %d ('%s') is not set", i,
+                               vm->in_vi[i]->name);
+    kiln_status s = KILN_OK;
+    for (int i = 0; i < vm->s_n_in && s == KILN_OK; i++) {
+        const kiln_tensor *t = &vm->in_t[vm->s_in_map[i]];
+        s = vm->smod ? kiln_module_set_input(vm->smod, i, t, err)
+                     : kiln_ref_executor_set_input(vm->sex, i, t, err);
+    }
+    if (s == KILN_OK && (vm->smod || vm->sex))
+        s = vm->smod ? kiln_module_run(vm->smod, err) : kiln_ref_executor_run(vm->sex, err);
+    for (int d = 0; d < vm->n_dyn && s == KILN_OK; d++)
+        s = run_node(vm, &vm->dyn[d], err);
+    return s;
+}
+
+/* ---- queries ------------------------------------------------------------------ */
+
+int kiln_vm_num_inputs(const kiln_vm *vm)
+{
+    return vm->n_in;
+}
+
+int kiln_vm_num_outputs(const kiln_vm *vm)
+{
+    return vm->n_out;
+}
+
+kiln_status kiln_vm_input_info(const kiln_vm *vm, int i, const char **name, kiln_dtype *dtype,
+                               kiln_shape *shape)
+{
+    if (i < 0 || i >= vm->n_in)
+        return KILN_ERR_INVALID_ARGUMENT;
+    if (name)
+        *name = vm->in_vi[i]->name;
+    if (dtype)
+        *dtype = vm->in_dt[i];
+    if (shape)
+        *shape = vm->in_shape[i];
+    return KILN_OK;
+}
+
+kiln_status kiln_vm_output_info(const kiln_vm *vm, int i, const char **name, kiln_dtype *dtype,
+                                kiln_shape *shape)
+{
+    if (i < 0 || i >= vm->n_out)
+        return KILN_ERR_INVALID_ARGUMENT;
+    if (name)
+        *name = vm->out_vi[i]->name ? vm->out_vi[i]->name : "";
+    if (dtype)
+        *dtype = vm->out_dt[i];
+    if (shape)
+        *shape = vm->out_shape[i];
+    return KILN_OK;
+}
+
+kiln_status kiln_vm_set_input(kiln_vm *vm, int i, const kiln_tensor *t, kiln_error *err)
+{
+    if (i < 0 || i >= vm->n_in)
+        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "input index %d out of range (%d)", i,
+                           vm->n_in);
+    const char *nm = vm->in_vi[i]->name;
+    if (t->dtype != vm->in_dt[i])
+        return kiln_errorf(err, KILN_ERR_TYPE_MISMATCH, "input '%s' is %s, got %s", nm,
+                           kiln_dtype_name(vm->in_dt[i]), kiln_dtype_name(t->dtype));
+    const kiln_shape *d = &vm->in_shape[i];
+    bool ok = d->rank == 0 || d->rank == t->shape.rank; /* rank 0: undeclared or scalar */
+    for (int k = 0; ok && d->rank && k < d->rank; k++)
+        ok = d->dims[k] < 0 || d->dims[k] == t->shape.dims[k];
+    if (!ok || (d->rank == 0 && vm->in_vi[i]->type && vm->in_vi[i]->type->tensor_type &&
+                vm->in_vi[i]->type->tensor_type->shape && t->shape.rank != 0)) {
+        kiln_shape_buf a, b;
+        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "input '%s' has shape %s, got %s", nm,
+                           kiln_shape_fmt(d, &a), kiln_shape_fmt(&t->shape, &b));
+    }
+    kiln_tensor *dst = &vm->in_t[i];
+    if (!vm->in_set[i] || dst->dtype != t->dtype || !kiln_shape_equal(&dst->shape, &t->shape)) {
+        kiln_tensor_release(dst);
+        kiln_status s = kiln_tensor_alloc(dst, t->dtype, &t->shape, err);
+        if (s != KILN_OK) {
+            vm->in_set[i] = false;
+            return s;
+        }
+    }
+    int64_t nb = kiln_tensor_nbytes(t);
+    if (nb > 0)
+        memcpy(dst->data, t->data, (size_t)nb);
+    vm->in_set[i] = true;
+    return KILN_OK;
+}
+
+const kiln_tensor *kiln_vm_output(const kiln_vm *vm, int i)
+{
+    if (i < 0 || i >= vm->n_out)
+        return NULL;
+    return value_of(vm, vm->out_src[i]);
+}
+
+int kiln_vm_num_dynamic_nodes(const kiln_vm *vm)
+{
+    return vm->n_dyn;
+}
+
+bool kiln_vm_static_compiled(const kiln_vm *vm)
+{
+    return vm->smod != NULL;
+}
+
+const char *kiln_vm_static_part(const kiln_vm *vm)
+{
+    return vm->smod ? "compiled" : vm->sex ? "reference kernels" : "none";
+}
+
+int64_t kiln_vm_num_conversions(const kiln_vm *vm)
+{
+    return vm->conversions;
+}

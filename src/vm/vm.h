@@ -1,0 +1,73 @@
+/* vm/vm.h: the VM for ONNX models whose shapes depend on run-time data
+ * (docs/VM.md).
+ *
+ * kiln's ops take shape parameters (a Reshape's shape, a Slice's starts, a
+ * Resize's sizes, ...) as attributes. When such an input is run-time data the
+ * model has no static graph, and kiln_onnx_load fails on that node with "must
+ * be a constant". The VM runs such a model anyway:
+ *
+ * - at create, the ONNX graph is split in two. The dynamic part is every node
+ *   whose conversion needs a parameter that is data, and every node that
+ *   depends on one of those; the static part is the rest. The static part
+ *   is imported as usual and compiled into a .so (or, with `reference`, run
+ *   by the reference executor); its outputs are the model's outputs it
+ *   computes plus every value the dynamic part reads.
+ * - at run, after the static part, the VM runs the dynamic nodes one by one:
+ *   for each, the values of its inputs are known, so the node is converted
+ *   by the importer with its parameter inputs bound to their run-time values
+ *   (a one-node graph, shapes static) and run by the reference kernels.
+ *   These one-node graphs are cached per shape class (every input's dtype and
+ *   shape, and the bound parameters' values): a run whose shapes and
+ *   parameters were seen before converts nothing and allocates nothing.
+ *
+ * It lives in libkiln (it converts ONNX nodes at run time), not in the
+ * runtime library. Not thread-safe: one run at a time per VM. */
+#ifndef KILN_VM_VM_H
+#define KILN_VM_VM_H
+
+#include <stdbool.h>
+
+#include "kiln/kiln.h"
+#include "kiln/runtime.h"
+
+typedef struct kiln_vm kiln_vm;
+
+typedef struct kiln_vm_options {
+    bool reference;         /* the static part on the reference executor, not compiled */
+    int num_threads;        /* threads of the compiled static part; 0: the default */
+    const char *cache_dir;  /* object cache of the compiled static part; NULL: default */
+} kiln_vm_options;
+
+/* Opens the .onnx model at `path` (opts may be NULL). Fails like
+ * kiln_onnx_load on anything but data parameters; a model that imports as a
+ * static graph works too (everything is static then). */
+kiln_status kiln_vm_create(const char *path, const kiln_vm_options *opts, kiln_vm **out,
+                           kiln_error *err);
+void kiln_vm_destroy(kiln_vm *vm);
+
+/* The model's inputs (ONNX graph inputs that are not initializers) and
+ * outputs, in ONNX order. Unknown extents (symbolic in the file, or set by
+ * data) are -1 in *shape. */
+int kiln_vm_num_inputs(const kiln_vm *vm);
+int kiln_vm_num_outputs(const kiln_vm *vm);
+kiln_status kiln_vm_input_info(const kiln_vm *vm, int i, const char **name, kiln_dtype *dtype,
+                               kiln_shape *shape);
+kiln_status kiln_vm_output_info(const kiln_vm *vm, int i, const char **name, kiln_dtype *dtype,
+                                kiln_shape *shape);
+/* Copies t into input i (dtype must match; the shape must match the declared
+ * one where it is known). */
+kiln_status kiln_vm_set_input(kiln_vm *vm, int i, const kiln_tensor *t, kiln_error *err);
+kiln_status kiln_vm_run(kiln_vm *vm, kiln_error *err);
+/* Output i after a run, owned by the VM, valid until the next run. */
+const kiln_tensor *kiln_vm_output(const kiln_vm *vm, int i);
+
+/* What runs where: nodes of the ONNX graph in the dynamic part, whether a
+ * static part exists and whether it is compiled. */
+int kiln_vm_num_dynamic_nodes(const kiln_vm *vm);
+bool kiln_vm_static_compiled(const kiln_vm *vm);
+/* "compiled", "reference kernels" or "none" (every node is data-dependent). */
+const char *kiln_vm_static_part(const kiln_vm *vm);
+/* Shape classes converted so far (cache misses), over all dynamic nodes. */
+int64_t kiln_vm_num_conversions(const kiln_vm *vm);
+
+#endif

@@ -1,0 +1,361 @@
+/* tests/vm/test_vm.c: parameter inputs as run-time data.
+ *
+ * - The VM (src/vm, docs/VM.md) on a model built here: x -> Relu (static) ->
+ *   Reshape(shape: a graph input) -> Add(y, y) (data-dependent, downstream),
+ *   with Relu's output also a graph output. Run with several shapes, on the
+ *   reference executor and with the static part compiled: outputs against
+ *   values computed here, the split (two data-dependent nodes), and the
+ *   shape-class cache (a shape seen before converts nothing).
+ * - Clip min/max, Trilu k and CumSum axis as graph inputs import as a static
+ *   graph (convert_rtparams.c) whose result follows the run-time value: one
+ *   import, several values, against values computed here. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "import/onnx/onnx.h"
+#include "io/tensor_io.h"
+#include "test_support.h"
+#include "vm/vm.h"
+
+/* ---- building small ONNX models -------------------------------------------- */
+
+typedef struct vi_store {
+    Onnx__ValueInfoProto vi;
+    Onnx__TypeProto tp;
+    Onnx__TypeProto__Tensor tt;
+    Onnx__TensorShapeProto sp;
+    Onnx__TensorShapeProto__Dimension d[KILN_MAX_RANK];
+    Onnx__TensorShapeProto__Dimension *dp[KILN_MAX_RANK];
+} vi_store;
+
+/* A tensor ValueInfo; dims < 0 are symbolic ("n"); rank < 0: no shape. */
+static Onnx__ValueInfoProto *vi(vi_store *s, const char *name, kiln_dtype dt, int rank,
+                                const int64_t *dims)
+{
+    Onnx__ValueInfoProto v0 = ONNX__VALUE_INFO_PROTO__INIT;
+    Onnx__TypeProto t0 = ONNX__TYPE_PROTO__INIT;
+    Onnx__TypeProto__Tensor tt0 = ONNX__TYPE_PROTO__TENSOR__INIT;
+    Onnx__TensorShapeProto sp0 = ONNX__TENSOR_SHAPE_PROTO__INIT;
+    s->vi = v0;
+    s->tp = t0;
+    s->tt = tt0;
+    s->sp = sp0;
+    s->vi.name = (char *)name;
+    s->vi.type = &s->tp;
+    s->tp.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    s->tp.tensor_type = &s->tt;
+    s->tt.has_elem_type = 1;
+    s->tt.elem_type = kiln_dtype_to_onnx(dt);
+    if (rank >= 0) {
+        s->tt.shape = &s->sp;
+        s->sp.n_dim = (size_t)rank;
+        s->sp.dim = s->dp;
+        for (int i = 0; i < rank; i++) {
+            Onnx__TensorShapeProto__Dimension d0 = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
+            s->d[i] = d0;
+            if (dims[i] >= 0) {
+                s->d[i].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+                s->d[i].dim_value = dims[i];
+            } else {
+                s->d[i].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+                s->d[i].dim_param = "n";
+            }
+            s->dp[i] = &s->d[i];
+        }
+    }
+    return &s->vi;
+}
+
+static void node(Onnx__NodeProto *n, const char *op, char **ins, int n_in, char **outs,
+                 int n_out)
+{
+    Onnx__NodeProto n0 = ONNX__NODE_PROTO__INIT;
+    *n = n0;
+    n->op_type = (char *)op;
+    n->input = ins;
+    n->n_input = (size_t)n_in;
+    n->output = outs;
+    n->n_output = (size_t)n_out;
+}
+
+/* Packs a model of the given graph (opset 17) into path. */
+static void write_model(const char *path, Onnx__GraphProto *g)
+{
+    Onnx__OperatorSetIdProto op = ONNX__OPERATOR_SET_ID_PROTO__INIT;
+    op.domain = "";
+    op.has_version = 1;
+    op.version = 17;
+    Onnx__OperatorSetIdProto *ops[1] = {&op};
+    Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
+    m.has_ir_version = 1;
+    m.ir_version = 8;
+    m.n_opset_import = 1;
+    m.opset_import = ops;
+    m.graph = g;
+    size_t n = onnx__model_proto__get_packed_size(&m);
+    uint8_t *buf = malloc(n);
+    assert_non_null(buf);
+    onnx__model_proto__pack(&m, buf);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, n, f), n);
+    fclose(f);
+    free(buf);
+}
+
+static kiln_tensor tensor(kiln_dtype dt, kiln_shape s)
+{
+    kiln_tensor t;
+    kiln_error err = {0};
+    assert_int_equal(kiln_tensor_alloc(&t, dt, &s, &err), KILN_OK);
+    return t;
+}
+
+static kiln_tensor int64_vec(int n, const int64_t *v)
+{
+    kiln_tensor t = tensor(KILN_DTYPE_INT64, ks(1, (int64_t)n));
+    memcpy(t.data, v, sizeof(int64_t) * (size_t)n);
+    return t;
+}
+
+/* ---- the VM ------------------------------------------------------------------ */
+
+/* x [2,3,4] -> r = Relu(x) -> y = Reshape(r, shape) -> z = Add(y, y); outputs z, r */
+static char *reshape_model(void)
+{
+    static char path[4200];
+    char *dir = kt_tempdir();
+    snprintf(path, sizeof path, "%s/reshape.onnx", dir);
+    free(dir);
+    vi_store s[4];
+    int64_t xd[3] = {2, 3, 4}, sd[1] = {2};
+    Onnx__ValueInfoProto *ins[2] = {vi(&s[0], "x", KILN_DTYPE_FLOAT32, 3, xd),
+                                    vi(&s[1], "shape", KILN_DTYPE_INT64, 1, sd)};
+    Onnx__ValueInfoProto *outs[2] = {vi(&s[2], "z", KILN_DTYPE_FLOAT32, -1, NULL),
+                                     vi(&s[3], "r", KILN_DTYPE_FLOAT32, 3, xd)};
+    char *relu_in[] = {"x"}, *relu_out[] = {"r"};
+    char *rs_in[] = {"r", "shape"}, *rs_out[] = {"y"};
+    char *add_in[] = {"y", "y"}, *add_out[] = {"z"};
+    Onnx__NodeProto nodes[3];
+    node(&nodes[0], "Relu", relu_in, 1, relu_out, 1);
+    node(&nodes[1], "Reshape", rs_in, 2, rs_out, 1);
+    node(&nodes[2], "Add", add_in, 2, add_out, 1);
+    Onnx__NodeProto *np[3] = {&nodes[0], &nodes[1], &nodes[2]};
+    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
+    g.name = "vm_test";
+    g.n_node = 3;
+    g.node = np;
+    g.n_input = 2;
+    g.input = ins;
+    g.n_output = 2;
+    g.output = outs;
+    write_model(path, &g);
+    return path;
+}
+
+static void run_shapes(bool reference)
+{
+    const char *path = reshape_model();
+    kiln_error err = {0};
+    /* a plain import cannot take it: the shape is data */
+    kiln_graph *g = NULL;
+    assert_int_equal(kiln_onnx_load(path, &g, &err), KILN_ERR_UNSUPPORTED);
+    if (!strstr(err.msg, "must be a constant"))
+        fail_msg("import: %s", err.msg);
+    kiln_vm *vm = NULL;
+    kiln_vm_options o = {.reference = reference, .num_threads = 1};
+    if (kiln_vm_create(path, &o, &vm, &err) != KILN_OK)
+        fail_msg("vm: %s", err.msg);
+    assert_int_equal(kiln_vm_num_inputs(vm), 2);
+    assert_int_equal(kiln_vm_num_outputs(vm), 2);
+    assert_int_equal(kiln_vm_num_dynamic_nodes(vm), 2); /* Reshape and the Add after it */
+    assert_string_equal(kiln_vm_static_part(vm), reference ? "reference kernels" : "compiled");
+
+    kiln_tensor x = tensor(KILN_DTYPE_FLOAT32, ks(3, 2, 3, 4));
+    kt_fill_random(x.data, 24, 7, -1, 1);
+    assert_int_equal(kiln_vm_set_input(vm, 0, &x, &err), KILN_OK);
+    static const int64_t shapes[][3] = {{2, 4, 6}, {2, 24, -1}, {2, 2, 3}, {2, 4, 6}};
+    static const int64_t want[][2] = {{4, 6}, {24, 1}, {2, 3}, {4, 6}};
+    /* Reshape and Add convert once per new shape class; [4,6] again: cached */
+    static const int conversions[] = {2, 4, 4, 4};
+    for (int r = 0; r < 4; r++) {
+        int rank = (int)shapes[r][0];
+        kiln_tensor sh = int64_vec(rank, &shapes[r][1]);
+        if (r == 2) {
+            /* [2,3] holds 6 of the 24 elements: an error, no crash */
+            assert_int_equal(kiln_vm_set_input(vm, 1, &sh, &err), KILN_OK);
+            assert_int_not_equal(kiln_vm_run(vm, &err), KILN_OK);
+            assert_non_null(strstr(err.msg, "Reshape"));
+            kiln_tensor_release(&sh);
+            continue;
+        }
+        assert_int_equal(kiln_vm_set_input(vm, 1, &sh, &err), KILN_OK);
+        if (kiln_vm_run(vm, &err) != KILN_OK)
+            fail_msg("run %d: %s", r, err.msg);
+        const kiln_tensor *z = kiln_vm_output(vm, 0), *rr = kiln_vm_output(vm, 1);
+        assert_int_equal(z->shape.rank, 2);
+        assert_int_equal(z->shape.dims[0], want[r][0]);
+        assert_int_equal(z->shape.dims[1], want[r][1]);
+        for (int i = 0; i < 24; i++) {
+            float v = ((float *)x.data)[i] > 0 ? ((float *)x.data)[i] : 0;
+            assert_float_equal(((float *)rr->data)[i], v, 0);
+            assert_float_equal(((float *)z->data)[i], 2 * v, 0);
+        }
+        assert_int_equal(kiln_vm_num_conversions(vm), conversions[r]);
+        kiln_tensor_release(&sh);
+    }
+    kiln_tensor_release(&x);
+    kiln_vm_destroy(vm);
+}
+
+static void test_vm_reference(void **state)
+{
+    (void)state;
+    run_shapes(true);
+}
+
+static void test_vm_compiled(void **state)
+{
+    (void)state;
+    run_shapes(false);
+}
+
+/* ---- parameters that decide no shape ------------------------------------------- */
+
+/* op(x, p1[, p2]) with p as graph inputs of dtype pdt and rank prank */
+static kiln_graph *param_model(const char *op, int n_params, kiln_dtype pdt, int prank,
+                               const char *attr_name, int64_t attr)
+{
+    char path[4200];
+    char *dir = kt_tempdir();
+    snprintf(path, sizeof path, "%s/%s.onnx", dir, op);
+    free(dir);
+    vi_store s[4];
+    int64_t xd[2] = {3, 4}, one[1] = {1};
+    Onnx__ValueInfoProto *ins[3] = {vi(&s[0], "x", KILN_DTYPE_FLOAT32, 2, xd),
+                                    vi(&s[1], "p1", pdt, prank, one),
+                                    vi(&s[2], "p2", pdt, prank, one)};
+    Onnx__ValueInfoProto *outs[1] = {vi(&s[3], "y", KILN_DTYPE_FLOAT32, 2, xd)};
+    char *in[] = {"x", "p1", "p2"}, *out[] = {"y"};
+    Onnx__NodeProto n;
+    node(&n, op, in, 1 + n_params, out, 1);
+    Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT;
+    Onnx__AttributeProto *ap[1] = {&a};
+    if (attr_name) {
+        a.name = (char *)attr_name;
+        a.has_type = 1;
+        a.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+        a.has_i = 1;
+        a.i = attr;
+        n.n_attribute = 1;
+        n.attribute = ap;
+    }
+    Onnx__NodeProto *np[1] = {&n};
+    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
+    g.name = "params";
+    g.n_node = 1;
+    g.node = np;
+    g.n_input = (size_t)(1 + n_params);
+    g.input = ins;
+    g.n_output = 1;
+    g.output = outs;
+    write_model(path, &g);
+    kiln_graph *gr = NULL;
+    kiln_error err = {0};
+    if (kiln_onnx_load(path, &gr, &err) != KILN_OK)
+        fail_msg("%s: %s", op, err.msg);
+    return gr;
+}
+
+/* Runs ex on x and the parameter values p (rank-0 or [1] tensors of dt). */
+static const kiln_tensor *run_params(kiln_ref_executor *ex, const kiln_tensor *x, kiln_dtype dt,
+                                     int prank, int n, const double *p)
+{
+    kiln_error err = {0};
+    assert_int_equal(kiln_ref_executor_set_input(ex, 0, x, &err), KILN_OK);
+    for (int i = 0; i < n; i++) {
+        kiln_tensor t = tensor(dt, prank ? ks(1, (int64_t)1) : ks(0));
+        if (dt == KILN_DTYPE_INT64)
+            *(int64_t *)t.data = (int64_t)p[i];
+        else
+            *(float *)t.data = (float)p[i];
+        if (kiln_ref_executor_set_input(ex, 1 + i, &t, &err) != KILN_OK)
+            fail_msg("input %d: %s", i + 1, err.msg);
+        kiln_tensor_release(&t);
+    }
+    if (kiln_ref_executor_run(ex, &err) != KILN_OK)
+        fail_msg("run: %s", err.msg);
+    return kiln_ref_executor_output(ex, 0);
+}
+
+static void test_runtime_params(void **state)
+{
+    (void)state;
+    kiln_error err = {0};
+    kiln_tensor x = tensor(KILN_DTYPE_FLOAT32, ks(2, 3, 4));
+    const float *xv = x.data;
+    kt_fill_random(x.data, 12, 3, -2, 2);
+
+    /* Clip: one import, several bounds */
+    kiln_graph *g = param_model("Clip", 2, KILN_DTYPE_FLOAT32, 0, NULL, 0);
+    kiln_ref_executor *ex = NULL;
+    assert_int_equal(kiln_ref_executor_create(g, &ex, &err), KILN_OK);
+    static const double bounds[][2] = {{-0.5, 0.5}, {0, 1}, {-3, -1}};
+    for (int b = 0; b < 3; b++) {
+        const kiln_tensor *y = run_params(ex, &x, KILN_DTYPE_FLOAT32, 0, 2, bounds[b]);
+        for (int i = 0; i < 12; i++)
+            assert_float_equal(((float *)y->data)[i],
+                               fminf(fmaxf(xv[i], (float)bounds[b][0]), (float)bounds[b][1]), 0);
+    }
+    kiln_ref_executor_destroy(ex);
+    kiln_graph_destroy(g);
+
+    /* Trilu, upper and lower, k from -3 to 4 */
+    for (int upper = 0; upper <= 1; upper++) {
+        g = param_model("Trilu", 1, KILN_DTYPE_INT64, 0, "upper", upper);
+        assert_int_equal(kiln_ref_executor_create(g, &ex, &err), KILN_OK);
+        for (int k = -3; k <= 4; k++) {
+            double kv = k;
+            const kiln_tensor *y = run_params(ex, &x, KILN_DTYPE_INT64, 0, 1, &kv);
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 4; j++) {
+                    bool keep = upper ? j - i >= k : j - i <= k;
+                    assert_float_equal(((float *)y->data)[i * 4 + j], keep ? xv[i * 4 + j] : 0,
+                                       0);
+                }
+        }
+        kiln_ref_executor_destroy(ex);
+        kiln_graph_destroy(g);
+    }
+
+    /* CumSum over the axis given at run time (0, 1, -1, -2), exclusive */
+    g = param_model("CumSum", 1, KILN_DTYPE_INT64, 1, "exclusive", 1);
+    assert_int_equal(kiln_ref_executor_create(g, &ex, &err), KILN_OK);
+    static const double axes[] = {0, 1, -1, -2};
+    for (int a = 0; a < 4; a++) {
+        int axis = axes[a] < 0 ? (int)axes[a] + 2 : (int)axes[a];
+        const kiln_tensor *y = run_params(ex, &x, KILN_DTYPE_INT64, 1, 1, &axes[a]);
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 4; j++) {
+                double s = 0;
+                for (int t = 0; t < (axis == 0 ? i : j); t++)
+                    s += axis == 0 ? xv[t * 4 + j] : xv[i * 4 + t];
+                assert_float_equal(((float *)y->data)[i * 4 + j], s, 1e-5);
+            }
+    }
+    kiln_ref_executor_destroy(ex);
+    kiln_graph_destroy(g);
+    kiln_tensor_release(&x);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vm_reference),
+        cmocka_unit_test(test_vm_compiled),
+        cmocka_unit_test(test_runtime_params),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
