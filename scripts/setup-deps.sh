@@ -13,6 +13,7 @@ packages=(
   python3 python3-numpy python3-onnx # test fixtures (.npy/.pb/.onnx generators)
   python3-torch python3-torchvision  # exporting real networks to ONNX with reference outputs
   python3-venv                       # make bench: the peers' venv (bench/requirements.txt)
+  python3-pytest                     # the Python package's tests (python/tests; python3-venv for its pip-install test)
   clang libclang-rt-14-dev           # the libFuzzer target for the ONNX importer (tests/fuzz)
 )
 
