@@ -271,6 +271,16 @@ kiln_status onnx_in_scalar(onnx_ctx *c, int k, const char *what, double *v, kiln
     return KILN_OK;
 }
 
+kiln_status onnx_in_tensor(onnx_ctx *c, int k, const char *what, kiln_tensor *t,
+                           kiln_error *err)
+{
+    const kiln_value *x;
+    kiln_status s = const_param(c, k, what, &x, err);
+    if (s == KILN_OK)
+        *t = onnx_value_tensor(x);
+    return s;
+}
+
 const Onnx__AttributeProto *onnx_attr(const onnx_ctx *c, const char *name)
 {
     for (size_t i = 0; i < c->node->n_attribute; i++) {

@@ -125,6 +125,7 @@ extern const onnx_converter onnx_elemwise_converters[];
 extern const onnx_converter onnx_shape_converters[];
 extern const onnx_converter onnx_norm_converters[];
 extern const onnx_converter onnx_reduce_converters[];
+extern const onnx_converter onnx_data_converters[];
 
 /* ---- helpers for converters (import.c) ---------------------------------- */
 
@@ -157,6 +158,11 @@ kiln_status onnx_in_floats(onnx_ctx *c, int k, const char *what, const float **v
                            kiln_error *err);
 /* Input k as one constant float (any numeric dtype, one element). */
 kiln_status onnx_in_scalar(onnx_ctx *c, int k, const char *what, double *v, kiln_error *err);
+/* Input k, a constant, as a tensor view (data borrowed from the graph); the
+ * same "must be a constant" error. For ops whose result kiln computes at
+ * conversion (convert_data.c). */
+kiln_status onnx_in_tensor(onnx_ctx *c, int k, const char *what, kiln_tensor *t,
+                           kiln_error *err);
 
 /* Input k, which the op requires: NULL with an error naming it if absent. */
 const kiln_value *onnx_need(const onnx_ctx *c, int k, const char *what, kiln_error *err);

@@ -18,6 +18,7 @@ static const onnx_converter *const tables[] = {
     onnx_shape_converters,
     onnx_norm_converters,
     onnx_reduce_converters,
+    onnx_data_converters,
 };
 
 static const struct {
