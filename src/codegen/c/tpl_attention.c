@@ -1,13 +1,16 @@
 /* codegen/c/tpl_attention.c: Attention (ir/attention.h) as one kernel per
  * (batch, head, block of `rows_per_task` query rows).
  *
- * Per query row: the Sk scores scale * q . k_j + m_j go to a stack buffer
- * (whole-row softmax: Sk <= 4096, so the row stays in L1), then max, exp and
- * sum, then the weighted sum of the V rows accumulated in a Dv-float row and
- * scaled by 1/sum once. Q, K, V and the output are read and written through
- * the strides the op's perms give (the head split/merge transposes of the
- * exported graph are never materialised); the dot products run in 16
- * partial sums over D so they vectorize. The scores never leave the cache. */
+ * A task first packs K^T of its (batch, head) into the thread's workspace,
+ * [D][Sk rounded up to 64] (zero past Sk; kept across consecutive tasks of
+ * the same head). Per query row, whole-row softmax (Sk <= 4096: the row of
+ * scores stays in L1): the scores scale * q . k_j as rank-1 updates along D
+ * into 64-column register blocks, + the mask, max and sum in 16 partial
+ * lanes, exp by kiln_kernels_math.h's vectorizable kiln_m_expf; then the
+ * weighted sum of the V rows in 64-float register blocks, scaled by 1/sum
+ * once. Q, K, V, mask and output are read and written through the strides
+ * the op's perms give (compile-time constants): the head split/merge
+ * transposes of the exported graph are never materialised. */
 #include <stdio.h>
 
 #include "codegen/c/codegen.h"
@@ -15,7 +18,7 @@
 #include "lower/knobs.h"
 
 #define MAX_SK 4096
-#define MAX_DV 1024
+#define MAX_KT (1 << 20) /* K^T of one head in the workspace: at most 4 MiB */
 
 static bool geom(const kiln_graph *g, const kiln_node *n, kiln_attn_geom *a)
 {
@@ -26,13 +29,19 @@ static bool geom(const kiln_graph *g, const kiln_node *n, kiln_attn_geom *a)
                              &e) == KILN_OK;
 }
 
+/* Sk rounded up to the score block (64 columns: four AVX-512 registers). */
+static int64_t sk_padded(const kiln_attn_geom *a)
+{
+    return (a->Sk + 63) / 64 * 64;
+}
+
 static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
                   kiln_epi_kind *epi)
 {
     (void)tg;
     kiln_attn_geom a;
     if (n->op != KILN_OP_ATTENTION || !kiln_tpl_row_major_in(g, n) || !geom(g, n, &a) ||
-        a.Sk > MAX_SK || a.Dv > MAX_DV || a.Sk < 1 || a.D < 1)
+        a.Sk > MAX_SK || a.Sk < 1 || a.D < 1 || a.D * sk_padded(&a) > MAX_KT)
         return false;
     for (int k = 0; k < n->n_inputs; k++)
         if (n->inputs[k] >= 0 && !kiln_tpl_f32(g, n->inputs[k]))
@@ -47,7 +56,14 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     kiln_attn_geom a;
     geom(l->ctx->g, l->ctx->g->nodes[t->anchor], &a);
     t->flops = 2.0 * a.B * a.H * a.Sq * a.Sk * (a.D + a.Dv);
-    kiln_knobs_rows(t, a.B * a.H, a.Sq, a.Sk * (a.D + a.Dv));
+    /* rows per task: enough to amortize packing K^T (Sk x D) over them, while
+     * leaving >= 8 tasks to share */
+    int rpt = 1;
+    while (rpt * 2 <= a.Sq && rpt < 32 && a.B * a.H * ((a.Sq + rpt * 2 - 1) / (rpt * 2)) >= 8)
+        rpt *= 2;
+    kiln_knob *k = kiln_knob_add(t, "rows_per_task", KILN_KNOB_TILE, rpt, -1);
+    kiln_knob_pow2(k, (int)(a.Sq < 64 ? a.Sq : 64), false);
+    t->workspace = (a.D + 1) * sk_padded(&a) * (int64_t)sizeof(float);
     return KILN_OK;
 }
 
@@ -64,73 +80,113 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     int ma = a.has_mask ? kiln_task_arg(t, n->inputs[3]) : -1;
     kiln_emit_prologue(b, l, t, NULL, 0);
     kiln_sb_printf(b,
-                   "#include <math.h>\n"
-                   "enum { H_ = %lld, SQ_ = %lld, SK_ = %lld, D_ = %lld, DV_ = %lld, RPT_ = %d, "
-                   "MT_ = %lld };\n",
-                   (long long)a.H, (long long)a.Sq, (long long)a.Sk, (long long)a.D,
-                   (long long)a.Dv, rpt, (long long)mt);
+                   "enum { H_ = %lld, SQ_ = %lld, SK_ = %lld, SKP_ = %lld, D_ = %lld, DV_ = %lld, "
+                   "RPT_ = %d, MT_ = %lld };\n",
+                   (long long)a.H, (long long)a.Sq, (long long)a.Sk, (long long)sk_padded(&a),
+                   (long long)a.D, (long long)a.Dv, rpt, (long long)mt);
 #define S4(name, s)                                                                               \
-    kiln_sb_printf(b, "static const int64_t " name "[4] = {%lld, %lld, %lld, %lld};\n",            \
+    kiln_sb_printf(b, "#define " name "0 %lldll\n#define " name "1 %lldll\n#define " name          \
+                      "2 %lldll\n#define " name "3 %lldll\n",                                     \
                    (long long)(s)[0], (long long)(s)[1], (long long)(s)[2], (long long)(s)[3])
-    S4("QS_", a.qs);
-    S4("KS_", a.ks);
-    S4("VS_", a.vs);
-    S4("OS_", a.os);
-    S4("MS_", a.ms);
+    S4("QS", a.qs);
+    S4("KS", a.ks);
+    S4("VS", a.vs);
+    S4("OS", a.os);
+    S4("MS", a.ms);
 #undef S4
-    kiln_sb_printf(b, "static const float SCALE_ = %.9gf;\n\n", (double)a.scale);
+    kiln_sb_printf(b, "#define SCALE_ %.9gf\n\n", (double)a.scale);
     kiln_sb_puts(b, KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
-    kiln_sb_puts(b, "    float s_[SK_];\n"
-                    "    float acc_[DV_];\n"
-                    "    for (int64_t task = begin_; task < end_; task++) {\n"
-                    "        int64_t bh = task / MT_, i0 = (task % MT_) * RPT_;\n"
-                    "        int64_t bb = bh / H_, hh = bh % H_;\n"
-                    "        int64_t i1 = KILN_MIN_((int64_t)SQ_, i0 + RPT_);\n");
+    /* workspace: K^T of the current (batch, head) [D][SKP] (zero past Sk), then
+     * one row of scores [SKP] */
     kiln_sb_printf(b,
-                   "        const float *kb = a%d + bb * KS_[0] + hh * KS_[1];\n"
-                   "        const float *vb = a%d + bb * VS_[0] + hh * VS_[1];\n"
+                   "    float *kt = (float *)" KILN_TASK_WS ";\n"
+                   "    float *s_ = kt + (int64_t)D_ * SKP_;\n"
+                   "    int64_t packed = -1;\n"
+                   "    for (int64_t task = begin_; task < end_; task++) {\n"
+                   "        const int64_t bh = task / MT_, i0 = (task %% MT_) * RPT_;\n"
+                   "        const int64_t bb = bh / H_, hh = bh %% H_;\n"
+                   "        const int64_t i1 = KILN_MIN_((int64_t)SQ_, i0 + RPT_);\n"
+                   "        const float *kb = a%d + bb * KS0 + hh * KS1;\n"
+                   "        const float *vb = a%d + bb * VS0 + hh * VS1;\n"
+                   "        if (packed != bh) {\n"
+                   "            for (int64_t j = 0; j < SK_; j++)\n"
+                   "                for (int64_t c = 0; c < D_; c++)\n"
+                   "                    kt[c * SKP_ + j] = kb[j * KS2 + c * KS3];\n"
+                   "            for (int64_t c = 0; c < D_; c++)\n"
+                   "                for (int64_t j = SK_; j < SKP_; j++)\n"
+                   "                    kt[c * SKP_ + j] = 0.0f;\n"
+                   "            packed = bh;\n"
+                   "        }\n"
                    "        for (int64_t i = i0; i < i1; i++) {\n"
-                   "            const float *qi = a%d + bb * QS_[0] + hh * QS_[1] + i * QS_[2];\n"
-                   "            float mx = -INFINITY;\n"
-                   "            for (int64_t j = 0; j < SK_; j++) {\n"
-                   "                const float *kj = kb + j * KS_[2];\n"
-                   "                float p16[16] = {0};\n"
-                   "                int64_t c = 0;\n"
-                   "                for (; c + 16 <= D_; c += 16)\n"
-                   "                    for (int u = 0; u < 16; u++)\n"
-                   "                        p16[u] += qi[(c + u) * QS_[3]] * kj[(c + u) * KS_[3]];\n"
-                   "                float d = 0.0f;\n"
-                   "                for (; c < D_; c++)\n"
-                   "                    d += qi[c * QS_[3]] * kj[c * KS_[3]];\n"
-                   "                for (int u = 0; u < 16; u++)\n"
-                   "                    d += p16[u];\n"
-                   "                d *= SCALE_;\n",
+                   "            const float *qi = a%d + bb * QS0 + hh * QS1 + i * QS2;\n"
+                   "            for (int64_t j0 = 0; j0 < SKP_; j0 += 64) {\n"
+                   "                float r[64] = {0};\n"
+                   "                for (int64_t c = 0; c < D_; c++) {\n"
+                   "                    const float qc = qi[c * QS3] * SCALE_;\n"
+                   "                    const float *kc = kt + c * SKP_ + j0;\n"
+                   "                    for (int u = 0; u < 64; u++)\n"
+                   "                        r[u] += qc * kc[u];\n"
+                   "                }\n"
+                   "                for (int u = 0; u < 64; u++)\n"
+                   "                    s_[j0 + u] = r[u];\n"
+                   "            }\n",
                    ka, va, qa);
     if (ma >= 0)
-        kiln_sb_printf(b, "                d += a%d[bb * MS_[0] + hh * MS_[1] + i * MS_[2] + j * "
-                          "MS_[3]];\n",
+        kiln_sb_printf(b,
+                       "            {\n"
+                       "                const float *mi = a%d + bb * MS0 + hh * MS1 + i * MS2;\n"
+                       "                for (int64_t j = 0; j < SK_; j++)\n"
+                       "                    s_[j] += mi[j * MS3];\n"
+                       "            }\n",
                        ma);
-    kiln_sb_puts(b, "                s_[j] = d;\n"
-                    "                mx = d > mx ? d : mx;\n"
-                    "            }\n"
+    kiln_sb_puts(b, "            float m16[16];\n"
+                    "            for (int u = 0; u < 16; u++)\n"
+                    "                m16[u] = -INFINITY;\n"
+                    "            int64_t j = 0;\n"
+                    "            for (; j + 16 <= SK_; j += 16)\n"
+                    "                for (int u = 0; u < 16; u++)\n"
+                    "                    m16[u] = s_[j + u] > m16[u] ? s_[j + u] : m16[u];\n"
+                    "            float mx = -INFINITY;\n"
+                    "            for (; j < SK_; j++)\n"
+                    "                mx = s_[j] > mx ? s_[j] : mx;\n"
+                    "            for (int u = 0; u < 16; u++)\n"
+                    "                mx = m16[u] > mx ? m16[u] : mx;\n"
+                    "            float z16[16] = {0};\n"
+                    "            for (j = 0; j + 16 <= SK_; j += 16)\n"
+                    "                for (int u = 0; u < 16; u++) {\n"
+                    "                    const float e = kiln_m_expf(s_[j + u] - mx);\n"
+                    "                    s_[j + u] = e;\n"
+                    "                    z16[u] += e;\n"
+                    "                }\n"
                     "            float sum = 0.0f;\n"
-                    "            for (int64_t j = 0; j < SK_; j++) {\n"
-                    "                float e = expf(s_[j] - mx);\n"
-                    "                s_[j] = e;\n"
-                    "                sum += e;\n"
+                    "            for (; j < SK_; j++) {\n"
+                    "                s_[j] = kiln_m_expf(s_[j] - mx);\n"
+                    "                sum += s_[j];\n"
                     "            }\n"
-                    "            for (int64_t c = 0; c < DV_; c++)\n"
-                    "                acc_[c] = 0.0f;\n"
-                    "            for (int64_t j = 0; j < SK_; j++) {\n"
-                    "                const float pj = s_[j], *vj = vb + j * VS_[2];\n"
-                    "                for (int64_t c = 0; c < DV_; c++)\n"
-                    "                    acc_[c] += pj * vj[c * VS_[3]];\n"
-                    "            }\n"
+                    "            for (int u = 0; u < 16; u++)\n"
+                    "                sum += z16[u];\n"
                     "            const float inv = 1.0f / sum;\n"
-                    "            float *oi = o0 + bb * OS_[0] + hh * OS_[1] + i * OS_[2];\n"
-                    "            for (int64_t c = 0; c < DV_; c++)\n"
-                    "                oi[c * OS_[3]] = acc_[c] * inv;\n"
+                    "            float *oi = o0 + bb * OS0 + hh * OS1 + i * OS2;\n"
+                    "            for (int64_t c0 = 0; c0 < DV_; c0 += 64) {\n"
+                    "                const int64_t cn = KILN_MIN_((int64_t)DV_ - c0, (int64_t)64);\n"
+                    "                float acc[64] = {0};\n"
+                    "                if (cn == 64) {\n"
+                    "                    for (int64_t jj = 0; jj < SK_; jj++) {\n"
+                    "                        const float pj = s_[jj], *vj = vb + jj * VS2 + c0 * VS3;\n"
+                    "                        for (int u = 0; u < 64; u++)\n"
+                    "                            acc[u] += pj * vj[u * VS3];\n"
+                    "                    }\n"
+                    "                } else {\n"
+                    "                    for (int64_t jj = 0; jj < SK_; jj++) {\n"
+                    "                        const float pj = s_[jj], *vj = vb + jj * VS2 + c0 * VS3;\n"
+                    "                        for (int64_t u = 0; u < cn; u++)\n"
+                    "                            acc[u] += pj * vj[u * VS3];\n"
+                    "                    }\n"
+                    "                }\n"
+                    "                for (int64_t u = 0; u < cn; u++)\n"
+                    "                    oi[(c0 + u) * OS3] = acc[u] * inv;\n"
+                    "            }\n"
                     "        }\n"
                     "    }\n"
                     "}\n");
