@@ -9,6 +9,7 @@
  * names. */
 #include <string.h>
 
+#include "import/onnx/convert_composite.h"
 #include "import/onnx/onnx.h"
 #include "util/error.h"
 
@@ -18,8 +19,7 @@ static kiln_status conv_batchnorm(onnx_ctx *c, kiln_error *err)
         return onnx_node_error(c, KILN_ERR_UNSUPPORTED, err,
                                "spatial=0 (per-activation statistics) is not supported");
     if (onnx_attr_int(c, "training_mode", 0) != 0)
-        return onnx_node_error(c, KILN_ERR_UNSUPPORTED, err,
-                               "training_mode=1 is not supported: kiln runs inference only");
+        return onnx_convert_batchnorm_training(c, err); /* batch statistics, as kiln ops */
     /* is_test, momentum and consumed_inputs do not affect inference */
     return onnx_convert_simple(c, KILN_OP_BATCHNORM, "epsilon", err);
 }

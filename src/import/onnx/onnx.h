@@ -126,7 +126,7 @@ extern const onnx_converter onnx_shape_converters[];
 extern const onnx_converter onnx_norm_converters[];
 extern const onnx_converter onnx_reduce_converters[];
 extern const onnx_converter onnx_data_converters[];
-extern const onnx_converter onnx_quant_converters[];
+extern const onnx_converter onnx_composite_converters[];
 
 /* ---- helpers for converters (import.c) ---------------------------------- */
 

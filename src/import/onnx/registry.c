@@ -19,7 +19,7 @@ static const onnx_converter *const tables[] = {
     onnx_norm_converters,
     onnx_reduce_converters,
     onnx_data_converters,
-    onnx_quant_converters,
+    onnx_composite_converters,
 };
 
 static const struct {

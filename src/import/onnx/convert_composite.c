@@ -1,5 +1,13 @@
-/* import/onnx/convert_quant.c: linear quantization ops, written as kiln's
- * float and cast ops (so they compile like any elementwise chain):
+/* import/onnx/convert_composite.c: ONNX ops written as chains of kiln ops (so
+ * they compile like any other chain): linear quantization, and batch
+ * normalization in training mode.
+ *
+ *   BatchNormalization, training_mode=1:
+ *     mean, var = ReduceMean(x), ReduceMean((x - mean)^2) over every axis but 1
+ *     Y = (x - mean) / Sqrt(var + epsilon) * scale + B
+ *     running_mean = input_mean * momentum + mean * (1 - momentum) (var alike)
+ *
+ * Quantization, in float and cast ops:
  *
  *   QuantizeLinear(x, s, zp)   -> Cast(Clip(Round(x / s) + zp, lo, hi), T(zp))
  *   DequantizeLinear(x, s, zp) -> (float(x) - float(zp)) * s
@@ -19,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "import/onnx/convert_composite.h"
 #include "import/onnx/onnx.h"
 #include "ir/graph.h"
 #include "util/error.h"
@@ -311,9 +320,50 @@ static kiln_status conv_qlinear_conv(onnx_ctx *c, kiln_error *err)
                            cast(&b, in[7], KILN_DTYPE_FLOAT32), t));
 }
 
+kiln_status onnx_convert_batchnorm_training(onnx_ctx *c, kiln_error *err)
+{
+    qb b = {.c = c, .err = err};
+    int x = onnx_in(c, 0), in[5];
+    for (int k = 0; k < 5; k++)
+        if ((in[k] = onnx_in(c, k)) < 0)
+            return onnx_node_error(c, KILN_ERR_INVALID_GRAPH, err, "input %d is required", k);
+    const kiln_value *xv = kiln_graph_value(c->g, x);
+    int r = xv->shape.rank;
+    if (r < 2 || xv->dtype != KILN_DTYPE_FLOAT32)
+        return onnx_node_error(c, KILN_ERR_UNSUPPORTED, err,
+                               "training mode needs a float32 input of rank >= 2");
+    int64_t axes[KILN_MAX_RANK], na = 0, ch[1] = {xv->shape.dims[1]};
+    for (int d = 0; d < r; d++)
+        if (d != 1)
+            axes[na++] = d;
+    kiln_attr red[2] = {onnx_attr_is("axes", axes, (int)na), onnx_attr_i("keepdims", 1)};
+    float eps = onnx_attr_float(c, "epsilon", 1e-5f), mom = onnx_attr_float(c, "momentum", 0.9f);
+    int mean = op(&b, KILN_OP_REDUCEMEAN, &x, 1, red, 2);
+    int d = op2(&b, KILN_OP_SUB, x, mean);
+    int sq = op2(&b, KILN_OP_MUL, d, d);
+    int var = op(&b, KILN_OP_REDUCEMEAN, &sq, 1, red, 2);
+    int den = op(&b, KILN_OP_SQRT, (int[]){op2(&b, KILN_OP_ADD, var, fconst(&b, KILN_DTYPE_FLOAT32, eps))}, 1, NULL, 0);
+    int y = op2(&b, KILN_OP_DIV, d, den);
+    y = op2(&b, KILN_OP_MUL, y, along(&b, in[1], r, 1));
+    y = op2(&b, KILN_OP_ADD, y, along(&b, in[2], r, 1));
+    kiln_status s = finish(&b, 0, y);
+    int m = fconst(&b, KILN_DTYPE_FLOAT32, mom), m1 = fconst(&b, KILN_DTYPE_FLOAT32, 1 - mom);
+    kiln_attr to_c = onnx_attr_is("shape", ch, 1);
+    int stats[2] = {mean, var};
+    for (int k = 1; k <= 2 && s == KILN_OK; k++) {
+        if (!onnx_out_used(c, k))
+            continue;
+        int cur = op(&b, KILN_OP_RESHAPE, &stats[k - 1], 1, &to_c, 1);
+        int run = op2(&b, KILN_OP_ADD, op2(&b, KILN_OP_MUL, in[2 + k], m),
+                      op2(&b, KILN_OP_MUL, cur, m1));
+        s = finish(&b, k, run);
+    }
+    return s;
+}
+
 #define CONV_ATTRS "auto_pad:string dilations:ints group:int kernel_shape:ints pads:ints strides:ints"
 
-const onnx_converter onnx_quant_converters[] = {
+const onnx_converter onnx_composite_converters[] = {
     {"QuantizeLinear", 10, conv_quantize, ""},
     {"QuantizeLinear", 13, conv_quantize, "axis:int"},
     {"DequantizeLinear", 10, conv_dequantize, ""},
