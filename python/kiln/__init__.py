@@ -28,26 +28,38 @@ __all__ = ["KilnError", "Module", "BenchmarkResult", "TensorInfo", "ZooEntry", "
 
 
 def _cli() -> Optional[str]:
-    return os.environ.get("KILN_CLI") or shutil.which("kiln")
+    """The kiln CLI: $KILN_CLI, else the one installed in the package, else PATH's."""
+    bundled = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_lib", "kiln")
+    if os.environ.get("KILN_CLI"):
+        return os.environ["KILN_CLI"]
+    return bundled if os.access(bundled, os.X_OK) else shutil.which("kiln")
 
 
-def tune(model: str, records: str, *args: str, cli: Optional[str] = None) -> None:
-    """Tunes ``model``'s kernels and appends the measurements to ``records``
-    (then ``kiln.compile(model, records=records)`` uses the best of them).
+def tune(model: str, records: str, *args: str, trials: Optional[int] = None,
+         time_budget: Optional[float] = None, cli: Optional[str] = None) -> str:
+    """Tunes ``model``'s kernels on this machine and appends the measurements
+    to ``records`` (JSON lines); ``kiln.compile(model, records=records)`` then
+    uses the best of them. Returns the tuner's report (its stdout).
 
-    kiln's tuner is a command of the CLI; this runs ``kiln tune MODEL
-    --records RECORDS ARGS...`` with the CLI from ``cli``, $KILN_CLI or PATH.
-    A kiln without the tuner (the `tune` command not built yet) or no CLI at
-    all raises KilnError saying so."""
+    kiln's tuner is a command of the CLI (docs/TUNING.md): this runs
+    ``kiln tune MODEL --records RECORDS [--trials N] [--time-budget S] ARGS...``
+    with the CLI from ``cli``, $KILN_CLI, the package (``pip install ./python``
+    installs it) or PATH. A kiln built without the
+    tuner, or no CLI at all, raises KilnError (status "unsupported") saying so."""
     exe = cli or _cli()
     if not exe:
         raise KilnError("kiln.tune: no kiln CLI found (set KILN_CLI or put `kiln` on PATH); the "
                         "tuner runs as `kiln tune`", "unsupported")
     probe = subprocess.run([exe, "tune", "--help"], capture_output=True, text=True)
-    if probe.returncode != 0 or "not available" in probe.stdout + probe.stderr:
+    if probe.returncode != 0:
         raise KilnError(f"kiln.tune: this kiln has no tuner yet ({exe} tune: "
                         f"{(probe.stderr or probe.stdout).strip()[:200]})", "unsupported")
-    r = subprocess.run([exe, "tune", os.fspath(model), "--records", os.fspath(records),
-                        *map(str, args)], capture_output=True, text=True)
+    cmd = [exe, "tune", os.fspath(model), "--records", os.fspath(records)]
+    if trials is not None:
+        cmd += ["--trials", str(int(trials))]
+    if time_budget is not None:
+        cmd += ["--time-budget", str(time_budget)]
+    r = subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True)
     if r.returncode != 0:
         raise KilnError(f"kiln tune: {r.stderr.strip() or r.stdout.strip()}")
+    return r.stdout

@@ -16,14 +16,15 @@ cd "$src"
 "$work/venv/bin/pip" install --disable-pip-version-check -q \
     --config-settings=build-dir="$work/skbuild" ./python
 cd "$work"
-unset KILN_LIBRARY_DIR PYTHONPATH
+unset KILN_LIBRARY_DIR PYTHONPATH KILN_CLI
 XDG_CACHE_HOME=$work/cache "$work/venv/bin/python" - <<'PY'
 import os, sys
 import numpy as np
 import kiln
 lib = os.path.join(os.path.dirname(kiln.__file__), "_lib")
 assert kiln.__file__.startswith(sys.prefix), kiln.__file__
-assert {"libkiln.so", "libkiln_runtime.so"} <= set(os.listdir(lib)), os.listdir(lib)
+assert {"libkiln.so", "libkiln_runtime.so", "kiln"} <= set(os.listdir(lib)), os.listdir(lib)
+assert kiln._cli() == os.path.join(lib, "kiln"), kiln._cli()
 m = kiln.compile("mlp")
 (y,) = m.run(np.zeros((1, 784), np.float32))
 assert y.shape == (1, 10)
