@@ -127,6 +127,7 @@ extern const onnx_converter onnx_norm_converters[];
 extern const onnx_converter onnx_reduce_converters[];
 extern const onnx_converter onnx_data_converters[];
 extern const onnx_converter onnx_composite_converters[];
+extern const onnx_converter onnx_misc_converters[];
 
 /* ---- helpers for converters (import.c) ---------------------------------- */
 

@@ -20,6 +20,7 @@ static const onnx_converter *const tables[] = {
     onnx_reduce_converters,
     onnx_data_converters,
     onnx_composite_converters,
+    onnx_misc_converters,
 };
 
 static const struct {
