@@ -1,8 +1,7 @@
-/* ir/infer_misc.c: shape inference of Det, DFT, MaxUnpool and
- * TfIdfVectorizer (their reference kernels: ref/det.c, ref/dft.c,
- * ref/maxunpool.c, ref/tfidf.c). Parameters that ONNX passes as inputs are
- * attributes here, as everywhere in kiln: DFT's dft_length, MaxUnpool's
- * output_shape. */
+/* ir/infer_misc.c: shape inference of Det, DFT, STFT, MaxUnpool and
+ * TfIdfVectorizer (their reference kernels: ref/misc.c). Parameters that
+ * ONNX passes as inputs are attributes here, as everywhere in kiln: DFT's
+ * dft_length, STFT's frame_step and frame_length, MaxUnpool's output_shape. */
 #include <string.h>
 
 #include "ir/graph.h"
@@ -70,6 +69,41 @@ kiln_status kiln_infer_dft(const kiln_node *n, const kiln_value *const *in, kiln
     kiln_shape o = *x;
     o.dims[axis] = onesided ? len / 2 + 1 : len;
     o.dims[r - 1] = 2;
+    kiln_infer_set_out(out[0], in[0]->dtype, &o);
+    return KILN_OK;
+}
+
+kiln_status kiln_infer_stft(const kiln_node *n, const kiln_value *const *in, kiln_value *const *out,
+                            kiln_error *err)
+{
+    static const kiln_infer_input ins[] = {{"signal", KILN_INFER_DATA}, {"window", KILN_INFER_DATA}};
+    static const kiln_attr_spec specs[] = {{"frame_step", KILN_ATTR_INT},
+                                           {"frame_length", KILN_ATTR_INT},
+                                           {"onesided", KILN_ATTR_INT}};
+    int nin = n->n_inputs > 1 && in[1] ? 2 : 1;
+    kiln_status s = kiln_infer_check_inputs(n, in, ins, nin, specs, 3, err);
+    if (s != KILN_OK)
+        return s;
+    const kiln_shape *x = &in[0]->shape;
+    kiln_shape_buf b;
+    if (!is_float(in[0]->dtype) || x->rank != 3 || (x->dims[2] != 1 && x->dims[2] != 2))
+        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
+                           "signal %s must be float [batch, length, 1 or 2]", kiln_shape_fmt(x, &b));
+    int64_t win = nin == 2 ? kiln_shape_numel(&in[1]->shape) : -1;
+    int64_t len = kiln_attr_int(n, "frame_length", win), step = kiln_attr_int(n, "frame_step", 0);
+    if (nin == 2 && (in[1]->shape.rank != 1 || in[1]->dtype != in[0]->dtype || win != len))
+        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
+                           "window must be a vector of the signal's dtype, frame_length long");
+    if (len < 1 || step < 1 || len > x->dims[1])
+        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
+                           "frame_length %lld, frame_step %lld for a signal of %lld",
+                           (long long)len, (long long)step, (long long)x->dims[1]);
+    bool onesided = kiln_attr_int(n, "onesided", 1) != 0;
+    if (onesided && x->dims[2] == 2)
+        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "onesided needs a real signal");
+    kiln_shape o = {.rank = 4,
+                    .dims = {x->dims[0], 1 + (x->dims[1] - len) / step,
+                             onesided ? len / 2 + 1 : len, 2}};
     kiln_infer_set_out(out[0], in[0]->dtype, &o);
     return KILN_OK;
 }

@@ -1,5 +1,5 @@
 /* ref/misc.c: reference kernels of Det (LU with partial pivoting, in
- * double), DFT (the O(n^2) sum, in double), MaxUnpool (a scatter into
+ * double), DFT and STFT (the O(n^2) sums, in double), MaxUnpool (a scatter into
  * zeros) and TfIdfVectorizer (n-gram counts with skips, like ONNX Runtime's:
  * unigrams are counted once, not once per skip distance). Shapes were
  * checked by ir/infer_misc.c. */
@@ -86,6 +86,36 @@ kiln_status kiln_ref_dft(const kiln_node *n, const kiln_tensor *const *in, kiln_
                 int64_t dst = ((o * nout + k) * inner + i) * 2;
                 kiln_ew_store_f64(y->dtype, y->data, dst, re * scale);
                 kiln_ew_store_f64(y->dtype, y->data, dst + 1, im * scale);
+            }
+    return KILN_OK;
+}
+
+kiln_status kiln_ref_stft(const kiln_node *n, const kiln_tensor *const *in, kiln_tensor *const *out,
+                          kiln_error *err)
+{
+    (void)err;
+    const kiln_tensor *x = in[0], *w = n->n_inputs > 1 ? in[1] : NULL;
+    kiln_tensor *y = out[0];
+    int64_t batch = x->shape.dims[0], slen = x->shape.dims[1], cx = x->shape.dims[2];
+    int64_t frames = y->shape.dims[1], bins = y->shape.dims[2];
+    int64_t len = kiln_attr_int(n, "frame_length", w ? kiln_shape_numel(&w->shape) : 0);
+    int64_t step = kiln_attr_int(n, "frame_step", 1);
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t f = 0; f < frames; f++)
+            for (int64_t k = 0; k < bins; k++) {
+                double re = 0, im = 0;
+                for (int64_t t = 0; t < len; t++) {
+                    int64_t at = (b * slen + f * step + t) * cx;
+                    double wt = w ? kiln_ew_load_f64(w->dtype, w->data, t) : 1;
+                    double xr = kiln_ew_load_f64(x->dtype, x->data, at) * wt;
+                    double xi = cx == 2 ? kiln_ew_load_f64(x->dtype, x->data, at + 1) * wt : 0;
+                    double ang = -2 * M_PI * (double)((k * t) % len) / (double)len;
+                    re += xr * cos(ang) - xi * sin(ang);
+                    im += xr * sin(ang) + xi * cos(ang);
+                }
+                int64_t dst = ((b * frames + f) * bins + k) * 2;
+                kiln_ew_store_f64(y->dtype, y->data, dst, re);
+                kiln_ew_store_f64(y->dtype, y->data, dst + 1, im);
             }
     return KILN_OK;
 }

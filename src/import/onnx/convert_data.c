@@ -1,5 +1,6 @@
 /* import/onnx/convert_data.c: ops whose result's shape depends on input
- * values, computed at conversion: window functions (the size), NonZero,
+ * values, computed at conversion: window functions and MelWeightMatrix
+ * (their sizes), NonZero,
  * Compress, Unique and NonMaxSuppression (the data).
  *
  * Each converter needs its inputs as constants ("must be a constant"
@@ -115,6 +116,73 @@ static kiln_status conv_hamming(onnx_ctx *c, kiln_error *err)
 static kiln_status conv_blackman(onnx_ctx *c, kiln_error *err)
 {
     return window(c, 0.42, 0.5, 0.08, err);
+}
+
+/* MelWeightMatrix: [dft_length / 2 + 1, num_mel_bins] triangular filters
+ * between mel-spaced points, as ONNX's reference computes them (points
+ * mel_step = (high - low) / (bins + 2) apart, floored to spectrogram bins). */
+static kiln_status conv_mel(onnx_ctx *c, kiln_error *err)
+{
+    static const char *const what[] = {"num_mel_bins", "dft_length", "sample_rate",
+                                       "lower_edge_hertz", "upper_edge_hertz"};
+    double v[5];
+    for (int k = 0; k < 5; k++) {
+        kiln_status s = onnx_in_scalar_eval(c, k, what[k], &v[k], err);
+        if (s != KILN_OK)
+            return s;
+    }
+    int64_t mels = (int64_t)v[0], dft = (int64_t)v[1], rate = (int64_t)v[2];
+    if (mels < 1 || mels > 65536 || dft < 1 || dft > (1 << 24) || rate < 1)
+        return onnx_node_error(c, KILN_ERR_INVALID_ARGUMENT, err,
+                               "num_mel_bins %lld, dft_length %lld, sample_rate %lld",
+                               (long long)mels, (long long)dft, (long long)rate);
+    kiln_dtype dt = kiln_dtype_from_onnx((int32_t)onnx_attr_int(c, "output_datatype", 1));
+    if (kiln_dtype_size(dt) == 0)
+        return onnx_node_error(c, KILN_ERR_UNSUPPORTED, err, "output_datatype");
+    int64_t nspec = dft / 2 + 1;
+    kiln_shape sh = {.rank = 2, .dims = {nspec, mels}};
+    kiln_tensor t;
+    kiln_status s = alloc_out(c, &t, dt, &sh, err);
+    if (s != KILN_OK)
+        return s;
+    int64_t *pt = malloc(sizeof(int64_t) * (size_t)(mels + 2));
+    double *w = calloc((size_t)(nspec * mels), sizeof(double));
+    if (!pt || !w) {
+        free(pt);
+        free(w);
+        kiln_tensor_release(&t);
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    double lo = 2595 * log10(1 + v[3] / 700), hi = 2595 * log10(1 + v[4] / 700);
+    double step = (hi - lo) / (double)(mels + 2);
+    for (int64_t i = 0; i < mels + 2; i++) {
+        double hz = 700 * (pow(10, ((double)i * step + lo) / 2595) - 1);
+        pt[i] = (int64_t)floor((double)(dft + 1) * hz / (double)rate);
+    }
+    for (int64_t m = 0; m < mels && s == KILN_OK; m++) {
+        int64_t l = pt[m], ce = pt[m + 1], h = pt[m + 2];
+        if (l < 0 || h >= nspec || ce < l || h < ce) {
+            s = onnx_node_error(c, KILN_ERR_INVALID_ARGUMENT, err,
+                                "mel band %lld falls outside the spectrogram", (long long)m);
+            break;
+        }
+        if (ce == l)
+            w[ce * mels + m] = 1;
+        else
+            for (int64_t j = l; j <= ce; j++)
+                w[j * mels + m] = (double)(j - l) / (double)(ce - l);
+        for (int64_t j = ce; j < h; j++)
+            w[j * mels + m] = (double)(h - j) / (double)(h - ce);
+    }
+    for (int64_t i = 0; i < nspec * mels && s == KILN_OK; i++)
+        kiln_ew_store_f64(dt, t.data, i, w[i]);
+    free(pt);
+    free(w);
+    if (s != KILN_OK) {
+        kiln_tensor_release(&t);
+        return s;
+    }
+    return bind_release(c, 0, &t, err);
 }
 
 /* ---- NonZero, Compress ----------------------------------------------------------- */
@@ -471,6 +539,7 @@ const onnx_converter onnx_data_converters[] = {
     {"HannWindow", 17, conv_hann, "periodic:int output_datatype:int"},
     {"HammingWindow", 17, conv_hamming, "periodic:int output_datatype:int"},
     {"BlackmanWindow", 17, conv_blackman, "periodic:int output_datatype:int"},
+    {"MelWeightMatrix", 17, conv_mel, "output_datatype:int"},
     {"NonZero", 9, conv_nonzero, ""},
     {"Compress", 9, conv_compress, "axis:int"},
     {"Compress", 11, conv_compress, "axis:int"},

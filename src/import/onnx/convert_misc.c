@@ -1,5 +1,5 @@
 /* import/onnx/convert_misc.c: Det, DFT (opset 17: dft_length an input, which
- * becomes the attribute), MaxUnpool (output_shape an input, the attribute)
+ * becomes the attribute), STFT (frame_step, frame_length), MaxUnpool (output_shape an input, the attribute)
  * and TfIdfVectorizer (int64 pools only: kiln has no strings). A parameter
  * input that is run-time data is the usual "must be a constant": the VM
  * converts such a node per shape class (docs/VM.md). */
@@ -25,6 +25,27 @@ static kiln_status conv_dft(onnx_ctx *c, kiln_error *err)
     if (in < 0)
         return onnx_node_error(c, KILN_ERR_INVALID_GRAPH, err, "input 0 is missing");
     return onnx_emit_bind(c, KILN_OP_DFT, &in, 1, a, na, "axis inverse onesided", 1, err);
+}
+
+/* STFT: frame_step (required) and frame_length (optional) become attributes */
+static kiln_status conv_stft(onnx_ctx *c, kiln_error *err)
+{
+    kiln_attr a[2];
+    int na = 0;
+    double v = 0;
+    kiln_status s = onnx_in_scalar_eval(c, 1, "frame_step", &v, err);
+    if (s != KILN_OK)
+        return s;
+    a[na++] = onnx_attr_i("frame_step", (int64_t)v);
+    if (onnx_in(c, 3) >= 0) {
+        if ((s = onnx_in_scalar_eval(c, 3, "frame_length", &v, err)) != KILN_OK)
+            return s;
+        a[na++] = onnx_attr_i("frame_length", (int64_t)v);
+    }
+    int ins[2] = {onnx_in(c, 0), onnx_in(c, 2)};
+    if (ins[0] < 0)
+        return onnx_node_error(c, KILN_ERR_INVALID_GRAPH, err, "signal is required");
+    return onnx_emit_bind(c, KILN_OP_STFT, ins, ins[1] >= 0 ? 2 : 1, a, na, "onesided", 1, err);
 }
 
 static kiln_status conv_maxunpool(onnx_ctx *c, kiln_error *err)
@@ -60,6 +81,7 @@ static kiln_status conv_tfidf(onnx_ctx *c, kiln_error *err)
 const onnx_converter onnx_misc_converters[] = {
     {"Det", 11, conv_det, ""},
     {"DFT", 17, conv_dft, "axis:int inverse:int onesided:int"},
+    {"STFT", 17, conv_stft, "onesided:int"},
     {"MaxUnpool", 9, conv_maxunpool, "kernel_shape:ints pads:ints strides:ints"},
     {"MaxUnpool", 11, conv_maxunpool, "kernel_shape:ints pads:ints strides:ints"},
     {"TfIdfVectorizer", 9, conv_tfidf,
