@@ -38,7 +38,12 @@ Exit status: 0; 1 when an fp32 engine's output did not match on some network
 Usage: make bench [BENCH_ARGS="..."]   (or bench/.venv/bin/python bench/compare.py)
        [--kiln build/kiln] [--threads 2] [--rounds 3] [--only NET,...]
        [--engines kiln,ort,ov,ov-default,torch] [--repeat 10] [--min-repeat-ms 200]
-       [--fixtures DIR] [--no-results]
+       [--fixtures DIR] [--results FILE | --no-results]
+
+A run of the twelve default networks, 5 rounds, 2 threads: about 25 minutes
+on a quiet 2-core machine with kiln's cache and the exports warm (each
+measurement ~4 s: 10 x 200 ms plus the process's start and model load),
+10-15 minutes more when kiln compiles the networks for the first time.
 """
 import argparse
 import datetime
@@ -222,14 +227,21 @@ def geomean(xs):
 
 
 def cpu_model():
+    """The model name and the vector/matrix ISA flags of /proc/cpuinfo (the
+    two kinds of machine, ../shared/PERFORMANCE.md, differ in AMX)."""
+    name, flags = platform.processor() or "unknown", []
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                if line.startswith("model name") and name == (platform.processor() or "unknown"):
+                    name = line.split(":", 1)[1].strip()
+                elif line.startswith("flags") and not flags:
+                    have = set(line.split(":", 1)[1].split())
+                    flags = [x for x in ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16",
+                                         "avx512_fp16", "amx_bf16", "amx_int8") if x in have]
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    return name + (f" ({' '.join(flags)})" if flags else "")
 
 
 def git_rev():
@@ -257,7 +269,9 @@ def main():
     ap.add_argument("--min-repeat-ms", type=float, default=200.0)
     ap.add_argument("--fixtures", default=None, help="exports (default: $XDG_CACHE_HOME/kiln/"
                     "fixtures, or ~/.cache/kiln/fixtures)")
-    ap.add_argument("--no-results", action="store_true", help="don't write bench/RESULTS.md")
+    ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"),
+                    help="where to write the results (default bench/RESULTS.md)")
+    ap.add_argument("--no-results", action="store_true", help="don't write the results")
     args = ap.parse_args()
 
     venv_py = os.path.join(HERE, ".venv", "bin", "python")
@@ -305,6 +319,8 @@ def main():
     times = {n: {e: [] for e in engines} for n in names}  # seconds, per round (None: failed)
     extra = {n: {} for n in names}
     peaks = []
+    spent = {}  # engine -> seconds of wall time its measuring processes took
+    t_rounds = time.time()
     for r in range(args.rounds):
         if "kiln" in engines:
             try:
@@ -320,6 +336,7 @@ def main():
                 if e in errors[n] and e != "kiln":
                     times[n][e].append(None)  # a runner that failed once fails again
                     continue
+                t0 = time.time()
                 try:
                     j = measure(e, args, dirs[n], n)
                 except Failed as ex:
@@ -328,6 +345,7 @@ def main():
                     times[n][e].append(None)
                     continue
                 times[n][e].append(j["median"])
+                spent[e] = spent.get(e, 0.0) + time.time() - t0
                 if e != "kiln":
                     checks[n].setdefault(e, j["check"])
                     if not j["check"]["ok"]:
@@ -404,7 +422,8 @@ def main():
         log("FAILED: " + line)
     elapsed = time.time() - t_start
     log(f"compare: {len(names)} networks x {len(engines)} engines x {args.rounds} rounds "
-        f"in {elapsed / 60:.1f} min")
+        f"in {elapsed / 60:.1f} min ({(time.time() - t_rounds) / 60:.1f} min of rounds; "
+        "measuring processes: " + ", ".join(f"{e} {v:.0f} s" for e, v in spent.items()) + ")")
 
     if not args.no_results:
         write_results(args, engines, names, rows, table, gm, peaks, best_peak, extra, notes,
@@ -424,7 +443,7 @@ def write_results(args, engines, names, rows, table, gm, peaks, best_peak, extra
     ovp = sorted({str(extra[n].get("ov-default", {}).get("properties", {})
                       .get("INFERENCE_PRECISION_HINT")) for n in names
                   if extra[n].get("ov-default")})
-    vers = [f"kiln {git_rev()}"]
+    vers = [f"kiln {args.kiln} (tree at {git_rev()})"]
     for e, label in (("ort", "ONNX Runtime"), ("ov", "OpenVINO"), ("ov-default", "OpenVINO"),
                      ("torch", "PyTorch")):
         v = version(e)
@@ -470,9 +489,9 @@ def write_results(args, engines, names, rows, table, gm, peaks, best_peak, extra
         lines.append(f"- note: {line}")
     for line in failed:
         lines.append(f"- FAILED: {line}")
-    with open(os.path.join(HERE, "RESULTS.md"), "w") as f:
+    with open(args.results, "w") as f:
         f.write("\n".join(lines).rstrip() + "\n")
-    log(f"wrote {os.path.join(HERE, 'RESULTS.md')}")
+    log(f"wrote {args.results}")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,12 @@ def builder(net):
     import export_torchvision
     if net in export_torchvision.NETWORKS:
         return export_torchvision.make
+    if net == "bert":
+        try:
+            import export_bert
+        except ImportError:
+            return None
+        return getattr(export_bert, "make", None)  # make("bert") -> (module, inputs)
     return None
 
 
