@@ -8,6 +8,8 @@
  *   V' = Transpose(V, v_perm) [B, H, Sk, Dv];
  *   O' = softmax(scale * Q' K'^T + M) V'   (M broadcasts to [B, H, Sq, Sk])
  *   Y  = Transpose(O', o_perm).
+ * Rank 3 operands ([H, S, D], as torchvision's nn.MultiheadAttention export
+ * merges batch and heads) read as [1, H, S, D], with perms of 3 entries.
  * The perms are how the pass folds the head split/merge transposes around an
  * exported attention into the op: the kernels read through strides. */
 #ifndef KILN_IR_ATTENTION_H

@@ -5,7 +5,8 @@
  * Hugging Face's exports, torchvision's nn.MultiheadAttention):
  *   P = Softmax(Z, last axis); Z = Y + M (either order, M any float32 value
  *   that broadcasts to the scores) or Z = Y; Y = S / c, S * c or S (c a
- *   scalar constant); S = MatMul(A, Kt) of rank 4; A = Q * c or Q.
+ *   scalar constant); S = MatMul(A, Kt) of rank 4, or 3 (torchvision's
+ *   nn.MultiheadAttention export merges batch and heads); A = Q * c, Q / c or Q.
  * Every intermediate must be read only by the pattern (not a graph output).
  * Then the transposes around fold into the op's perms where they are read
  * only by the pattern: Q = Transpose(X, p) reads X with q_perm p; Kt =
@@ -20,7 +21,8 @@
 
 typedef struct amatch {
     int q, k, v, m;         /* source value ids (m -1: none) */
-    int64_t qp[4], kp[4], vp[4], op[4];
+    int64_t qp[4], kp[4], vp[4], op[4]; /* rank entries each */
+    int rank;
     float scale;
     int root;               /* node whose place and output the Attention takes */
 } amatch;
@@ -29,6 +31,7 @@ typedef struct actx {
     const kiln_graph *g;
     const int *uses;
     const int *reader; /* a node reading each value (the only one when uses == 1) */
+    int rank;          /* of the pattern being matched */
 } actx;
 
 static const kiln_node *prod(const actx *a, int v, kiln_op op)
@@ -56,23 +59,24 @@ static bool scalar(const actx *a, int v, float *out)
     return true;
 }
 
-static bool rank4_f32(const actx *a, int v)
+/* float32, row-major, of rank a->rank (3 or 4: the root decides) */
+static bool rank_f32(const actx *a, int v)
 {
     const kiln_value *x = a->g->values[v];
-    return x->dtype == KILN_DTYPE_FLOAT32 && x->shape.rank == 4 &&
+    return x->dtype == KILN_DTYPE_FLOAT32 && x->shape.rank == a->rank &&
            x->layout.kind == KILN_LAYOUT_ROW_MAJOR;
 }
 
-/* A Transpose of rank 4 producing v, read only here: its input and perm. */
+/* A Transpose producing v, read only here: its input and perm. */
 static bool transposed(const actx *a, int v, int *x, int64_t p[4])
 {
     const kiln_node *t = prod(a, v, KILN_OP_TRANSPOSE);
-    if (!t || !inner(a, v) || !rank4_f32(a, t->inputs[0]))
+    if (!t || !inner(a, v) || !rank_f32(a, t->inputs[0]))
         return false;
     const int64_t *pv;
-    if (kiln_attr_ints(t, "perm", &pv) != 4)
+    if (kiln_attr_ints(t, "perm", &pv) != a->rank)
         return false;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < a->rank; i++)
         p[i] = pv[i];
     *x = t->inputs[0];
     return true;
@@ -94,16 +98,20 @@ static bool scores_side(const actx *a, int v)
     return false;
 }
 
-static bool match(const actx *a, const kiln_node *r, amatch *mt)
+static bool match(actx *a, const kiln_node *r, amatch *mt)
 {
-    if (r->op != KILN_OP_MATMUL || !rank4_f32(a, r->outputs[0]))
+    if (r->op != KILN_OP_MATMUL)
         return false;
+    a->rank = a->g->values[r->outputs[0]]->shape.rank;
+    if ((a->rank != 3 && a->rank != 4) || !rank_f32(a, r->outputs[0]))
+        return false;
+    const int rk = a->rank;
     int pv = r->inputs[0];
     const kiln_node *sm = prod(a, pv, KILN_OP_SOFTMAX);
-    if (!sm || !inner(a, pv) || !rank4_f32(a, r->inputs[1]))
+    if (!sm || !inner(a, pv) || !rank_f32(a, r->inputs[1]))
         return false;
     int64_t axis = kiln_attr_int(sm, "axis", -1);
-    if (axis != -1 && axis != 3)
+    if (axis != -1 && axis != rk - 1)
         return false;
     int z = sm->inputs[0], y = z;
     mt->m = -1;
@@ -137,38 +145,48 @@ static bool match(const actx *a, const kiln_node *r, amatch *mt)
             return false;
     }
     const kiln_node *qk = prod(a, s, KILN_OP_MATMUL);
-    if (!qk || !inner(a, s) || !rank4_f32(a, qk->inputs[0]) || !rank4_f32(a, qk->inputs[1]))
+    if (!qk || !inner(a, s) || !rank_f32(a, qk->inputs[0]) || !rank_f32(a, qk->inputs[1]))
         return false;
     int q = qk->inputs[0], kt = qk->inputs[1];
     const kiln_node *qs = prod(a, q, KILN_OP_MUL);
-    if (qs && inner(a, q))
+    if (qs && inner(a, q)) { /* q * c (vit) */
         for (int k = 0; k < 2; k++)
-            if (scalar(a, qs->inputs[1 - k], &c) && rank4_f32(a, qs->inputs[k])) {
+            if (scalar(a, qs->inputs[1 - k], &c) && rank_f32(a, qs->inputs[k])) {
                 scale *= c;
                 q = qs->inputs[k];
                 break;
             }
-    static const int64_t id[4] = {0, 1, 2, 3}, swap[4] = {0, 1, 3, 2};
+    } else if ((qs = prod(a, q, KILN_OP_DIV)) && inner(a, q) && scalar(a, qs->inputs[1], &c) &&
+               c != 0 && rank_f32(a, qs->inputs[0])) { /* q / c (nn.MultiheadAttention) */
+        scale /= c;
+        q = qs->inputs[0];
+    }
+    /* identity, and the last two axes swapped (K' from K^T) */
+    int64_t id[4], swap[4];
+    for (int i = 0; i < rk; i++)
+        id[i] = swap[i] = i;
+    swap[rk - 2] = rk - 1;
+    swap[rk - 1] = rk - 2;
     int x;
     int64_t p[4];
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < rk; i++)
         mt->qp[i] = mt->vp[i] = mt->op[i] = id[i], mt->kp[i] = swap[i];
     mt->q = q;
     if (transposed(a, q, &x, p)) {
         mt->q = x;
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < rk; i++)
             mt->qp[i] = p[i];
     }
     mt->k = kt;
     if (transposed(a, kt, &x, p)) {
         mt->k = x;
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < rk; i++)
             mt->kp[i] = p[swap[i]];
     }
     mt->v = r->inputs[1];
     if (transposed(a, mt->v, &x, p)) {
         mt->v = x;
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < rk; i++)
             mt->vp[i] = p[i];
     }
     mt->root = r->id;
@@ -176,19 +194,20 @@ static bool match(const actx *a, const kiln_node *r, amatch *mt)
     if (inner(a, rv) && a->reader[rv] >= 0) {
         const kiln_node *t = a->g->nodes[a->reader[rv]];
         const int64_t *pv;
-        if (t->op == KILN_OP_TRANSPOSE && kiln_attr_ints(t, "perm", &pv) == 4) {
-            for (int i = 0; i < 4; i++)
+        if (t->op == KILN_OP_TRANSPOSE && kiln_attr_ints(t, "perm", &pv) == rk) {
+            for (int i = 0; i < rk; i++)
                 mt->op[i] = pv[i];
             mt->root = t->id;
         }
     }
     mt->scale = scale;
+    mt->rank = rk;
     /* the geometry must resolve (shapes fit, the mask broadcasts): checked on
      * the operands as permuted, with a node carrying no perms */
-    kiln_shape q4 = {.rank = 4}, k4 = {.rank = 4}, v4 = {.rank = 4};
+    kiln_shape q4 = {.rank = rk}, k4 = {.rank = rk}, v4 = {.rank = rk};
     const kiln_shape *qsh = &a->g->values[mt->q]->shape, *ksh = &a->g->values[mt->k]->shape,
                      *vsh = &a->g->values[mt->v]->shape;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < rk; i++) {
         q4.dims[i] = qsh->dims[mt->qp[i]];
         k4.dims[i] = ksh->dims[mt->kp[i]];
         v4.dims[i] = vsh->dims[mt->vp[i]];
@@ -249,10 +268,10 @@ kiln_status kiln_pass_fuse_attention(kiln_pass_ctx *ctx, kiln_error *err)
         tmp.n_attrs = 0;
         int id = kiln_rewrite_node(&rw, &tmp, in);
         if (id < 0 || kiln_node_set_float(rw.dst, id, "scale", mt->scale) != KILN_OK ||
-            kiln_node_set_ints(rw.dst, id, "q_perm", mt->qp, 4) != KILN_OK ||
-            kiln_node_set_ints(rw.dst, id, "k_perm", mt->kp, 4) != KILN_OK ||
-            kiln_node_set_ints(rw.dst, id, "v_perm", mt->vp, 4) != KILN_OK ||
-            kiln_node_set_ints(rw.dst, id, "o_perm", mt->op, 4) != KILN_OK)
+            kiln_node_set_ints(rw.dst, id, "q_perm", mt->qp, mt->rank) != KILN_OK ||
+            kiln_node_set_ints(rw.dst, id, "k_perm", mt->kp, mt->rank) != KILN_OK ||
+            kiln_node_set_ints(rw.dst, id, "v_perm", mt->vp, mt->rank) != KILN_OK ||
+            kiln_node_set_ints(rw.dst, id, "o_perm", mt->op, mt->rank) != KILN_OK)
             goto oom;
     }
     kiln_graph *ng;

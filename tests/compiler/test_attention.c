@@ -1,9 +1,10 @@
 /* tests/compiler/test_attention.c: the fuse-attention pass and the attention
  * template against the reference executor on the unfused graph: random
  * batch, heads, sequence lengths (Sq != Sk, odd, 1) and head sizes (D not a
- * multiple of 16), additive masks of several broadcast shapes or none, and
- * both exported forms (bert: head split/merge transposes around, scores / c;
- * vit: q * c, K^T by a transpose, no merge). rtol 1e-3, atol 1e-4. */
+ * multiple of 16, Dv over 64), additive masks of several broadcast shapes or
+ * none, and three exported forms (bert: head split/merge transposes around,
+ * scores / c; vit: q * c, K^T by a transpose, no merge; torchvision's
+ * nn.MultiheadAttention: rank 3, q / c). rtol 1e-3, atol 1e-4. */
 #include "compiler_test.h"
 #include "pass/pass.h"
 #include "target/target.h"
@@ -27,6 +28,14 @@ static int transpose(kiln_graph *g, int x, int a, int b, int c, int d)
     return kiln_graph_node_output(g, id, 0);
 }
 
+static int transpose3(kiln_graph *g, int x, int a, int b, int c)
+{
+    int id = kiln_graph_add_node(g, KILN_OP_TRANSPOSE, NULL, &x, 1, 1);
+    const int64_t p[3] = {a, b, c};
+    assert_int_equal(kiln_node_set_ints(g, id, "perm", p, 3), KILN_OK);
+    return kiln_graph_node_output(g, id, 0);
+}
+
 static int scalar(kiln_graph *g, float v)
 {
     kiln_shape s = {.rank = 0};
@@ -36,7 +45,7 @@ static int scalar(kiln_graph *g, float v)
 typedef struct acase {
     int64_t B, H, Sq, Sk, D, Dv;
     int mask; /* 0 none, 1 [B,1,1,Sk] input, 2 [Sq,Sk] const with -1e4 entries, 3 full input */
-    bool vit; /* vit's form, else bert's */
+    int form; /* 0 bert's, 1 vit's, 2 torchvision's nn.MultiheadAttention (rank 3, B = 1) */
 } acase;
 
 static void run_case(const acase *c)
@@ -44,7 +53,16 @@ static void run_case(const acase *c)
     kiln_graph *g;
     assert_int_equal(kiln_graph_create(&g), KILN_OK);
     int q, kt, v;
-    if (c->vit) {
+    if (c->form == 2) {
+        kiln_shape qs = {.rank = 3, .dims = {c->Sq, c->H, c->D}};
+        kiln_shape kvs = {.rank = 3, .dims = {c->Sk, c->H, c->D}};
+        kiln_shape vs = {.rank = 3, .dims = {c->Sk, c->H, c->Dv}};
+        q = transpose3(g, kiln_graph_add_input(g, "q", KILN_DTYPE_FLOAT32, &qs), 1, 0, 2);
+        int in[2] = {q, scalar(g, 2.9f)};
+        q = node(g, KILN_OP_DIV, in, 2);
+        kt = transpose3(g, kiln_graph_add_input(g, "k", KILN_DTYPE_FLOAT32, &kvs), 1, 2, 0);
+        v = transpose3(g, kiln_graph_add_input(g, "v", KILN_DTYPE_FLOAT32, &vs), 1, 0, 2);
+    } else if (c->form == 1) {
         kiln_shape qs = {.rank = 4, .dims = {c->B, c->H, c->Sq, c->D}};
         kiln_shape kvs = {.rank = 4, .dims = {c->B, c->H, c->Sk, c->D}};
         kiln_shape vs = {.rank = 4, .dims = {c->B, c->H, c->Sk, c->Dv}};
@@ -63,7 +81,7 @@ static void run_case(const acase *c)
     }
     int in[2] = {q, kt};
     int s = node(g, KILN_OP_MATMUL, in, 2);
-    if (!c->vit) {
+    if (c->form == 0) {
         int d[2] = {s, scalar(g, 1.7f)};
         s = node(g, KILN_OP_DIV, d, 2);
     }
@@ -82,6 +100,9 @@ static void run_case(const acase *c)
             kiln_shape ms = c->mask == 1 ? (kiln_shape){.rank = 4, .dims = {c->B, 1, 1, c->Sk}}
                                          : (kiln_shape){.rank = 4,
                                                         .dims = {c->B, c->H, c->Sq, c->Sk}};
+            if (c->form == 2) /* rank 3: [1, Sk] or [H, Sq, Sk] */
+                ms = c->mask == 1 ? (kiln_shape){.rank = 2, .dims = {1, c->Sk}}
+                                  : (kiln_shape){.rank = 3, .dims = {c->H, c->Sq, c->Sk}};
             m = kiln_graph_add_input(g, "mask", KILN_DTYPE_FLOAT32, &ms);
         }
         int a[2] = {m, s}; /* mask first: either order is matched */
@@ -91,8 +112,10 @@ static void run_case(const acase *c)
     assert_int_equal(kiln_node_set_int(g, sm, "axis", -1), KILN_OK);
     int in2[2] = {kiln_graph_node_output(g, sm, 0), v};
     int y = node(g, KILN_OP_MATMUL, in2, 2);
-    if (!c->vit)
+    if (c->form == 0)
         y = transpose(g, y, 0, 2, 1, 3);
+    else if (c->form == 2)
+        y = transpose3(g, y, 1, 0, 2);
     assert_int_equal(kiln_graph_add_output(g, y), KILN_OK);
     kiln_error err = {0};
     if (kiln_graph_infer_shapes(g, &err) != KILN_OK)
@@ -127,11 +150,13 @@ static void test_fixed(void **state)
 {
     (void)state;
     static const acase cases[] = {
-        {1, 12, 128, 128, 64, 64, 1, false}, /* bert-base's */
-        {1, 3, 197, 197, 64, 64, 0, true},   /* vit's, fewer heads */
-        {2, 2, 5, 9, 7, 3, 3, false},
-        {1, 1, 1, 1, 1, 1, 0, false},
-        {1, 2, 33, 33, 17, 17, 2, true},
+        {1, 12, 128, 128, 64, 64, 1, 0}, /* bert-base's */
+        {1, 3, 197, 197, 64, 64, 0, 1},   /* vit's, fewer heads */
+        {1, 3, 197, 197, 64, 64, 0, 2},   /* torchvision vit_b_16's export, fewer heads */
+        {2, 2, 5, 9, 7, 3, 3, 0},
+        {1, 1, 1, 1, 1, 1, 0, 0},
+        {1, 2, 33, 33, 17, 17, 2, 1},
+        {1, 3, 20, 20, 9, 70, 2, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i]);
@@ -151,8 +176,10 @@ static void test_random(void **state)
         c.D = 1 + (int64_t)(kiln_rng_uniform(&rng) * 40);
         c.Dv = 1 + (int64_t)(kiln_rng_uniform(&rng) * 40);
         c.mask = (int)(kiln_rng_uniform(&rng) * 4);
-        c.vit = kiln_rng_uniform(&rng) < 0.5;
-        if (c.mask == 2 && c.vit)
+        c.form = (int)(kiln_rng_uniform(&rng) * 3);
+        if (c.form == 2)
+            c.B = 1;
+        if (c.mask == 2 && c.form)
             c.Sq = c.Sk;
         run_case(&c);
     }
