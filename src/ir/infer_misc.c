@@ -1,4 +1,4 @@
-/* ir/infer_misc.c: shape inference of Det, DFT, STFT, MaxUnpool and
+/* ir/infer_misc.c: shape inference of Det, DFT, STFT, MaxUnpool, RoiAlign and
  * TfIdfVectorizer (their reference kernels: ref/misc.c). Parameters that
  * ONNX passes as inputs are attributes here, as everywhere in kiln: DFT's
  * dft_length, STFT's frame_step and frame_length, MaxUnpool's output_shape. */
@@ -151,6 +151,42 @@ kiln_status kiln_infer_maxunpool(const kiln_node *n, const kiln_value *const *in
                                    (long long)os[d]);
         memcpy(o.dims, os, sizeof(int64_t) * (size_t)x->rank);
     }
+    kiln_infer_set_out(out[0], in[0]->dtype, &o);
+    return KILN_OK;
+}
+
+kiln_status kiln_infer_roialign(const kiln_node *n, const kiln_value *const *in,
+                                kiln_value *const *out, kiln_error *err)
+{
+    static const kiln_infer_input ins[] = {
+        {"X", KILN_INFER_DATA}, {"rois", KILN_INFER_DATA}, {"batch_indices", KILN_INFER_INDEX}};
+    static const kiln_attr_spec specs[] = {
+        {"coordinate_transformation_mode", KILN_ATTR_STRING}, {"mode", KILN_ATTR_STRING},
+        {"output_height", KILN_ATTR_INT}, {"output_width", KILN_ATTR_INT},
+        {"sampling_ratio", KILN_ATTR_INT}, {"spatial_scale", KILN_ATTR_FLOAT}};
+    kiln_status s = kiln_infer_check_inputs(n, in, ins, 3, specs, 6, err);
+    if (s != KILN_OK)
+        return s;
+    const kiln_shape *x = &in[0]->shape, *r = &in[1]->shape, *bi = &in[2]->shape;
+    kiln_shape_buf b, c, d;
+    if (!is_float(in[0]->dtype) || in[1]->dtype != in[0]->dtype || x->rank != 4 ||
+        r->rank != 2 || r->dims[1] != 4 || bi->rank != 1 || bi->dims[0] != r->dims[0])
+        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
+                           "X %s, rois %s, batch_indices %s: need float [N, C, H, W], [R, 4], [R]",
+                           kiln_shape_fmt(x, &b), kiln_shape_fmt(r, &c), kiln_shape_fmt(bi, &d));
+    const char *mode = kiln_attr_string(n, "mode", "avg");
+    const char *ct = kiln_attr_string(n, "coordinate_transformation_mode", "half_pixel");
+    if ((strcmp(mode, "avg") && strcmp(mode, "max")) ||
+        (strcmp(ct, "half_pixel") && strcmp(ct, "output_half_pixel")))
+        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
+                           "mode '%s' (avg, max), coordinate_transformation_mode '%s' "
+                           "(half_pixel, output_half_pixel)",
+                           mode, ct);
+    int64_t oh = kiln_attr_int(n, "output_height", 1), ow = kiln_attr_int(n, "output_width", 1);
+    if (oh < 1 || ow < 1 || kiln_attr_int(n, "sampling_ratio", 0) < 0)
+        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
+                           "output_height/width must be >= 1, sampling_ratio >= 0");
+    kiln_shape o = {.rank = 4, .dims = {r->dims[0], x->dims[1], oh, ow}};
     kiln_infer_set_out(out[0], in[0]->dtype, &o);
     return KILN_OK;
 }

@@ -1,5 +1,6 @@
 /* ref/misc.c: reference kernels of Det (LU with partial pivoting, in
- * double), DFT and STFT (the O(n^2) sums, in double), MaxUnpool (a scatter into
+ * double), DFT and STFT (the O(n^2) sums, in double), RoiAlign (bilinear
+ * samples averaged or maxed per bin, ONNX Runtime's rules), MaxUnpool (a scatter into
  * zeros) and TfIdfVectorizer (n-gram counts with skips, like ONNX Runtime's:
  * unigrams are counted once, not once per skip distance). Shapes were
  * checked by ir/infer_misc.c. */
@@ -152,6 +153,91 @@ kiln_status kiln_ref_maxunpool(const kiln_node *n, const kiln_tensor *const *in,
             stride *= y->shape.dims[d];
         }
         memcpy((char *)y->data + (size_t)dst * es, (const char *)x->data + (size_t)i * es, es);
+    }
+    return KILN_OK;
+}
+
+/* Bilinear sample of plane p (h x w) at (y, x), ONNX Runtime's RoiAlign rules:
+ * a point more than one pixel outside is 0, edges clamp. Corner terms
+ * (weight * value) go to c[4]. */
+static void roi_sample(const kiln_tensor *t, int64_t p, int64_t h, int64_t w, double y, double x,
+                       double c[4])
+{
+    c[0] = c[1] = c[2] = c[3] = 0;
+    if (y < -1.0 || y > (double)h || x < -1.0 || x > (double)w)
+        return;
+    y = y < 0 ? 0 : y;
+    x = x < 0 ? 0 : x;
+    int64_t y0 = (int64_t)y, x0 = (int64_t)x, y1, x1;
+    if (y0 >= h - 1) {
+        y0 = y1 = h - 1;
+        y = (double)y0;
+    } else {
+        y1 = y0 + 1;
+    }
+    if (x0 >= w - 1) {
+        x0 = x1 = w - 1;
+        x = (double)x0;
+    } else {
+        x1 = x0 + 1;
+    }
+    double ly = y - (double)y0, lx = x - (double)x0, hy = 1 - ly, hx = 1 - lx;
+    int64_t base = p * h * w;
+    c[0] = hy * hx * kiln_ew_load_f64(t->dtype, t->data, base + y0 * w + x0);
+    c[1] = hy * lx * kiln_ew_load_f64(t->dtype, t->data, base + y0 * w + x1);
+    c[2] = ly * hx * kiln_ew_load_f64(t->dtype, t->data, base + y1 * w + x0);
+    c[3] = ly * lx * kiln_ew_load_f64(t->dtype, t->data, base + y1 * w + x1);
+}
+
+kiln_status kiln_ref_roialign(const kiln_node *n, const kiln_tensor *const *in,
+                              kiln_tensor *const *out, kiln_error *err)
+{
+    const kiln_tensor *x = in[0], *rois = in[1], *bi = in[2];
+    kiln_tensor *y = out[0];
+    int64_t nb = x->shape.dims[0], ch = x->shape.dims[1], h = x->shape.dims[2], w = x->shape.dims[3];
+    int64_t nr = rois->shape.dims[0], oh = y->shape.dims[2], ow = y->shape.dims[3];
+    bool half = strcmp(kiln_attr_string(n, "coordinate_transformation_mode", "half_pixel"),
+                       "half_pixel") == 0;
+    bool avg = strcmp(kiln_attr_string(n, "mode", "avg"), "avg") == 0;
+    double scale = kiln_attr_float(n, "spatial_scale", 1.0f), off = half ? 0.5 : 0;
+    int64_t ratio = kiln_attr_int(n, "sampling_ratio", 0);
+    for (int64_t r = 0; r < nr; r++) {
+        int64_t b = kiln_ew_load_i64(bi->dtype, bi->data, r);
+        if (b < 0 || b >= nb)
+            return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
+                               "batch_indices[%lld] = %lld, the batch has %lld", (long long)r,
+                               (long long)b, (long long)nb);
+        double c4[4];
+        for (int k = 0; k < 4; k++)
+            c4[k] = kiln_ew_load_f64(rois->dtype, rois->data, r * 4 + k) * scale - off;
+        double rw = c4[2] - c4[0], rh = c4[3] - c4[1];
+        if (!half) {
+            rw = rw > 1 ? rw : 1;
+            rh = rh > 1 ? rh : 1;
+        }
+        double bh = rh / (double)oh, bw = rw / (double)ow;
+        int64_t gh = ratio > 0 ? ratio : (int64_t)ceil(rh / (double)oh);
+        int64_t gw = ratio > 0 ? ratio : (int64_t)ceil(rw / (double)ow);
+        double count = gh * gw > 1 ? (double)(gh * gw) : 1;
+        for (int64_t cc = 0; cc < ch; cc++)
+            for (int64_t ph = 0; ph < oh; ph++)
+                for (int64_t pw = 0; pw < ow; pw++) {
+                    double acc = avg ? 0 : -INFINITY;
+                    for (int64_t iy = 0; iy < gh; iy++)
+                        for (int64_t ix = 0; ix < gw; ix++) {
+                            double yy = c4[1] + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;
+                            double xx = c4[0] + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw;
+                            double s[4];
+                            roi_sample(x, b * ch + cc, h, w, yy, xx, s);
+                            if (avg)
+                                acc += s[0] + s[1] + s[2] + s[3];
+                            else
+                                acc = fmax(acc, fmax(fmax(s[0], s[1]), fmax(s[2], s[3])));
+                        }
+                    int64_t dst = ((r * ch + cc) * oh + ph) * ow + pw;
+                    kiln_ew_store_f64(y->dtype, y->data, dst,
+                                      avg ? acc / count : (gh > 0 && gw > 0 ? acc : 0));
+                }
     }
     return KILN_OK;
 }

@@ -1,4 +1,4 @@
-/* import/onnx/convert_misc.c: Det, DFT (opset 17: dft_length an input, which
+/* import/onnx/convert_misc.c: Det, RoiAlign, DFT (opset 17: dft_length an input, which
  * becomes the attribute), STFT (frame_step, frame_length), MaxUnpool (output_shape an input, the attribute)
  * and TfIdfVectorizer (int64 pools only: kiln has no strings). A parameter
  * input that is run-time data is the usual "must be a constant": the VM
@@ -9,6 +9,25 @@
 #include "util/error.h"
 
 CONV_SIMPLE(conv_det, KILN_OP_DET, "")
+
+#define ROI_ATTRS                                                                                 \
+    "mode:string output_height:int output_width:int sampling_ratio:int spatial_scale:float"
+
+/* RoiAlign: opset 10 has no coordinate_transformation_mode and behaves as
+ * output_half_pixel; 16's default is half_pixel. */
+static kiln_status conv_roialign(onnx_ctx *c, kiln_error *err)
+{
+    int ins[3] = {onnx_in(c, 0), onnx_in(c, 1), onnx_in(c, 2)};
+    if (ins[0] < 0 || ins[1] < 0 || ins[2] < 0)
+        return onnx_node_error(c, KILN_ERR_INVALID_GRAPH, err,
+                               "X, rois and batch_indices are required");
+    kiln_attr a = onnx_attr_s("coordinate_transformation_mode",
+                              c->opset < 16 ? "output_half_pixel"
+                                            : onnx_attr_string(c, "coordinate_transformation_mode",
+                                                               "half_pixel"));
+    return onnx_emit_bind(c, KILN_OP_ROIALIGN, ins, 3, &a, 1,
+                          "mode output_height output_width sampling_ratio spatial_scale", 1, err);
+}
 
 static kiln_status conv_dft(onnx_ctx *c, kiln_error *err)
 {
@@ -80,6 +99,8 @@ static kiln_status conv_tfidf(onnx_ctx *c, kiln_error *err)
 
 const onnx_converter onnx_misc_converters[] = {
     {"Det", 11, conv_det, ""},
+    {"RoiAlign", 10, conv_roialign, ROI_ATTRS},
+    {"RoiAlign", 16, conv_roialign, ROI_ATTRS " coordinate_transformation_mode:string"},
     {"DFT", 17, conv_dft, "axis:int inverse:int onesided:int"},
     {"STFT", 17, conv_stft, "onesided:int"},
     {"MaxUnpool", 9, conv_maxunpool, "kernel_shape:ints pads:ints strides:ints"},
