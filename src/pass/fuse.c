@@ -7,12 +7,13 @@
  *    is read only by G's nodes and n (never by anyone else, never a graph
  *    output) and G's template accepts n as an epilogue step (its match
  *    hook says which kind, target/template.h):
- *      blocked and depthwise conv (kernel headers): residual Add of an
- *        activation of the same shape and layout, then Relu, then Clip,
- *        each at most once;
- *      other anchored templates (pool, dense, generic/depthwise conv, ...):
- *        any supported float op whose other operand is the same-shaped
- *        activation, a scalar, a per-channel or a per-last-dim constant;
+ *      templates whose epilogue is only their kernel header's: residual
+ *        Add of an activation of the same shape and layout, then Relu, then
+ *        Clip, each at most once;
+ *      other anchored templates (conv, pool, dense, ...): any supported
+ *        float op whose other operand is the same-shaped activation, a
+ *        scalar, a per-channel or a per-last-dim constant, or an earlier
+ *        value of the group (SiLU: x * sigmoid(x));
  *      elementwise groups: any supported float op of the same output shape
  *        (external operands broadcast in row-major groups).
  *    So a group has exactly one output, and every external input of a group is
@@ -95,11 +96,46 @@ static bool operand_ok(const kiln_graph *g, style st, const kiln_value *v, const
     return kiln_epilogue_bcast_kind(&v->shape, &y->shape, y->layout) != 0;
 }
 
+/* Whether node c, not visited yet, will join group gi right after n: an
+ * epilogue op of n's output shape and layout that reads n's output and
+ * otherwise only values of the group or operands the group may read. SiLU
+ * and HardSwish (x * sigmoid(x), x * hardsigmoid(x)): the Sigmoid may join
+ * while the Mul reading the group's x still waits its turn, which then
+ * comes with the Sigmoid's output as the group's tip. */
+static bool joins_next(const fctx *f, int gi, const kiln_node *n, int ci)
+{
+    const kiln_graph *g = f->g;
+    const gstate *s = &f->gs[gi];
+    const kiln_node *c = g->nodes[ci];
+    if ((s->st != ST_GENERIC && s->st != ST_ELEMWISE) || f->group_of[ci] != -1 ||
+        n->n_outputs != 1 || c->n_outputs != 1 || !kiln_target_epilogue_op(f->tg, g, c))
+        return false;
+    const kiln_value *y = g->values[n->outputs[0]], *cy = g->values[c->outputs[0]];
+    if (!is_f32(cy) || !kiln_shape_equal(&cy->shape, &y->shape) ||
+        !kiln_layout_equal(cy->layout, y->layout))
+        return false;
+    bool reads_n = false;
+    for (int k = 0; k < c->n_inputs; k++) {
+        int v = c->inputs[k];
+        if (v < 0)
+            return false;
+        const kiln_value *x = g->values[v];
+        if (v == n->outputs[0])
+            reads_n = true;
+        else if (!(x->kind == KILN_VALUE_NODE && f->group_of[x->producer] == gi) &&
+                 !operand_ok(g, s->st, x, cy))
+            return false;
+    }
+    return reads_n;
+}
+
 /* True when every value produced by group gi is read only by the group and n
- * (and is not a graph output). */
+ * (and is not a graph output), or by one node that joins right after n
+ * (joins_next). */
 static bool closed_except(const fctx *f, int gi, const kiln_node *n)
 {
     const gstate *s = &f->gs[gi];
+    int pending = -1;
     for (int i = 0; i < s->n_nodes; i++) {
         const kiln_node *m = f->g->nodes[s->nodes[i]];
         for (int k = 0; k < m->n_outputs; k++) {
@@ -108,8 +144,11 @@ static bool closed_except(const fctx *f, int gi, const kiln_node *n)
                 return false;
             for (int e = f->cons_start[v]; e < f->cons_start[v + 1]; e++) {
                 int c = f->cons[e];
-                if (c != n->id && f->group_of[c] != gi)
+                if (c == n->id || f->group_of[c] == gi || c == pending)
+                    continue;
+                if (pending >= 0 || !joins_next(f, gi, n, c))
                     return false;
+                pending = c;
             }
         }
     }
@@ -137,7 +176,9 @@ static bool accepts(const fctx *f, int gi, const kiln_node *n)
         const kiln_value *x = g->values[v];
         bool internal = x->kind == KILN_VALUE_NODE && f->group_of[x->producer] == gi;
         if (internal) {
-            if (s->st != ST_ELEMWISE)
+            /* an earlier value of the group (SiLU's x * sigmoid(x)): elementwise
+             * chains and generated epilogues read it in registers */
+            if (s->st != ST_ELEMWISE && s->st != ST_GENERIC)
                 return false;
             continue;
         }

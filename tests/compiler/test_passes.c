@@ -337,6 +337,69 @@ static void test_fuse_groups(void **state)
     kiln_graph_destroy(g);
 }
 
+/* SiLU and HardSwish after a blocked conv and a depthwise conv: the
+ * activation's two nodes join the conv's group (the Mul reads the conv's
+ * output inside the group), so each conv is one group; a Sigmoid whose x is
+ * also read by a node that cannot join stays out. */
+static void test_fuse_silu_hardswish(void **state)
+{
+    (void)state;
+    kiln_graph *g = NULL;
+    kiln_error err = {0};
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    kiln_shape xs = ks(4, 1, 16, 10, 10);
+    int x = kiln_graph_add_input(g, "x", KILN_DTYPE_FLOAT32, &xs);
+    int w1 = param(g, "w1", ks(4, 32, 16, 1, 1), 1, -1, 1);
+    int i1[2] = {x, w1};
+    int c1 = kiln_graph_node_output(g, kiln_graph_add_node(g, KILN_OP_CONV, "c1", i1, 2, 1), 0);
+    int s1 = kiln_graph_node_output(g, kiln_graph_add_node(g, KILN_OP_SIGMOID, "s1", &c1, 1, 1), 0);
+    int m1i[2] = {s1, c1}; /* the conv's output second: either order joins */
+    int m1 = kiln_graph_node_output(g, kiln_graph_add_node(g, KILN_OP_MUL, "m1", m1i, 2, 1), 0);
+    int w2 = param(g, "w2", ks(4, 32, 1, 3, 3), 2, -1, 1);
+    int i2[2] = {m1, w2};
+    int dn = kiln_graph_add_node(g, KILN_OP_CONV, "dw", i2, 2, 1);
+    int64_t pads[4] = {1, 1, 1, 1};
+    assert_int_equal(kiln_node_set_ints(g, dn, "pads", pads, 4), KILN_OK);
+    kiln_node_set_int(g, dn, "group", 32);
+    int d = kiln_graph_node_output(g, dn, 0);
+    int hn = kiln_graph_add_node(g, KILN_OP_HARDSIGMOID, "hs", &d, 1, 1);
+    kiln_node_set_float(g, hn, "alpha", 1.0f / 6.0f);
+    int h = kiln_graph_node_output(g, hn, 0);
+    int m2i[2] = {d, h};
+    int m2 = kiln_graph_node_output(g, kiln_graph_add_node(g, KILN_OP_MUL, "m2", m2i, 2, 1), 0);
+    /* a third conv whose output the Sigmoid's Mul and a global pool read */
+    int w3 = param(g, "w3", ks(4, 32, 32, 1, 1), 3, -1, 1);
+    int i3[2] = {m2, w3};
+    int c3 = kiln_graph_node_output(g, kiln_graph_add_node(g, KILN_OP_CONV, "c3", i3, 2, 1), 0);
+    int s3 = kiln_graph_node_output(g, kiln_graph_add_node(g, KILN_OP_SIGMOID, "s3", &c3, 1, 1), 0);
+    int m3i[2] = {c3, s3};
+    int m3 = kiln_graph_node_output(g, kiln_graph_add_node(g, KILN_OP_MUL, "m3", m3i, 2, 1), 0);
+    int gp = kiln_graph_node_output(g, kiln_graph_add_node(g, KILN_OP_GLOBALAVERAGEPOOL, "gp", &c3, 1, 1), 0);
+    int ai[2] = {m3, gp};
+    int y = kiln_graph_node_output(g, kiln_graph_add_node(g, KILN_OP_ADD, "y", ai, 2, 1), 0);
+    assert_int_equal(kiln_graph_add_output(g, y), KILN_OK);
+    assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+    kiln_target t = host();
+    kiln_pass_ctx *ctx;
+    assert_int_equal(kiln_pass_ctx_create(g, &t, &ctx, &err), KILN_OK);
+    assert_int_equal(kiln_pass_run_until(ctx, "fuse", &err), KILN_OK);
+    int conv_act = 0, c3_alone = 0;
+    for (int r = 0; r < ctx->n_groups; r++) {
+        const kiln_group *gr = &ctx->groups[r];
+        const kiln_node *a = ctx->g->nodes[gr->anchor];
+        if (a->op != KILN_OP_CONV)
+            continue;
+        if (gr->n_nodes == 3 && ctx->g->nodes[gr->nodes[2]]->op == KILN_OP_MUL)
+            conv_act++;
+        if (strcmp(a->name, "c3") == 0 && gr->n_nodes == 1)
+            c3_alone++;
+    }
+    assert_int_equal(conv_act, 2);
+    assert_int_equal(c3_alone, 1);
+    kiln_pass_ctx_destroy(ctx);
+    kiln_graph_destroy(g);
+}
+
 static void test_pipeline_and_print(void **state)
 {
     (void)state;
@@ -411,7 +474,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fold_batchnorm),  cmocka_unit_test(test_fold_constant_and_dce),
         cmocka_unit_test(test_plan_memory),     cmocka_unit_test(test_alter_layout),
-        cmocka_unit_test(test_fuse_groups),     cmocka_unit_test(test_pipeline_and_print),
+        cmocka_unit_test(test_fuse_groups),     cmocka_unit_test(test_fuse_silu_hardswish),     cmocka_unit_test(test_pipeline_and_print),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

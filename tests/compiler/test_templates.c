@@ -283,7 +283,8 @@ static void check_typed(kiln_graph *g, int result, uint64_t knob_seed, fill_spec
 typedef struct conv_case {
     int n, c, h, w, m, kh, kw, sh, sw, pt, pl, pb, pr, group, dil;
     bool bias;
-    int epi; /* 0 none, 1 relu, 2 residual add + relu, 3 clip (relu6) */
+    int epi; /* 0 none, 1 relu, 2 residual add + relu, 3 clip (relu6), 4 SiLU,
+              * 5 HardSwish, 6 residual add + SiLU, 7 relu, per-channel Mul, Sigmoid */
 } conv_case;
 
 static void conv_graph(const conv_case *cc, uint64_t knob_seed)
@@ -300,7 +301,7 @@ static void conv_graph(const conv_case *cc, uint64_t knob_seed)
     ints(g, c, "dilations", 2, cc->dil, cc->dil);
     kiln_node_set_int(g, c, "group", cc->group);
     int y = out(g, c);
-    if (cc->epi == 2) {
+    if (cc->epi == 2 || cc->epi == 6) {
         kiln_error err = {0};
         assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
         const kiln_value *yv = g->values[y];
@@ -310,6 +311,23 @@ static void conv_graph(const conv_case *cc, uint64_t knob_seed)
     }
     if (cc->epi == 1 || cc->epi == 2)
         y = out(g, node(g, KILN_OP_RELU, &y, 1));
+    if (cc->epi == 4 || cc->epi == 6) { /* x * sigmoid(x) */
+        int sg = out(g, node(g, KILN_OP_SIGMOID, &y, 1));
+        int a[2] = {sg, y};
+        y = out(g, node(g, KILN_OP_MUL, a, 2));
+    }
+    if (cc->epi == 5) { /* x * hardsigmoid(x) */
+        int hn = node(g, KILN_OP_HARDSIGMOID, &y, 1);
+        kiln_node_set_float(g, hn, "alpha", 1.0f / 6.0f);
+        int a[2] = {y, out(g, hn)};
+        y = out(g, node(g, KILN_OP_MUL, a, 2));
+    }
+    if (cc->epi == 7) {
+        y = out(g, node(g, KILN_OP_RELU, &y, 1));
+        int a[2] = {y, param(g, "s", ks(4, 1, cc->m, 1, 1), 3 + case_no, -2.0f, 2.0f)};
+        y = out(g, node(g, KILN_OP_MUL, a, 2));
+        y = out(g, node(g, KILN_OP_SIGMOID, &y, 1));
+    }
     if (cc->epi == 3) {
         int cl = node(g, KILN_OP_CLIP, &y, 1);
         kiln_node_set_float(g, cl, "min", 0.0f);
@@ -338,6 +356,29 @@ static void test_conv_fixed(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         conv_graph(&cases[i], 1000 + i);
+}
+
+/* Epilogues beyond the kernel headers' (SiLU, HardSwish, a residual Add
+ * then SiLU, Relu then a per-channel Mul then Sigmoid), applied by generated
+ * code to each task's output: blocked, depthwise, odd and padded channel
+ * counts, stride 2, batch 2. */
+static void test_conv_epilogues(void **state)
+{
+    (void)state;
+    static const conv_case cases[] = {
+        /* n  c   h   w   m  kh kw sh sw pt pl pb pr grp dil bias epi */
+        {1, 16, 9, 11, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, true, 4},    /* 1x1 + SiLU */
+        {2, 16, 12, 13, 16, 5, 5, 2, 2, 2, 2, 2, 2, 16, 1, true, 4},  /* dw 5x5 s2 + SiLU */
+        {1, 24, 10, 10, 24, 3, 3, 1, 1, 1, 1, 1, 1, 24, 1, true, 5},  /* dw 3x3 + HardSwish */
+        {1, 16, 7, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, 5},    /* 3x3 + HardSwish */
+        {2, 32, 8, 9, 16, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, true, 6},     /* residual + SiLU */
+        {1, 16, 8, 8, 20, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, true, 7},     /* padded C_out */
+        {1, 32, 9, 9, 32, 3, 3, 2, 2, 1, 1, 1, 1, 32, 1, true, 7},    /* dw s2 */
+        {1, 5, 8, 9, 7, 3, 3, 1, 2, 1, 0, 2, 1, 1, 1, true, 4},       /* odd channels */
+        {1, 7, 6, 6, 7, 3, 3, 1, 1, 1, 1, 1, 1, 7, 1, true, 5},       /* dw odd C */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        conv_graph(&cases[i], 3000 + i);
 }
 
 static void test_conv_random(void **state)
@@ -1257,6 +1298,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_fixed),       cmocka_unit_test(test_conv_random),
         cmocka_unit_test(test_conv_padded_channels),
+        cmocka_unit_test(test_conv_epilogues),
         cmocka_unit_test(test_pool),             cmocka_unit_test(test_pool_interior),             cmocka_unit_test(test_pool_8x8),
         cmocka_unit_test(test_pad),
         cmocka_unit_test(test_dense),

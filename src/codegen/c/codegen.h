@@ -63,10 +63,18 @@ bool kiln_tpl_row_major_in(const kiln_graph *g, const kiln_node *n);
 /* Value v is float32. */
 bool kiln_tpl_f32(const kiln_graph *g, int v);
 /* The kernel headers' epilogue of a conv-like group: KILN_EPI_* flags from
- * the bias, the residual Add, Relu and Clip after the anchor (sets
- * t->residual_arg and t->epi_from; clip bounds into lo/hi). */
+ * the bias and the longest prefix of the group's nodes after the anchor that
+ * the header applies (a residual Add, then Relu, then Clip) and that no
+ * later node reads past; sets t->residual_arg, t->epi_from (the first node
+ * the generated code applies, kiln_emit_epilogue) and the clip bounds. */
 int kiln_tpl_header_epilogue(const kiln_lowered *l, kiln_task *t, bool has_bias, float *lo,
                              float *hi);
+/* A loop applying the group's nodes [t->epi_from, ..) in place to o0[first,
+ * first + len) (C expressions): the conv-like templates' epilogue beyond
+ * what their kernel header applies, run on each task's output while it is
+ * in cache. */
+void kiln_emit_epilogue_span(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
+                             const char *first, const char *len);
 /* The C type generated code reads and writes a dtype's elements as
  * (float16: its bits, bool: a byte); NULL for dtypes without one. */
 const char *kiln_tpl_ctype(kiln_dtype t);

@@ -22,32 +22,68 @@ bool kiln_tpl_conv_operands(const kiln_graph *g, const kiln_node *n)
            g->values[n->inputs[1]]->kind == KILN_VALUE_CONST && kiln_geom_win2d(g, n, &w);
 }
 
+/* The index in the group of the node producing value v, -1 if none does. */
+static int group_index(const kiln_graph *g, const kiln_group *gr, int v)
+{
+    for (int i = 0; i < gr->n_nodes; i++)
+        if (g->nodes[gr->nodes[i]]->outputs[0] == v)
+            return i;
+    return -1;
+}
+
 int kiln_tpl_header_epilogue(const kiln_lowered *l, kiln_task *t, bool has_bias, float *lo,
                              float *hi)
 {
     const kiln_graph *g = l->ctx->g;
     const kiln_group *gr = &l->ctx->groups[t->group];
-    int epi = has_bias ? KILN_EPI_BIAS : 0;
-    *lo = -3.4028234663852886e38f;
-    *hi = 3.4028234663852886e38f;
-    t->residual_arg = -1;
-    for (int i = 1; i < gr->n_nodes; i++) {
-        const kiln_node *m = g->nodes[gr->nodes[i]];
-        if (m->op == KILN_OP_ADD) {
+    const kiln_value *y = g->values[gr->outputs[0]];
+    int stop = gr->n_nodes;
+    for (;;) {
+        int epi = has_bias ? KILN_EPI_BIAS : 0, res = -1, i = 1;
+        *lo = -3.4028234663852886e38f;
+        *hi = 3.4028234663852886e38f;
+        for (; i < stop; i++) {
+            const kiln_node *m = g->nodes[gr->nodes[i]];
             int prev = g->nodes[gr->nodes[i - 1]]->outputs[0];
-            int other = m->inputs[0] == prev ? m->inputs[1] : m->inputs[0];
-            epi |= KILN_EPI_RESIDUAL;
-            t->residual_arg = kiln_task_arg(t, other);
-        } else if (m->op == KILN_OP_RELU) {
-            epi |= KILN_EPI_RELU;
-        } else if (m->op == KILN_OP_CLIP) {
-            epi |= KILN_EPI_CLIP;
-            *lo = kiln_attr_float(m, "min", *lo);
-            *hi = kiln_attr_float(m, "max", *hi);
+            if (m->op == KILN_OP_ADD && m->n_inputs == 2 &&
+                (m->inputs[0] == prev) != (m->inputs[1] == prev)) {
+                int other = m->inputs[0] == prev ? m->inputs[1] : m->inputs[0];
+                const kiln_value *o = g->values[other];
+                if ((epi & (KILN_EPI_RESIDUAL | KILN_EPI_RELU | KILN_EPI_CLIP)) ||
+                    o->kind == KILN_VALUE_CONST || group_index(g, gr, other) >= 0 ||
+                    !kiln_shape_equal(&o->shape, &y->shape) || !kiln_layout_equal(o->layout, y->layout))
+                    break;
+                epi |= KILN_EPI_RESIDUAL;
+                res = kiln_task_arg(t, other);
+            } else if (m->op == KILN_OP_RELU && !(epi & (KILN_EPI_RELU | KILN_EPI_CLIP))) {
+                epi |= KILN_EPI_RELU;
+            } else if (m->op == KILN_OP_CLIP && !(epi & KILN_EPI_CLIP)) {
+                epi |= KILN_EPI_CLIP;
+                *lo = kiln_attr_float(m, "min", *lo);
+                *hi = kiln_attr_float(m, "max", *hi);
+            } else {
+                break;
+            }
         }
+        /* the generated rest sees the prefix's last value only (as the
+         * anchor's result): shorten the prefix until no later node reads an
+         * earlier one */
+        bool ok = true;
+        for (int j = i; j < gr->n_nodes && ok; j++) {
+            const kiln_node *m = g->nodes[gr->nodes[j]];
+            for (int k = 0; k < m->n_inputs; k++) {
+                int pi = m->inputs[k] >= 0 ? group_index(g, gr, m->inputs[k]) : -1;
+                if (pi >= 0 && pi < i - 1)
+                    ok = false;
+            }
+        }
+        if (ok || i == 1) {
+            t->epi_from = i;
+            t->residual_arg = res;
+            return epi;
+        }
+        stop = i - 1;
     }
-    t->epi_from = gr->n_nodes; /* the header applies the whole epilogue */
-    return epi;
 }
 
 const char *kiln_tpl_ctype(kiln_dtype t)
@@ -75,4 +111,15 @@ void kiln_emit_arg_or_null(kiln_sb *b, int arg, bool out)
         kiln_sb_puts(b, "NULL");
     else
         kiln_sb_printf(b, "%c%d", out ? 'o' : 'a', arg);
+}
+
+void kiln_emit_epilogue_span(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
+                             const char *first, const char *len)
+{
+    kiln_sb_printf(b,
+                   "            for (int64_t i = %s, ie_ = %s + %s; i < ie_; i++) {\n"
+                   "                float v = o0[i];\n",
+                   first, first, len);
+    kiln_emit_epilogue(b, l, t, "v", "i");
+    kiln_sb_puts(b, "                o0[i] = v;\n            }\n");
 }

@@ -22,7 +22,9 @@
  * from the header's register/cache model (kiln_conv_default_params). The
  * block sizes cb_in and cb_out are knobs of kind block: chosen by layout()
  * with the neighbours in view, fixed within a whole model. The
- * epilogue is the header's: bias, residual Add, Relu, Clip. */
+ * epilogue: the header's bias, residual Add, Relu, Clip in registers, then
+ * any other fused elementwise nodes (SiLU, HardSwish, ...) applied by
+ * generated code to each task's output right after the task. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +41,7 @@ static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
     (void)tg;
     if (!kiln_tpl_conv_operands(g, n) || g->values[n->inputs[1]]->layout.kind != KILN_LAYOUT_OIHWIO)
         return false;
-    *epi = KILN_EPI_KIND_HEADER;
+    *epi = KILN_EPI_KIND_ANY; /* the header's part, then kiln_emit_epilogue_span */
     return true;
 }
 
@@ -208,11 +210,24 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     int ba = n->n_inputs > 2 && n->inputs[2] >= 0 ? kiln_task_arg(t, n->inputs[2]) : -1;
     kiln_sb_puts(b, KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
+    bool epi = kiln_task_has_epilogue(l, t);
+    if (epi)
+        kiln_sb_puts(b, "    for (int64_t tk_ = begin_; tk_ < end_; tk_++) {\n    ");
     kiln_sb_printf(b, "    kiln_conv_run(&P_, a%d, a%d, ", xa, wa);
     kiln_emit_arg_or_null(b, ba, false);
     kiln_sb_puts(b, ", ");
     kiln_emit_arg_or_null(b, t->residual_arg, false);
-    kiln_sb_printf(b, ", o0, begin_, end_, %s);\n}\n", t->workspace > 0 ? KILN_TASK_WS : "NULL");
+    kiln_sb_printf(b, ", o0, %s, %s);\n", epi ? "tk_, tk_ + 1" : "begin_, end_",
+                   t->workspace > 0 ? KILN_TASK_WS : "NULL");
+    if (epi) {
+        /* the rest of the fused epilogue on the task's output, still in cache */
+        kiln_sb_puts(b, "        int64_t f_, len_, ns_, st_;\n"
+                        "        kiln_conv_task_out(&P_, tk_, &f_, &len_, &ns_, &st_);\n"
+                        "        for (int64_t s_ = 0; s_ < ns_; s_++) {\n");
+        kiln_emit_epilogue_span(b, l, t, "f_ + s_ * st_", "len_");
+        kiln_sb_puts(b, "        }\n    }\n");
+    }
+    kiln_sb_puts(b, "}\n");
     kiln_emit_entry(b, t, "kiln_conv_tasks(&P_)", 1);
     return KILN_OK;
 }

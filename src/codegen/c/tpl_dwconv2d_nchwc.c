@@ -23,7 +23,7 @@ static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
     if (!kiln_tpl_conv_operands(g, n) || !kiln_conv_is_depthwise(g, n) ||
         g->values[n->inputs[0]]->layout.kind != KILN_LAYOUT_NCHWC)
         return false;
-    *epi = KILN_EPI_KIND_HEADER;
+    *epi = KILN_EPI_KIND_ANY; /* the header's part, then kiln_emit_epilogue_span */
     return true;
 }
 
@@ -128,11 +128,23 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     int ba = n->n_inputs > 2 && n->inputs[2] >= 0 ? kiln_task_arg(t, n->inputs[2]) : -1;
     kiln_sb_puts(b, KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
+    bool epi = kiln_task_has_epilogue(l, t);
+    if (epi)
+        kiln_sb_puts(b, "    for (int64_t tk_ = begin_; tk_ < end_; tk_++) {\n    ");
     kiln_sb_printf(b, "    kiln_dwconv_run(&P_, a%d, a%d, ", xa, wa);
     kiln_emit_arg_or_null(b, ba, false);
     kiln_sb_puts(b, ", ");
     kiln_emit_arg_or_null(b, t->residual_arg, false);
-    kiln_sb_puts(b, ", o0, begin_, end_, NULL);\n}\n");
+    kiln_sb_printf(b, ", o0, %s, NULL);\n", epi ? "tk_, tk_ + 1" : "begin_, end_");
+    if (epi) {
+        /* the rest of the fused epilogue on the task's output, still in cache */
+        kiln_sb_puts(b, "        int64_t f_, len_;\n"
+                        "        kiln_dwconv_task_out(&P_, tk_, &f_, &len_);\n"
+                        "        {\n");
+        kiln_emit_epilogue_span(b, l, t, "f_", "len_");
+        kiln_sb_puts(b, "        }\n    }\n");
+    }
+    kiln_sb_puts(b, "}\n");
     kiln_emit_entry(b, t, "kiln_dwconv_tasks(&P_)", 1);
     return KILN_OK;
 }

@@ -154,6 +154,28 @@ static KILN_KINLINE int64_t kiln_conv_tasks(const kiln_conv_params *p)
     return (int64_t)p->n * q.n_ocg * q.n_bands;
 }
 
+/* The output task `task` of kiln_conv_run writes: n_spans runs of len
+ * floats, the s-th starting at first + s * stride (one run per output
+ * channel block of its group, its band of rows, every column). Generated
+ * code applies the fused epilogue the header does not cover to these right
+ * after the task, while they are in cache. */
+static KILN_KINLINE void kiln_conv_task_out(const kiln_conv_params *p, int64_t task, int64_t *first,
+                                            int64_t *len, int64_t *n_spans, int64_t *stride)
+{
+    kiln_conv_plan q = kiln_conv_plan_of(p);
+    int64_t b = task % q.n_bands, rest = task / q.n_bands;
+    int64_t gi = rest % q.n_ocg, n = rest / q.n_ocg;
+    int64_t ocg_per_group = q.n_ocg / (p->groups > 0 ? p->groups : 1);
+    int64_t grp = gi / ocg_per_group, gsub = gi % ocg_per_group;
+    int64_t oh0 = b * q.oh_tile, oh1 = kiln_k_min64(p->oh, oh0 + q.oh_tile);
+    int64_t ob0 = grp * q.cob_g + gsub * q.oc_group;
+    int64_t ob1 = kiln_k_min64((grp + 1) * q.cob_g, ob0 + q.oc_group);
+    *stride = (int64_t)p->oh * p->ow * q.cbo;
+    *first = (n * q.cob + ob0) * *stride + oh0 * p->ow * q.cbo;
+    *len = (oh1 - oh0) * p->ow * q.cbo;
+    *n_spans = ob1 - ob0;
+}
+
 static KILN_KINLINE size_t kiln_conv_workspace_bytes(const kiln_conv_params *p)
 {
     kiln_conv_plan q = kiln_conv_plan_of(p);

@@ -237,6 +237,20 @@ static KILN_KINLINE void kiln_dwconv_tile(int cb, int T, const kiln_dwconv_tile_
     kiln_f32_dwconv_nchwc_ukernel__scalar(T, cb, a);
 }
 
+/* The output task `task` of kiln_dwconv_run writes: len floats from first
+ * (one channel block, its band of rows, every column); generated code
+ * applies the fused epilogue the header does not cover there. */
+static KILN_KINLINE void kiln_dwconv_task_out(const kiln_dwconv_params *p, int64_t task,
+                                              int64_t *first, int64_t *len)
+{
+    const int64_t ohb = kiln_dwconv_ohb(p), OH = p->oh, OW = p->ow;
+    const int64_t nbands = kiln_k_cdiv(OH, ohb);
+    int64_t band = task % nbands, rest = task / nbands; /* rest: image * blocks + block */
+    int64_t oh0 = band * ohb, oh1 = kiln_k_min64(OH, oh0 + ohb);
+    *first = rest * OH * OW * p->cb + oh0 * OW * p->cb;
+    *len = (oh1 - oh0) * OW * p->cb;
+}
+
 /* Runs tasks [task_begin, task_end); workspace is unused (may be NULL). */
 static KILN_KINLINE void kiln_dwconv_run(const kiln_dwconv_params *p, const float *in,
                                          const float *w_packed, const float *bias,
