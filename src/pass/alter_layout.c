@@ -19,7 +19,9 @@
  *    a transform, which drops the padding.
  *  - Layout-agnostic ops keep the block of their inputs: unary elementwise
  *    ops, binary elementwise ops over two activations of the same shape and
- *    layout (the residual Add), 2-D Max/AveragePool, spatial Pad, and Concat along the
+ *    layout (the residual Add), Mul/Add/Sub of a blocked activation and a
+ *    per-channel [1, C, 1, 1] value in any layout (squeeze-and-excitation's
+ *    scale: neither side is transformed), 2-D Max/AveragePool, spatial Pad, and Concat along the
  *    channels when every input is blocked alike with whole blocks.
  *    GlobalAveragePool reads blocks and writes row-major.
  *  - Anything else reads row-major: a blocked input first goes through a
@@ -94,6 +96,25 @@ static bool spatial_pad(const kiln_node *n)
 {
     const int64_t *p = NULL;
     return kiln_attr_ints(n, "pads", &p) == 8 && !p[0] && !p[1] && !p[4] && !p[5];
+}
+
+/* The input (0 or 1) of a float Mul/Add/Sub that is a blocked activation of
+ * the output's shape while the other is per-channel, [1, C, 1, 1] in any
+ * layout: squeeze-and-excitation's scale. -1 if n is not such a node. */
+static int channel_operand_of(const kiln_graph *g, const kiln_node *n, const int *in,
+                              const kiln_value *y)
+{
+    if ((n->op != KILN_OP_MUL && n->op != KILN_OP_ADD && n->op != KILN_OP_SUB) ||
+        n->n_inputs != 2 || in[0] < 0 || in[1] < 0 || y->shape.rank != 4)
+        return -1;
+    for (int k = 0; k < 2; k++) {
+        const kiln_value *x = g->values[in[k]], *c = g->values[in[1 - k]];
+        if (x->layout.kind == KILN_LAYOUT_NCHWC && kiln_shape_equal(&x->shape, &y->shape) &&
+            c->dtype == KILN_DTYPE_FLOAT32 && c->shape.rank == 4 && c->shape.dims[0] == 1 &&
+            c->shape.dims[1] == y->shape.dims[1] && c->shape.dims[2] == 1 && c->shape.dims[3] == 1)
+            return k;
+    }
+    return -1;
 }
 
 typedef struct state {
@@ -223,6 +244,11 @@ kiln_status kiln_pass_alter_layout(kiln_pass_ctx *ctx, kiln_error *err)
                    kiln_layout_equal(g->values[in[1]]->layout, l0) &&
                    kiln_shape_equal(&g->values[in[0]]->shape, &g->values[in[1]]->shape)) {
             id = emit(&s, n, in, l0);
+        } else if (f32 && channel_operand_of(g, n, in, y) >= 0) {
+            /* the activation keeps its blocks; kernels read the [1, C, 1, 1]
+             * operand by channel index, which its storage holds at c in any
+             * layout (H = W = 1), so it needs no transform either */
+            id = emit(&s, n, in, g->values[in[channel_operand_of(g, n, in, y)]]->layout);
         } else if (f32 && (n->op == KILN_OP_MAXPOOL || n->op == KILN_OP_AVERAGEPOOL) &&
                    n->n_outputs == 1 && l0.kind == KILN_LAYOUT_NCHWC && y->shape.rank == 4) {
             id = emit(&s, n, in, l0);
