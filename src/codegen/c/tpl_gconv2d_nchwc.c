@@ -1,0 +1,206 @@
+/* codegen/c/tpl_gconv2d_nchwc.c: grouped convolutions with narrow groups
+ * (C_in/groups == C_out/groups == gw, 2 <= gw < vec, vec a multiple of gw:
+ * resnext's 32 groups of 4 and 8 channels) in the model's NCHW{vec}c layout.
+ *
+ * A channel block of vec channels holds vec/gw whole groups, in the input
+ * and in the output alike (block k of the output reads block k of the
+ * input only). The template runs such a conv as a grouped conv of
+ * C_in/vec "block groups" of one block each, on kiln_kernels_conv.h's
+ * full-width microkernels, with the weight packed block-diagonal: the
+ * [vec][vec] weight tile of a tap holds each group's gw x gw weights on the
+ * diagonal and zeros elsewhere. That does vec/gw times the FMAs of the
+ * convolution (4x for gw = 4 at 16 lanes), but at the broadcast-FMA rate of
+ * the dense template, where the alternative was the portable scalar
+ * microkernel on NCHW4c (or the AVX2 one reading a row-major input, 1 input
+ * channel per block) plus a layout transform on each side. The reported
+ * FLOPs are the convolution's own, not the padded ones.
+ *
+ * Groups whose width is a multiple of the block are conv2d_nchwc's; this
+ * template comes first in templates.def and takes only the narrow ones. The
+ * epilogue is the header's (bias, residual Add, Relu, Clip). Knobs as
+ * conv2d_nchwc's (the block sizes are fixed to vec). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/c/codegen.h"
+#include "codegen/c/kernels/kiln_kernels_conv.h"
+#include "lower/geom.h"
+#include "lower/knobs.h"
+#include "util/error.h"
+
+/* The group width of a narrow grouped conv that blocks of `block` channels
+ * hold whole, or 0. */
+static int64_t narrow_width(const kiln_graph *g, const kiln_node *n, int block)
+{
+    const kiln_value *x = g->values[n->inputs[0]], *y = g->values[n->outputs[0]];
+    int64_t grp = kiln_attr_int(n, "group", 1);
+    if (n->op != KILN_OP_CONV || x->shape.rank != 4 || y->shape.rank != 4 || grp < 2 ||
+        block < 2)
+        return 0;
+    int64_t c_in = x->shape.dims[1], c_out = y->shape.dims[1];
+    if (c_in % grp || c_out % grp || c_in / grp != c_out / grp)
+        return 0;
+    int64_t gw = c_in / grp;
+    return gw >= 2 && gw < block && block % gw == 0 && c_in % block == 0 ? gw : 0;
+}
+
+static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
+                  kiln_epi_kind *epi)
+{
+    (void)tg;
+    if (!kiln_tpl_conv_operands(g, n))
+        return false;
+    const kiln_layout *wl = &g->values[n->inputs[1]]->layout;
+    if (wl->kind != KILN_LAYOUT_OIHWIO || wl->block_a != wl->block_b ||
+        !narrow_width(g, n, wl->block_a))
+        return false;
+    *epi = KILN_EPI_KIND_HEADER;
+    return true;
+}
+
+static bool layout(const kiln_target *tg, const kiln_graph *g, const kiln_node *n, kiln_layout in,
+                   kiln_tpl_layout *out)
+{
+    (void)in;
+    if (n->op != KILN_OP_CONV || kiln_conv_is_depthwise(g, n))
+        return false;
+    const kiln_value *x = g->values[n->inputs[0]], *w = g->values[n->inputs[1]];
+    if (x->dtype != KILN_DTYPE_FLOAT32 || w->kind != KILN_VALUE_CONST || !w->data ||
+        w->shape.rank != 4 || !narrow_width(g, n, tg->vec))
+        return false;
+    out->in = (kiln_layout){KILN_LAYOUT_NCHWC, tg->vec, 0};
+    out->weight = (kiln_layout){KILN_LAYOUT_OIHWIO, tg->vec, tg->vec};
+    out->out = (kiln_layout){KILN_LAYOUT_NCHWC, tg->vec, 0};
+    return true;
+}
+
+static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
+{
+    const kiln_graph *g = l->ctx->g;
+    const kiln_node *n = g->nodes[t->anchor];
+    int cb = g->values[n->inputs[1]]->layout.block_a;
+    kiln_win2d w;
+    kiln_geom_win2d(g, n, &w);
+    kiln_conv_params *p = calloc(1, sizeof *p);
+    if (!p)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    t->params = p;
+    /* the block groups: one block of vec/gw whole groups each */
+    *p = (kiln_conv_params){.n = (int)w.n, .c_in = (int)w.c, .h = (int)w.h, .w = (int)w.w,
+                            .c_out = (int)w.m, .oh = (int)w.oh, .ow = (int)w.ow, .kh = (int)w.kh,
+                            .kw = (int)w.kw, .sh = (int)w.sh, .sw = (int)w.sw, .dh = (int)w.dh,
+                            .dw = (int)w.dw, .pad_t = (int)w.pt, .pad_l = (int)w.pl,
+                            .pad_b = (int)w.pb, .pad_r = (int)w.pr, .groups = (int)(w.c / cb),
+                            .cb_in = cb, .cb_out = cb};
+    p->epilogue = kiln_tpl_header_epilogue(l, t, n->n_inputs > 2 && n->inputs[2] >= 0,
+                                           &p->clip_min, &p->clip_max);
+    if (!kiln_conv_supported(p) || p->groups < 1)
+        return kiln_errorf(err, KILN_ERR_INTERNAL,
+                           "conv '%s': the narrow-group template rejects it", n->name);
+    kiln_conv_default_params(p, l->ctx->target.l1_bytes, l->ctx->target.l2_bytes, 2);
+    kiln_conv_plan q = kiln_conv_plan_of(p);
+    kiln_knob *k = kiln_knob_add(t, "ow_tile", KILN_KNOB_TILE, p->ow_tile,
+                                 (int)offsetof(kiln_conv_params, ow_tile));
+    for (int v = 1; v <= kiln_conv_max_t(q.isa, 1) && v <= p->ow; v++)
+        kiln_knob_choice(k, v);
+    kiln_knob_choice(k, p->ow_tile);
+    k = kiln_knob_add(t, "loop_order", KILN_KNOB_ORDER, p->loop_order,
+                      (int)offsetof(kiln_conv_params, loop_order));
+    kiln_knob_choice(k, 0);
+    kiln_knob_choice(k, 1);
+    k = kiln_knob_add(t, "oh_tile", KILN_KNOB_TILE, p->oh_tile,
+                      (int)offsetof(kiln_conv_params, oh_tile));
+    kiln_knob_pow2(k, p->oh, true);
+    k = kiln_knob_add(t, "cb_in", KILN_KNOB_BLOCK, p->cb_in, (int)offsetof(kiln_conv_params, cb_in));
+    kiln_knob_choice(k, p->cb_in);
+    k = kiln_knob_add(t, "cb_out", KILN_KNOB_BLOCK, p->cb_out,
+                      (int)offsetof(kiln_conv_params, cb_out));
+    kiln_knob_choice(k, p->cb_out);
+    /* the convolution's own FLOPs: w.c / w.groups input channels per output */
+    t->flops = 2.0 * w.n * w.m * w.oh * w.ow * (double)(w.c / w.groups) * w.kh * w.kw;
+    return KILN_OK;
+}
+
+/* w_oihw: [c_out][gw][kh][kw] (ONNX, gw = c_in / groups). packed: OIHW{cb}i{cb}o
+ * of the block groups (one input block each), block-diagonal. */
+static void pack_block_diagonal(const kiln_conv_params *p, int64_t gw, const float *w_oihw,
+                                float *packed)
+{
+    int64_t cb = p->cb_out, taps = (int64_t)p->kh * p->kw, nb = p->c_out / cb;
+    float *d = packed;
+    for (int64_t ob = 0; ob < nb; ob++)
+        for (int64_t t = 0; t < taps; t++)
+            for (int64_t ci = 0; ci < cb; ci++)
+                for (int64_t co = 0; co < cb; co++) {
+                    int64_t oc = ob * cb + co, ic = ob * cb + ci;
+                    *d++ = oc / gw == ic / gw ? w_oihw[(oc * gw + ic % gw) * taps + t] : 0.0f;
+                }
+}
+
+static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
+{
+    const kiln_graph *g = l->ctx->g;
+    const kiln_node *n = g->nodes[t->anchor];
+    const kiln_value *wv = g->values[n->inputs[1]];
+    const kiln_conv_params *p = t->params;
+    int64_t floats = kiln_conv_packed_weight_floats(p);
+    if (floats != (int64_t)p->c_out * p->cb_in * p->kh * p->kw)
+        return kiln_errorf(err, KILN_ERR_INTERNAL, "conv '%s': unexpected packed weight size",
+                           n->name);
+    float *packed = malloc(sizeof(float) * (size_t)floats + 1);
+    if (!packed)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory packing '%s'", n->name);
+    pack_block_diagonal(p, wv->shape.dims[1], wv->data, packed);
+    char lb[48];
+    snprintf(lb, sizeof lb, "OIHW%di%do-blockdiag%lld", p->cb_in, p->cb_out,
+             (long long)wv->shape.dims[1]);
+    int tid = kiln_lower_weights(l, wv->id, lb, packed, (int64_t)sizeof(float) * floats);
+    if (tid < 0)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    t->args[kiln_task_arg(t, wv->id)] = tid;
+    t->workspace = (int64_t)kiln_conv_workspace_bytes(p);
+    return KILN_OK;
+}
+
+static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
+{
+    const kiln_graph *g = l->ctx->g;
+    const kiln_node *n = g->nodes[t->anchor];
+    const kiln_conv_params *p = t->params;
+    static const char *const hdr[] = {"kiln_kernels_conv.h"};
+    kiln_emit_prologue(b, l, t, hdr, 1);
+    kiln_sb_printf(b,
+                   "/* narrow groups: %d block groups, block-diagonal weights */\n"
+                   "static const kiln_conv_params P_ = {\n"
+                   "    .n = %d, .c_in = %d, .h = %d, .w = %d, .c_out = %d, .oh = %d, .ow = %d,\n"
+                   "    .kh = %d, .kw = %d, .sh = %d, .sw = %d, .dh = %d, .dw = %d,\n"
+                   "    .pad_t = %d, .pad_l = %d, .pad_b = %d, .pad_r = %d, .groups = %d,\n"
+                   "    .cb_in = %d, .cb_out = %d, .epilogue = %d, .clip_min = %af, .clip_max = %af,\n"
+                   "    .ow_tile = %d, .oc_tile = %d, .ic_tile = %d, .loop_order = %d, .oh_tile = %d,\n"
+                   "    .oc_group = %d,\n};\n\n",
+                   p->groups, p->n, p->c_in, p->h, p->w, p->c_out, p->oh, p->ow, p->kh, p->kw,
+                   p->sh, p->sw, p->dh, p->dw, p->pad_t, p->pad_l, p->pad_b, p->pad_r, p->groups,
+                   p->cb_in, p->cb_out, p->epilogue, (double)p->clip_min, (double)p->clip_max,
+                   p->ow_tile, p->oc_tile, p->ic_tile, p->loop_order, p->oh_tile, p->oc_group);
+    int xa = kiln_task_arg(t, n->inputs[0]), wa = kiln_task_arg(t, n->inputs[1]);
+    int ba = n->n_inputs > 2 && n->inputs[2] >= 0 ? kiln_task_arg(t, n->inputs[2]) : -1;
+    kiln_sb_puts(b, KILN_TASK_SIG);
+    kiln_emit_arg_ptrs(b, t);
+    kiln_sb_printf(b, "    kiln_conv_run(&P_, a%d, a%d, ", xa, wa);
+    kiln_emit_arg_or_null(b, ba, false);
+    kiln_sb_puts(b, ", ");
+    kiln_emit_arg_or_null(b, t->residual_arg, false);
+    kiln_sb_printf(b, ", o0, begin_, end_, %s);\n}\n", t->workspace > 0 ? KILN_TASK_WS : "NULL");
+    kiln_emit_entry(b, t, "kiln_conv_tasks(&P_)", 1);
+    return KILN_OK;
+}
+
+const kiln_template kiln_tpl_gconv2d_nchwc = {
+    .name = "gconv2d_nchwc",
+    .match = match,
+    .layout = layout,
+    .space = space,
+    .pack = pack,
+    .emit = emit,
+};
