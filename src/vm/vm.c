@@ -30,63 +30,7 @@
 #include "ir/graph.h"
 #include "util/error.h"
 #include "util/file.h"
-
-#define VM_CLASSES 8
-
-enum { SRC_NONE, SRC_INPUT, SRC_STATIC, SRC_DYN, SRC_INIT };
-
-typedef struct vm_src {
-    int kind;
-    int index; /* INPUT: VM input; STATIC: static output; DYN: dynamic node; INIT: unused */
-    int sub;   /* DYN: that node's output */
-} vm_src;
-
-typedef struct vm_class {
-    unsigned char *key;
-    size_t key_len;
-    kiln_graph *g;
-    kiln_ref_executor *ex;
-    int *in_slot; /* per node input: the one-node graph's input index, -1: none */
-    int64_t used; /* stamp of the last run that used it */
-} vm_class;
-
-typedef struct vm_node {
-    const Onnx__NodeProto *np;
-    const char *name; /* for messages */
-    int n_in, n_out;
-    vm_src *src;             /* per input */
-    bool *bound;             /* per input: bound as a constant (learned) */
-    int *out_pos;            /* per output: index among the one-node graph's outputs, -1 unused */
-    const kiln_tensor **out; /* per output, after a run */
-    vm_class cls[VM_CLASSES];
-    int n_cls;
-    unsigned char *key;
-    size_t key_cap;
-} vm_node;
-
-struct kiln_vm {
-    Onnx__ModelProto *m;
-    char *base_dir;
-    bool reference;
-    int n_in, n_out;
-    const Onnx__ValueInfoProto **in_vi, **out_vi;
-    kiln_dtype *in_dt, *out_dt;
-    kiln_shape *in_shape, *out_shape;
-    kiln_tensor *in_t; /* owned copies */
-    bool *in_set;
-    vm_src *out_src;
-    /* static part */
-    kiln_graph *sg;
-    kiln_ref_executor *sex;
-    kiln_module *smod;
-    int s_n_in, s_n_out;
-    int *s_in_map;            /* static input -> VM input */
-    const char **s_out_names; /* the static part's outputs */
-    /* dynamic part */
-    int n_dyn;
-    vm_node *dyn;
-    int64_t stamp, conversions;
-};
+#include "vm/vm_internal.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -162,7 +106,7 @@ static kiln_status import_model(const kiln_vm *vm, Onnx__ModelProto *m,
 static kiln_status import_static(kiln_vm *vm, const bool *dyn, kiln_onnx_failure *failure,
                                  int *node_map, kiln_graph **g, kiln_error *err)
 {
-    const Onnx__GraphProto *og = vm->m->graph;
+    const Onnx__GraphProto *og = vm->graph;
     size_t nn = og->n_node;
     Onnx__NodeProto **nodes = calloc(nn + 1, sizeof *nodes);
     Onnx__ValueInfoProto **ins = calloc(og->n_input + 1, sizeof *ins);
@@ -236,7 +180,7 @@ done:
 /* Splits the graph (see the top of the file); leaves vm->sg and dyn[] set. */
 static kiln_status split(kiln_vm *vm, bool *dyn, kiln_error *err)
 {
-    const Onnx__GraphProto *og = vm->m->graph;
+    const Onnx__GraphProto *og = vm->graph;
     int *node_map = calloc(og->n_node + 1, sizeof *node_map);
     if (!node_map)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
@@ -244,8 +188,9 @@ static kiln_status split(kiln_vm *vm, bool *dyn, kiln_error *err)
     for (;;) {
         kiln_onnx_failure f = {.node = -1, .input = -1};
         s = import_static(vm, dyn, &f, node_map, &vm->sg, err);
-        if (s == KILN_OK || !f.data_param || f.node < 0)
-            break;
+        if (s == KILN_OK || f.node < 0 ||
+            !(f.data_param || kiln_vm_flow_op(og->node[node_map[f.node]]->op_type)))
+            break; /* a data parameter, or control flow: dynamic */
         int first = node_map[f.node];
         dyn[first] = true;
         /* everything downstream moves too */
@@ -281,7 +226,7 @@ static int find_static_output(const kiln_vm *vm, const char *name)
 
 /* Where value `name` comes from, for a reader that is dynamic node `before`
  * (or the graph outputs: before = n_dyn). */
-static vm_src resolve(const kiln_vm *vm, const char *name, int before)
+vm_src kiln_vm_resolve(const kiln_vm *vm, const char *name, int before)
 {
     vm_src src = {.kind = SRC_NONE};
     if (!name || !*name)
@@ -296,7 +241,7 @@ static vm_src resolve(const kiln_vm *vm, const char *name, int before)
     j = find_input(vm, name);
     if (j >= 0)
         return (vm_src){.kind = SRC_INPUT, .index = j};
-    if (is_initializer(vm->m->graph, name))
+    if (is_initializer(vm->graph, name))
         return (vm_src){.kind = SRC_INIT};
     return (vm_src){.kind = -1};
 }
@@ -338,7 +283,7 @@ static kiln_status load_static(kiln_vm *vm, const kiln_vm_options *o, kiln_error
 
 static kiln_status build_dynamic(kiln_vm *vm, const bool *dyn, kiln_error *err)
 {
-    const Onnx__GraphProto *og = vm->m->graph;
+    const Onnx__GraphProto *og = vm->graph;
     for (size_t i = 0; i < og->n_node; i++)
         vm->n_dyn += dyn[i];
     vm->dyn = calloc((size_t)vm->n_dyn + 1, sizeof *vm->dyn);
@@ -360,10 +305,15 @@ static kiln_status build_dynamic(kiln_vm *vm, const bool *dyn, kiln_error *err)
         if (!n->src || !n->bound || !n->out_pos || !n->out)
             return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
         for (int k = 0; k < n->n_in; k++) {
-            n->src[k] = resolve(vm, n->np->input[k], d);
+            n->src[k] = kiln_vm_resolve(vm, n->np->input[k], d);
             if (n->src[k].kind < 0)
                 return kiln_errorf(err, KILN_ERR_PARSE, "node '%s': input '%s' is not defined",
                                    n->name, n->np->input[k]);
+        }
+        if (kiln_vm_flow_op(n->np->op_type)) {
+            kiln_status s = kiln_vm_flow_prepare(vm, d, err);
+            if (s != KILN_OK)
+                return s;
         }
         d++;
     }
@@ -382,7 +332,7 @@ static kiln_status build_dynamic(kiln_vm *vm, const bool *dyn, kiln_error *err)
         }
     }
     for (int i = 0; i < vm->n_out; i++) {
-        vm->out_src[i] = resolve(vm, vm->out_vi[i]->name, vm->n_dyn);
+        vm->out_src[i] = kiln_vm_resolve(vm, vm->out_vi[i]->name, vm->n_dyn);
         if (vm->out_src[i].kind <= SRC_NONE || vm->out_src[i].kind == SRC_INIT)
             return kiln_errorf(err, KILN_ERR_UNSUPPORTED,
                                "graph output '%s' is not computed by a node",
@@ -411,6 +361,7 @@ kiln_status kiln_vm_create(const char *path, const kiln_vm_options *opts, kiln_v
         s = kiln_errorf(err, KILN_ERR_PARSE, "the model has no graph");
     if (s != KILN_OK)
         goto fail;
+    vm->graph = vm->m->graph;
     vm->base_dir = strdup(path);
     if (!vm->base_dir) {
         s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
@@ -423,7 +374,7 @@ kiln_status kiln_vm_create(const char *path, const kiln_vm_options *opts, kiln_v
         slash[1] = '\0';
     else
         *slash = '\0';
-    const Onnx__GraphProto *og = vm->m->graph;
+    const Onnx__GraphProto *og = vm->graph;
     size_t cap = og->n_input + og->n_output + 1;
     vm->in_vi = calloc(cap, sizeof *vm->in_vi);
     vm->out_vi = calloc(cap, sizeof *vm->out_vi);
@@ -491,6 +442,7 @@ void kiln_vm_destroy(kiln_vm *vm)
         free(n->out_pos);
         free(n->out);
         free(n->key);
+        kiln_vm_flow_free(n);
     }
     free(vm->dyn);
     kiln_module_destroy(vm->smod);
@@ -510,7 +462,8 @@ void kiln_vm_destroy(kiln_vm *vm)
     free(vm->out_shape);
     free(vm->out_src);
     free(vm->base_dir);
-    if (vm->m)
+    free(vm->cap_vi);
+    if (vm->m && !vm->parent)
         onnx_free_model(vm->m);
     free(vm);
 }
@@ -522,7 +475,7 @@ static const kiln_tensor *static_output(const kiln_vm *vm, int j)
     return vm->smod ? kiln_module_output(vm->smod, j) : kiln_ref_executor_output(vm->sex, j);
 }
 
-static const kiln_tensor *value_of(const kiln_vm *vm, vm_src s)
+const kiln_tensor *kiln_vm_value(const kiln_vm *vm, vm_src s)
 {
     switch (s.kind) {
     case SRC_INPUT: return &vm->in_t[s.index];
@@ -595,7 +548,7 @@ static kiln_status convert(kiln_vm *vm, vm_node *n, const kiln_tensor *const *t,
         s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
-    const Onnx__GraphProto *og = vm->m->graph;
+    const Onnx__GraphProto *og = vm->graph;
     size_t n_ins = 0, n_inits = 0, n_outs = 0;
     for (int k = 0; k < ni; k++) {
         const char *nm = n->np->input[k];
@@ -717,7 +670,7 @@ static kiln_status run_node(kiln_vm *vm, vm_node *n, kiln_error *err)
         return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "node '%s' has %d inputs", n->name,
                            n->n_in);
     for (int k = 0; k < n->n_in; k++)
-        t[k] = value_of(vm, n->src[k]);
+        t[k] = kiln_vm_value(vm, n->src[k]);
     size_t len = 0;
     if (!make_key(n, t, &len))
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
@@ -784,8 +737,128 @@ kiln_status kiln_vm_run(kiln_vm *vm, kiln_error *err)
     if (s == KILN_OK && (vm->smod || vm->sex))
         s = vm->smod ? kiln_module_run(vm->smod, err) : kiln_ref_executor_run(vm->sex, err);
     for (int d = 0; d < vm->n_dyn && s == KILN_OK; d++)
-        s = run_node(vm, &vm->dyn[d], err);
+        s = vm->dyn[d].flow ? kiln_vm_flow_run(vm, d, err) : run_node(vm, &vm->dyn[d], err);
     return s;
+}
+
+/* ---- bodies of If, Loop and Scan --------------------------------------------- */
+
+static bool defined_in(const Onnx__GraphProto *g, const char *name)
+{
+    for (size_t i = 0; i < g->n_input; i++)
+        if (g->input[i]->name && strcmp(g->input[i]->name, name) == 0)
+            return true;
+    if (is_initializer(g, name))
+        return true;
+    for (size_t i = 0; i < g->n_node; i++)
+        for (size_t k = 0; k < g->node[i]->n_output; k++)
+            if (g->node[i]->output[k] && strcmp(g->node[i]->output[k], name) == 0)
+                return true;
+    return false;
+}
+
+static int add_name(const char **names, int n, int max, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0)
+            return n;
+    if (n < max)
+        names[n++] = name;
+    return n;
+}
+
+int kiln_vm_free_names(const Onnx__GraphProto *g, const char **names, int max)
+{
+    int n = 0;
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *np = g->node[i];
+        for (size_t k = 0; k < np->n_input; k++)
+            if (np->input[k] && *np->input[k] && !defined_in(g, np->input[k]))
+                n = add_name(names, n, max, np->input[k]);
+        for (size_t a = 0; a < np->n_attribute; a++) {
+            const Onnx__GraphProto *sub = np->attribute[a]->g;
+            if (!sub)
+                continue;
+            const char *inner[256];
+            int ni = kiln_vm_free_names(sub, inner, 256);
+            for (int j = 0; j < ni; j++)
+                if (!defined_in(g, inner[j]))
+                    n = add_name(names, n, max, inner[j]);
+        }
+    }
+    for (size_t o = 0; o < g->n_output; o++)
+        if (g->output[o]->name && !defined_in(g, g->output[o]->name))
+            n = add_name(names, n, max, g->output[o]->name);
+    return n;
+}
+
+kiln_status kiln_vm_create_body(kiln_vm *parent, const Onnx__GraphProto *g, kiln_vm **out,
+                                kiln_error *err)
+{
+    kiln_vm *vm = calloc(1, sizeof *vm);
+    if (!vm)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    vm->m = parent->m;
+    vm->graph = g;
+    vm->parent = parent;
+    vm->reference = true;
+    kiln_status s = KILN_OK;
+    const char *cap[256];
+    int n_cap = kiln_vm_free_names(g, cap, 256);
+    size_t cap_n = g->n_input + (size_t)n_cap + g->n_output + 1;
+    vm->cap_vi = calloc((size_t)n_cap + 1, sizeof *vm->cap_vi);
+    vm->base_dir = strdup(parent->base_dir);
+    vm->in_vi = calloc(cap_n, sizeof *vm->in_vi);
+    vm->out_vi = calloc(cap_n, sizeof *vm->out_vi);
+    vm->in_dt = calloc(cap_n, sizeof *vm->in_dt);
+    vm->out_dt = calloc(cap_n, sizeof *vm->out_dt);
+    vm->in_shape = calloc(cap_n, sizeof *vm->in_shape);
+    vm->out_shape = calloc(cap_n, sizeof *vm->out_shape);
+    vm->in_t = calloc(cap_n, sizeof *vm->in_t);
+    vm->in_set = calloc(cap_n, sizeof *vm->in_set);
+    vm->out_src = calloc(cap_n, sizeof *vm->out_src);
+    bool *dyn = calloc(g->n_node + 1, sizeof *dyn);
+    if (!vm->cap_vi || !vm->base_dir || !vm->in_vi || !vm->out_vi || !vm->in_dt ||
+        !vm->out_dt || !vm->in_shape || !vm->out_shape || !vm->in_t || !vm->in_set ||
+        !vm->out_src || !dyn) {
+        s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < g->n_input; i++) {
+        if (!g->input[i]->name || is_initializer(g, g->input[i]->name))
+            continue;
+        vm->in_vi[vm->n_in] = g->input[i];
+        decl_type(g->input[i], &vm->in_dt[vm->n_in], &vm->in_shape[vm->n_in]);
+        vm->n_in++;
+    }
+    vm->n_formal = vm->n_in;
+    for (int i = 0; i < n_cap; i++) {
+        Onnx__ValueInfoProto v0 = ONNX__VALUE_INFO_PROTO__INIT;
+        vm->cap_vi[i] = v0;
+        vm->cap_vi[i].name = (char *)cap[i];
+        vm->in_vi[vm->n_in++] = &vm->cap_vi[i];
+    }
+    for (size_t i = 0; i < g->n_output; i++) {
+        vm->out_vi[vm->n_out] = g->output[i];
+        decl_type(g->output[i], &vm->out_dt[vm->n_out], &vm->out_shape[vm->n_out]);
+        vm->n_out++;
+    }
+    for (size_t i = 0; i < g->n_node; i++)
+        dyn[i] = true; /* bodies run node by node: their shapes come from the iteration */
+    s = build_dynamic(vm, dyn, err);
+done:
+    free(dyn);
+    if (s != KILN_OK) {
+        kiln_vm_destroy(vm);
+        return s;
+    }
+    *out = vm;
+    return KILN_OK;
+}
+
+int kiln_vm_num_captured(const kiln_vm *body)
+{
+    return body->n_in - body->n_formal;
 }
 
 /* ---- queries ------------------------------------------------------------------ */
@@ -834,6 +907,8 @@ kiln_status kiln_vm_set_input(kiln_vm *vm, int i, const kiln_tensor *t, kiln_err
         return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "input index %d out of range (%d)", i,
                            vm->n_in);
     const char *nm = vm->in_vi[i]->name;
+    if (vm->parent)
+        goto copy; /* a body: its node checked what it passes */
     if (t->dtype != vm->in_dt[i])
         return kiln_errorf(err, KILN_ERR_TYPE_MISMATCH, "input '%s' is %s, got %s", nm,
                            kiln_dtype_name(vm->in_dt[i]), kiln_dtype_name(t->dtype));
@@ -847,6 +922,7 @@ kiln_status kiln_vm_set_input(kiln_vm *vm, int i, const kiln_tensor *t, kiln_err
         return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "input '%s' has shape %s, got %s", nm,
                            kiln_shape_fmt(d, &a), kiln_shape_fmt(&t->shape, &b));
     }
+copy:;
     kiln_tensor *dst = &vm->in_t[i];
     if (!vm->in_set[i] || dst->dtype != t->dtype || !kiln_shape_equal(&dst->shape, &t->shape)) {
         kiln_tensor_release(dst);
@@ -857,7 +933,7 @@ kiln_status kiln_vm_set_input(kiln_vm *vm, int i, const kiln_tensor *t, kiln_err
         }
     }
     int64_t nb = kiln_tensor_nbytes(t);
-    if (nb > 0)
+    if (nb > 0 && dst->data != t->data) /* a body's state handed back to itself */
         memcpy(dst->data, t->data, (size_t)nb);
     vm->in_set[i] = true;
     return KILN_OK;
@@ -867,7 +943,7 @@ const kiln_tensor *kiln_vm_output(const kiln_vm *vm, int i)
 {
     if (i < 0 || i >= vm->n_out)
         return NULL;
-    return value_of(vm, vm->out_src[i]);
+    return kiln_vm_value(vm, vm->out_src[i]);
 }
 
 int kiln_vm_num_dynamic_nodes(const kiln_vm *vm)

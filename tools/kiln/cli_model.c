@@ -18,11 +18,12 @@
 #include "vm/vm.h"
 
 /* Whether a failed import or compile of an .onnx stopped on a parameter
- * input that is run-time data: the VM runs such a model. */
+ * input that is run-time data, or on control flow: the VM runs such a model. */
 static bool needs_vm(const char *model, const kiln_error *err)
 {
     return cli_ends_with(model, ".onnx") && err->status == KILN_ERR_UNSUPPORTED &&
-           strstr(err->msg, "must be a constant") != NULL;
+           (strstr(err->msg, "must be a constant") || strstr(err->msg, "unsupported op 'If'") ||
+            strstr(err->msg, "unsupported op 'Loop'") || strstr(err->msg, "unsupported op 'Scan'"));
 }
 
 static int open_vm(cli_model *cm, const char *executor, int threads, double t0)

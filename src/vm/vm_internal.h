@@ -1,0 +1,99 @@
+/* vm/vm_internal.h: the VM's state, shared by vm.c (split, conversion per
+ * shape class) and vm_flow.c (If, Loop, Scan). Not a public interface. */
+#ifndef KILN_VM_VM_INTERNAL_H
+#define KILN_VM_VM_INTERNAL_H
+
+#include "import/onnx/onnx.h"
+#include "vm/vm.h"
+
+#define VM_CLASSES 8
+
+enum { SRC_NONE, SRC_INPUT, SRC_STATIC, SRC_DYN, SRC_INIT };
+
+typedef struct vm_src {
+    int kind;
+    int index; /* INPUT: VM input; STATIC: static output; DYN: dynamic node; INIT: unused */
+    int sub;   /* DYN: that node's output */
+} vm_src;
+
+typedef struct vm_class {
+    unsigned char *key;
+    size_t key_len;
+    kiln_graph *g;
+    kiln_ref_executor *ex;
+    int *in_slot; /* per node input: the one-node graph's input index, -1: none */
+    int64_t used; /* stamp of the last run that used it */
+} vm_class;
+
+typedef struct vm_node {
+    const Onnx__NodeProto *np;
+    const char *name; /* for messages */
+    int n_in, n_out;
+    vm_src *src;             /* per input */
+    bool *bound;             /* per input: bound as a constant (learned) */
+    int *out_pos;            /* per output: index among the one-node graph's outputs, -1 unused */
+    const kiln_tensor **out; /* per output, after a run */
+    vm_class cls[VM_CLASSES];
+    int n_cls;
+    unsigned char *key;
+    size_t key_cap;
+    /* control flow (vm_flow.c): If, Loop, Scan */
+    int flow;                 /* VM_CONVERT, or VM_IF / VM_LOOP / VM_SCAN */
+    struct kiln_vm *body[2];  /* If: then, else; Loop, Scan: the body */
+    vm_src *cap[2];           /* per body: where its captured values come from */
+    kiln_tensor *own;         /* per output: the node's own copy */
+    size_t *own_cap;          /* bytes allocated in own[k] */
+} vm_node;
+
+enum { VM_CONVERT, VM_IF, VM_LOOP, VM_SCAN };
+
+struct kiln_vm {
+    Onnx__ModelProto *m;            /* owned, unless `parent` (a body: the parent's) */
+    const Onnx__GraphProto *graph;  /* m->graph, or the body */
+    struct kiln_vm *parent;         /* a body's VM: its If/Loop/Scan's */
+    int n_formal;                   /* a body's inputs from its node; the rest are captured */
+    Onnx__ValueInfoProto *cap_vi;   /* a body: the captured inputs' names */
+    char *base_dir;
+    bool reference;
+    int n_in, n_out;
+    const Onnx__ValueInfoProto **in_vi, **out_vi;
+    kiln_dtype *in_dt, *out_dt;
+    kiln_shape *in_shape, *out_shape;
+    kiln_tensor *in_t; /* owned copies */
+    bool *in_set;
+    vm_src *out_src;
+    /* static part */
+    kiln_graph *sg;
+    kiln_ref_executor *sex;
+    kiln_module *smod;
+    int s_n_in, s_n_out;
+    int *s_in_map;            /* static input -> VM input */
+    const char **s_out_names; /* the static part's outputs */
+    /* dynamic part */
+    int n_dyn;
+    vm_node *dyn;
+    int64_t stamp, conversions;
+};
+
+/* The tensor a source names (NULL for an initializer or nothing). */
+const kiln_tensor *kiln_vm_value(const kiln_vm *vm, vm_src s);
+/* Where value `name` comes from for dynamic node `before` (or the outputs:
+ * before = n_dyn); kind -1 when it is not defined. */
+vm_src kiln_vm_resolve(const kiln_vm *vm, const char *name, int before);
+/* A VM for body graph g of node `nd` of `parent`: every node dynamic, inputs
+ * g's inputs then the names g reads from outer scopes (*n_cap of them, in
+ * *cap_names, owned by the body VM). */
+kiln_status kiln_vm_create_body(kiln_vm *parent, const Onnx__GraphProto *g, kiln_vm **out,
+                                kiln_error *err);
+int kiln_vm_num_captured(const kiln_vm *body);
+/* The names body graph g (and its nested bodies) reads but does not define. */
+int kiln_vm_free_names(const Onnx__GraphProto *g, const char **names, int max);
+
+/* vm_flow.c: sets up dynamic node d of vm when it is If, Loop or Scan (its
+ * bodies and captured sources); runs it. */
+bool kiln_vm_flow_op(const char *op_type);
+kiln_status kiln_vm_flow_prepare(kiln_vm *vm, int d, kiln_error *err);
+kiln_status kiln_vm_flow_run(kiln_vm *vm, int d, kiln_error *err);
+void kiln_vm_flow_free(vm_node *n);
+
+#endif
