@@ -400,6 +400,55 @@ static void test_fuse_silu_hardswish(void **state)
     kiln_graph_destroy(g);
 }
 
+/* Squeeze-and-excitation: the activation (NCHW16c), its global pool, two 1x1
+ * convs and a Sigmoid make the scale [1, C, 1, 1]; the Mul of the two stays
+ * blocked and the next conv reads it directly: no transform but (maybe) the
+ * image's and the output's. */
+static void test_alter_layout_squeeze_excite(void **state)
+{
+    (void)state;
+    kiln_graph *g = NULL;
+    kiln_error err = {0};
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    kiln_shape xs = ks(4, 1, 16, 8, 8);
+    int x = kiln_graph_add_input(g, "x", KILN_DTYPE_FLOAT32, &xs);
+    int i0[2] = {x, param(g, "w0", ks(4, 32, 16, 1, 1), 1, -1, 1)};
+    int a = kiln_graph_node_output(g, kiln_graph_add_node(g, KILN_OP_CONV, "c0", i0, 2, 1), 0);
+    int p = kiln_graph_node_output(g, kiln_graph_add_node(g, KILN_OP_GLOBALAVERAGEPOOL, "gp", &a, 1, 1), 0);
+    int i1[2] = {p, param(g, "w1", ks(4, 8, 32, 1, 1), 2, -1, 1)};
+    int f1 = kiln_graph_node_output(g, kiln_graph_add_node(g, KILN_OP_CONV, "fc1", i1, 2, 1), 0);
+    int i2[2] = {f1, param(g, "w2", ks(4, 32, 8, 1, 1), 3, -1, 1)};
+    int f2 = kiln_graph_node_output(g, kiln_graph_add_node(g, KILN_OP_CONV, "fc2", i2, 2, 1), 0);
+    int sc = kiln_graph_node_output(g, kiln_graph_add_node(g, KILN_OP_SIGMOID, "sg", &f2, 1, 1), 0);
+    int mi[2] = {sc, a};
+    int y = kiln_graph_node_output(g, kiln_graph_add_node(g, KILN_OP_MUL, "scale", mi, 2, 1), 0);
+    int i3[2] = {y, param(g, "w3", ks(4, 16, 32, 1, 1), 4, -1, 1)};
+    int z = kiln_graph_node_output(g, kiln_graph_add_node(g, KILN_OP_CONV, "proj", i3, 2, 1), 0);
+    assert_int_equal(kiln_graph_add_output(g, z), KILN_OK);
+    assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+    kiln_target t = host();
+    kiln_pass_ctx *ctx;
+    assert_int_equal(kiln_pass_ctx_create(g, &t, &ctx, &err), KILN_OK);
+    assert_int_equal(kiln_pass_run_until(ctx, "alter-layout", &err), KILN_OK);
+    const kiln_graph *ng = ctx->g;
+    int inner = 0, muls = 0;
+    for (int i = 0; i < ng->n_nodes; i++) {
+        const kiln_node *n = ng->nodes[i];
+        const kiln_value *in = ng->values[n->inputs[0]], *o = ng->values[n->outputs[0]];
+        if (n->op == KILN_OP_IDENTITY && !kiln_layout_equal(in->layout, o->layout) &&
+            in->kind != KILN_VALUE_INPUT && !o->is_output)
+            inner++;
+        if (n->op == KILN_OP_MUL) {
+            assert_int_equal(o->layout.kind, KILN_LAYOUT_NCHWC);
+            muls++;
+        }
+    }
+    assert_int_equal(inner, 0);
+    assert_int_equal(muls, 1);
+    kiln_pass_ctx_destroy(ctx);
+    kiln_graph_destroy(g);
+}
+
 static void test_pipeline_and_print(void **state)
 {
     (void)state;
@@ -474,7 +523,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fold_batchnorm),  cmocka_unit_test(test_fold_constant_and_dce),
         cmocka_unit_test(test_plan_memory),     cmocka_unit_test(test_alter_layout),
-        cmocka_unit_test(test_fuse_groups),     cmocka_unit_test(test_fuse_silu_hardswish),     cmocka_unit_test(test_pipeline_and_print),
+        cmocka_unit_test(test_fuse_groups),     cmocka_unit_test(test_fuse_silu_hardswish),
+        cmocka_unit_test(test_alter_layout_squeeze_excite),     cmocka_unit_test(test_pipeline_and_print),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
