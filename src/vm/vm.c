@@ -241,8 +241,9 @@ vm_src kiln_vm_resolve(const kiln_vm *vm, const char *name, int before)
     j = find_input(vm, name);
     if (j >= 0)
         return (vm_src){.kind = SRC_INPUT, .index = j};
-    if (is_initializer(vm->graph, name))
-        return (vm_src){.kind = SRC_INIT};
+    for (size_t i = 0; i < vm->graph->n_initializer; i++)
+        if (vm->graph->initializer[i]->name && !strcmp(vm->graph->initializer[i]->name, name))
+            return (vm_src){.kind = SRC_INIT, .index = (int)i};
     return (vm_src){.kind = -1};
 }
 
@@ -312,6 +313,10 @@ static kiln_status build_dynamic(kiln_vm *vm, const bool *dyn, kiln_error *err)
         }
         if (kiln_vm_flow_op(n->np->op_type)) {
             kiln_status s = kiln_vm_flow_prepare(vm, d, err);
+            /* control flow and sequences read initializers as tensors */
+            for (int k = 0; k < n->n_in && s == KILN_OK; k++)
+                if (n->src[k].kind == SRC_INIT)
+                    s = kiln_vm_load_init(vm, n->src[k].index, err);
             if (s != KILN_OK)
                 return s;
         }
@@ -463,6 +468,11 @@ void kiln_vm_destroy(kiln_vm *vm)
     free(vm->out_src);
     free(vm->base_dir);
     free(vm->cap_vi);
+    for (size_t i = 0; vm->init_ok && i < vm->graph->n_initializer; i++)
+        if (vm->init_ok[i])
+            kiln_tensor_release(&vm->init_t[i]);
+    free(vm->init_t);
+    free(vm->init_ok);
     if (vm->m && !vm->parent)
         onnx_free_model(vm->m);
     free(vm);
@@ -475,9 +485,27 @@ static const kiln_tensor *static_output(const kiln_vm *vm, int j)
     return vm->smod ? kiln_module_output(vm->smod, j) : kiln_ref_executor_output(vm->sex, j);
 }
 
+kiln_status kiln_vm_load_init(kiln_vm *vm, int i, kiln_error *err)
+{
+    if (!vm->init_t) {
+        vm->init_t = calloc(vm->graph->n_initializer + 1, sizeof *vm->init_t);
+        vm->init_ok = calloc(vm->graph->n_initializer + 1, sizeof *vm->init_ok);
+        if (!vm->init_t || !vm->init_ok)
+            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (vm->init_ok[i])
+        return KILN_OK;
+    kiln_status s = kiln_tensor_from_onnx(vm->graph->initializer[i], &vm->init_t[i], err);
+    if (s != KILN_OK)
+        return kiln_error_prefix(err, s, "initializer '%s': ", vm->graph->initializer[i]->name);
+    vm->init_ok[i] = true;
+    return KILN_OK;
+}
+
 const kiln_tensor *kiln_vm_value(const kiln_vm *vm, vm_src s)
 {
     switch (s.kind) {
+    case SRC_INIT: return vm->init_ok && vm->init_ok[s.index] ? &vm->init_t[s.index] : NULL;
     case SRC_INPUT: return &vm->in_t[s.index];
     case SRC_STATIC: return static_output(vm, s.index);
     case SRC_DYN: return vm->dyn[s.index].out[s.sub];

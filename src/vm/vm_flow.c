@@ -25,7 +25,8 @@
 
 bool kiln_vm_flow_op(const char *op)
 {
-    return op && (!strcmp(op, "If") || !strcmp(op, "Loop") || !strcmp(op, "Scan"));
+    return op && (!strcmp(op, "If") || !strcmp(op, "Loop") || !strcmp(op, "Scan") ||
+                  kiln_vm_seq_op(op));
 }
 
 static const Onnx__GraphProto *graph_attr(const Onnx__NodeProto *np, const char *name)
@@ -58,6 +59,15 @@ kiln_status kiln_vm_flow_prepare(kiln_vm *vm, int d, kiln_error *err)
 {
     vm_node *n = &vm->dyn[d];
     const char *op = n->np->op_type;
+    if (kiln_vm_seq_op(op)) {
+        n->flow = VM_SEQ;
+        n->own = calloc((size_t)n->n_out + 1, sizeof *n->own);
+        n->own_cap = calloc((size_t)n->n_out + 1, sizeof *n->own_cap);
+        n->seq = calloc(1, sizeof *n->seq);
+        return n->own && n->own_cap && n->seq
+                   ? KILN_OK
+                   : kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    }
     n->flow = !strcmp(op, "If") ? VM_IF : !strcmp(op, "Loop") ? VM_LOOP : VM_SCAN;
     const char *names[2] = {n->flow == VM_IF ? "then_branch" : "body",
                             n->flow == VM_IF ? "else_branch" : NULL};
@@ -94,11 +104,14 @@ kiln_status kiln_vm_flow_prepare(kiln_vm *vm, int d, kiln_error *err)
         for (int j = 0; j < nc; j++) {
             const char *nm = n->body[b]->in_vi[n->body[b]->n_formal + j]->name;
             n->cap[b][j] = kiln_vm_resolve(vm, nm, d);
-            if (n->cap[b][j].kind <= SRC_NONE || n->cap[b][j].kind == SRC_INIT)
-                return kiln_errorf(err, KILN_ERR_UNSUPPORTED,
-                                   "node '%s' (%s): its %s reads '%s', which the VM cannot "
-                                   "pass in (an outer initializer or undefined)",
-                                   n->name, op, names[b], nm);
+            if (n->cap[b][j].kind <= SRC_NONE)
+                return kiln_errorf(err, KILN_ERR_PARSE, "node '%s' (%s): its %s reads '%s', "
+                                   "which is not defined", n->name, op, names[b], nm);
+            if (n->cap[b][j].kind == SRC_INIT) {
+                kiln_status s = kiln_vm_load_init(vm, n->cap[b][j].index, err);
+                if (s != KILN_OK)
+                    return s;
+            }
         }
     }
     return KILN_OK;
@@ -114,10 +127,17 @@ void kiln_vm_flow_free(vm_node *n)
         free(n->own[k].data);
     free(n->own);
     free(n->own_cap);
+    kiln_vm_seq_free(n);
 }
 
 /* Makes own[k] hold `bytes` (grown, never shrunk). */
+bool kiln_vm_reserve(vm_node *n, int k, size_t bytes);
 static bool reserve(vm_node *n, int k, size_t bytes)
+{
+    return kiln_vm_reserve(n, k, bytes);
+}
+
+bool kiln_vm_reserve(vm_node *n, int k, size_t bytes)
 {
     if (bytes <= n->own_cap[k] && n->own[k].data)
         return true;
@@ -323,6 +343,8 @@ static kiln_status run_scan(kiln_vm *vm, vm_node *n, kiln_error *err)
 kiln_status kiln_vm_flow_run(kiln_vm *vm, int d, kiln_error *err)
 {
     vm_node *n = &vm->dyn[d];
+    if (n->flow == VM_SEQ)
+        return kiln_vm_seq_run(vm, n, err);
     kiln_status s = n->flow == VM_IF     ? run_if(vm, n, err)
                     : n->flow == VM_LOOP ? run_loop(vm, n, err)
                                          : run_scan(vm, n, err);

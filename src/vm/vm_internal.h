@@ -43,9 +43,17 @@ typedef struct vm_node {
     vm_src *cap[2];           /* per body: where its captured values come from */
     kiln_tensor *own;         /* per output: the node's own copy */
     size_t *own_cap;          /* bytes allocated in own[k] */
+    struct vm_seq *seq;       /* sequence ops (vm_seq.c): output 0 when it is a sequence */
 } vm_node;
 
-enum { VM_CONVERT, VM_IF, VM_LOOP, VM_SCAN };
+/* A sequence value: items with data of their own, reused across runs. */
+typedef struct vm_seq {
+    int n, cap;
+    kiln_tensor *items;
+    size_t *bytes; /* allocated per item */
+} vm_seq;
+
+enum { VM_CONVERT, VM_IF, VM_LOOP, VM_SCAN, VM_SEQ };
 
 struct kiln_vm {
     Onnx__ModelProto *m;            /* owned, unless `parent` (a body: the parent's) */
@@ -53,6 +61,8 @@ struct kiln_vm {
     struct kiln_vm *parent;         /* a body's VM: its If/Loop/Scan's */
     int n_formal;                   /* a body's inputs from its node; the rest are captured */
     Onnx__ValueInfoProto *cap_vi;   /* a body: the captured inputs' names */
+    kiln_tensor *init_t;            /* initializers decoded for control flow and sequences */
+    bool *init_ok;
     char *base_dir;
     bool reference;
     int n_in, n_out;
@@ -75,7 +85,9 @@ struct kiln_vm {
     int64_t stamp, conversions;
 };
 
-/* The tensor a source names (NULL for an initializer or nothing). */
+/* Decodes initializer i of vm->graph into init_t[i] (once). */
+kiln_status kiln_vm_load_init(kiln_vm *vm, int i, kiln_error *err);
+/* The tensor a source names (NULL for nothing, or an initializer not loaded). */
 const kiln_tensor *kiln_vm_value(const kiln_vm *vm, vm_src s);
 /* Where value `name` comes from for dynamic node `before` (or the outputs:
  * before = n_dyn); kind -1 when it is not defined. */
@@ -95,5 +107,13 @@ bool kiln_vm_flow_op(const char *op_type);
 kiln_status kiln_vm_flow_prepare(kiln_vm *vm, int d, kiln_error *err);
 kiln_status kiln_vm_flow_run(kiln_vm *vm, int d, kiln_error *err);
 void kiln_vm_flow_free(vm_node *n);
+
+/* vm_seq.c: SequenceEmpty, SequenceConstruct, SequenceInsert, SequenceErase,
+ * SequenceAt, SequenceLength, ConcatFromSequence, SplitToSequence. */
+bool kiln_vm_seq_op(const char *op_type);
+/* Makes the node's own output k hold `bytes` (grown, never shrunk). */
+bool kiln_vm_reserve(vm_node *n, int k, size_t bytes);
+kiln_status kiln_vm_seq_run(kiln_vm *vm, vm_node *n, kiln_error *err);
+void kiln_vm_seq_free(vm_node *n);
 
 #endif

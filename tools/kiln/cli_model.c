@@ -23,7 +23,10 @@ static bool needs_vm(const char *model, const kiln_error *err)
 {
     return cli_ends_with(model, ".onnx") && err->status == KILN_ERR_UNSUPPORTED &&
            (strstr(err->msg, "must be a constant") || strstr(err->msg, "unsupported op 'If'") ||
-            strstr(err->msg, "unsupported op 'Loop'") || strstr(err->msg, "unsupported op 'Scan'"));
+            strstr(err->msg, "unsupported op 'Loop'") || strstr(err->msg, "unsupported op 'Scan'") ||
+            strstr(err->msg, "unsupported op 'Sequence") ||
+            strstr(err->msg, "unsupported op 'ConcatFromSequence'") ||
+            strstr(err->msg, "unsupported op 'SplitToSequence'"));
 }
 
 static int open_vm(cli_model *cm, const char *executor, int threads, double t0)
