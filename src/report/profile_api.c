@@ -1,13 +1,13 @@
-/* report/profile_api.c: the public profiler call (include/kiln/profile.h).
+/* report/profile_api.c: the public profiler call (include/kiln/profile.h)
+ * and the measurement it shares with `kiln profile` (report/profile_run.h).
  *
  * kiln_profile_module does for a loaded module what `kiln profile` does for a
- * compiled MODEL (tools/kiln/cmd_profile.c, same defaults and the same
- * budget rules): describe the steps from the module, measure the FMA peak on
- * 1 and N threads, warm up, then alternate R rounds of a share of the
- * instrumented runs (runtime/profile.h) and one kiln_module_bench
- * measurement (number N, repeat 1), so that both see the same machine state.
- * The handle owns the report (src/report); formatting writes through
- * open_memstream into a malloc'ed string. */
+ * compiled MODEL: describe the steps from the module, measure the FMA peak on
+ * 1 and N threads, then kiln_profile_measure (warm-up, then R rounds of a
+ * share of the instrumented runs and one kiln_module_bench measurement, so
+ * that both see the same machine state). The handle owns the report
+ * (src/report); formatting writes through open_memstream into a malloc'ed
+ * string. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,14 +15,11 @@
 
 #include "kiln/kiln.h"
 #include "kiln/profile.h"
+#include "report/profile_run.h"
 #include "report/report.h"
 #include "runtime/profile.h"
 #include "util/error.h"
 
-#define DEFAULT_RUNS 20
-#define DEFAULT_WARMUP 3
-#define DEFAULT_BENCH_NUMBER 10
-#define DEFAULT_BENCH_REPEAT 5
 #define SLOW_RUN_MS 200.0  /* above this, shrink the unset counts */
 #define BUDGET_MS 20000.0  /* ... to about this much time in all */
 #define FAST_RUNS_MS 400.0 /* unless runs is set: at least this much instrumented time */
@@ -91,22 +88,18 @@ static kiln_status describe(kiln_module *m, const char *model, kiln_report *r, k
     return KILN_OK;
 }
 
-typedef struct counts {
-    int runs, warmup, number, repeat, no_bench;
-    int set_runs, set_number, set_repeat;
-} counts;
-
-static kiln_status measure(kiln_module *m, counts *o, kiln_report *r, kiln_error *err)
+kiln_status kiln_profile_measure(const kiln_profile_target *t, kiln_profile_plan *o,
+                                 kiln_report *r, kiln_error *err)
 {
     kiln_status st = KILN_OK;
     double t0 = now_ms();
     for (int i = 0; i < o->warmup; i++)
-        if ((st = kiln_module_run(m, err)) != KILN_OK)
+        if ((st = t->run(t->ctx, err)) != KILN_OK)
             return st;
     double per_run = o->warmup > 0 ? (now_ms() - t0) / o->warmup : 0;
     if (o->warmup == 0) { /* one run to size the budget */
         t0 = now_ms();
-        if ((st = kiln_module_run(m, err)) != KILN_OK)
+        if ((st = t->run(t->ctx, err)) != KILN_OK)
             return st;
         per_run = now_ms() - t0;
     }
@@ -136,12 +129,11 @@ static kiln_status measure(kiln_module *m, counts *o, kiln_report *r, kiln_error
     kiln_bench_options bo = {.number = o->number, .repeat = 1};
     for (int k = 0; k < rounds; k++) {
         int from = (int)((int64_t)runs * k / rounds), to = (int)((int64_t)runs * (k + 1) / rounds);
-        if (to > from && (st = kiln_module_profile(m, to - from, stamps + per * from, err)) !=
-                             KILN_OK)
+        if (to > from && (st = t->profile(t->ctx, to - from, stamps + per * from, err)) != KILN_OK)
             goto done;
         if (o->no_bench)
             continue;
-        if ((st = kiln_module_bench(m, &bo, b, err)) != KILN_OK)
+        if ((st = t->bench(t->ctx, &bo, b, err)) != KILN_OK)
             goto done;
         bres[k] = b->results[0];
     }
@@ -169,6 +161,22 @@ done:
     return st;
 }
 
+static kiln_status mod_run(void *ctx, kiln_error *err)
+{
+    return kiln_module_run(ctx, err);
+}
+
+static kiln_status mod_profile(void *ctx, int runs, int64_t *stamps, kiln_error *err)
+{
+    return kiln_module_profile(ctx, runs, stamps, err);
+}
+
+static kiln_status mod_bench(void *ctx, const kiln_bench_options *opts, kiln_bench_result *out,
+                             kiln_error *err)
+{
+    return kiln_module_bench(ctx, opts, out, err);
+}
+
 kiln_status kiln_profile_module(kiln_module *m, const kiln_profile_options *opts,
                                 kiln_profile **out, kiln_error *err)
 {
@@ -186,14 +194,15 @@ kiln_status kiln_profile_module(kiln_module *m, const kiln_profile_options *opts
                            "100000, bench_number in 0..%d, bench_repeat in 0..1000, "
                            "peak_gflops in 0..1e9",
                            1 << 20);
-    counts c = {.runs = o.runs ? o.runs : DEFAULT_RUNS,
-                .warmup = o.warmup == 0 ? DEFAULT_WARMUP : (o.warmup < 0 ? 0 : o.warmup),
-                .number = o.bench_number ? o.bench_number : DEFAULT_BENCH_NUMBER,
-                .repeat = o.bench_repeat ? o.bench_repeat : DEFAULT_BENCH_REPEAT,
-                .no_bench = o.no_bench != 0,
-                .set_runs = o.runs > 0,
-                .set_number = o.bench_number > 0,
-                .set_repeat = o.bench_repeat > 0};
+    kiln_profile_plan c = {
+        .runs = o.runs ? o.runs : KILN_PROFILE_DEFAULT_RUNS,
+        .warmup = o.warmup == 0 ? KILN_PROFILE_DEFAULT_WARMUP : (o.warmup < 0 ? 0 : o.warmup),
+        .number = o.bench_number ? o.bench_number : KILN_PROFILE_DEFAULT_BENCH_NUMBER,
+        .repeat = o.bench_repeat ? o.bench_repeat : KILN_PROFILE_DEFAULT_BENCH_REPEAT,
+        .no_bench = o.no_bench != 0,
+        .set_runs = o.runs > 0,
+        .set_number = o.bench_number > 0,
+        .set_repeat = o.bench_repeat > 0};
     kiln_profile *p = calloc(1, sizeof *p);
     if (!p)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "profile: out of memory");
@@ -215,7 +224,8 @@ kiln_status kiln_profile_module(kiln_module *m, const kiln_profile_options *opts
         goto fail;
     }
     p->r.clock_ns = kiln_profile_clock_ns();
-    if ((st = measure(m, &c, &p->r, err)) != KILN_OK ||
+    kiln_profile_target t = {.ctx = m, .run = mod_run, .profile = mod_profile, .bench = mod_bench};
+    if ((st = kiln_profile_measure(&t, &c, &p->r, err)) != KILN_OK ||
         (st = kiln_report_rows(&p->r, "none", "time", 0, err)) != KILN_OK)
         goto fail;
     *out = p;

@@ -16,18 +16,16 @@
 #include <string.h>
 
 #include "cli.h"
+#include "report/profile_run.h"
 #include "report/report.h"
 #include "runtime/profile.h"
 #include "util/error.h"
 
-#define DEFAULT_RUNS 20
-#define DEFAULT_WARMUP 3
-#define DEFAULT_BENCH_NUMBER 10
-#define DEFAULT_BENCH_REPEAT 5
-#define SLOW_RUN_MS 200.0   /* above this, shrink the unset counts */
-#define BUDGET_MS 20000.0   /* ... to about this much time in all */
-#define FAST_RUNS_MS 400.0  /* unless --runs: at least this much instrumented time */
-#define MAX_AUTO_RUNS 500
+#define DEFAULT_RUNS KILN_PROFILE_DEFAULT_RUNS
+#define DEFAULT_WARMUP KILN_PROFILE_DEFAULT_WARMUP
+#define DEFAULT_BENCH_NUMBER KILN_PROFILE_DEFAULT_BENCH_NUMBER
+#define DEFAULT_BENCH_REPEAT KILN_PROFILE_DEFAULT_BENCH_REPEAT
+#define SLOW_RUN_MS 200.0   /* (help text) above this, the unset counts shrink */
 
 static void profile_help(void)
 {
@@ -337,93 +335,34 @@ static kiln_status describe(cli_model *cm, const prof_opts *o, kiln_report *r, k
     return KILN_OK;
 }
 
-static int cmp_d(const void *a, const void *b)
+static kiln_status cm_profile(void *ctx, int runs, int64_t *stamps, kiln_error *err)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    cli_model *cm = ctx;
+    return cm->mod ? kiln_module_profile(cm->mod, runs, stamps, err)
+                   : kiln_profile_steps(ref_step, cm->ex, kiln_ref_executor_num_nodes(cm->ex),
+                                        runs, stamps, err);
 }
 
-/* warm-up, instrumented runs interleaved with bench measurements */
+static kiln_status cm_bench(void *ctx, const kiln_bench_options *bo, kiln_bench_result *b,
+                            kiln_error *err)
+{
+    cli_model *cm = ctx;
+    return cm->mod ? kiln_module_bench(cm->mod, bo, b, err)
+                   : kiln_bench_function(run_cli_model, cm, cm->threads, bo, b, err);
+}
+
+/* warm-up, instrumented runs interleaved with bench measurements: the
+ * library's measurement (report/profile_run.h), which kiln_profile_module
+ * shares */
 static kiln_status measure(cli_model *cm, prof_opts *o, kiln_report *r, kiln_error *err)
 {
-    kiln_status st = KILN_OK;
-    double t0 = cli_now_ms();
-    for (int i = 0; i < o->warmup; i++)
-        if ((st = cli_model_run(cm, err)) != KILN_OK)
-            return st;
-    double per_run = o->warmup > 0 ? (cli_now_ms() - t0) / o->warmup : 0;
-    if (o->warmup == 0) { /* one untimed-by-the-report run to size the budget */
-        t0 = cli_now_ms();
-        if ((st = cli_model_run(cm, err)) != KILN_OK)
-            return st;
-        per_run = cli_now_ms() - t0;
-    }
-    if (!o->set_runs && per_run > 0 && per_run * o->runs < FAST_RUNS_MS) {
-        /* fast models: more runs, so that the mean Total is not one outlier's */
-        double want = FAST_RUNS_MS / per_run;
-        o->runs = want > MAX_AUTO_RUNS ? MAX_AUTO_RUNS : (int)want;
-    }
-    if (per_run > SLOW_RUN_MS) {
-        /* keep the whole profile near BUDGET_MS: runs + number x repeat runs */
-        int fit = (int)(BUDGET_MS / per_run);
-        if (!o->set_runs)
-            o->runs = fit / 2 > 3 ? (fit / 2 < o->runs ? fit / 2 : o->runs) : 3;
-        if (!o->set_number)
-            o->bench_number = 1;
-        if (!o->set_repeat)
-            o->bench_repeat = fit / 2 > 3 ? (fit / 2 < o->bench_repeat ? fit / 2 : o->bench_repeat)
-                                          : 3;
-    }
-    int n = r->n_steps, runs = o->runs;
-    int rounds = o->no_bench ? 1 : o->bench_repeat;
-    int64_t per = KILN_PROFILE_STAMPS(n);
-    int64_t *stamps = malloc(sizeof *stamps * (size_t)(per * runs));
-    double *bres = calloc((size_t)rounds, sizeof *bres);
-    kiln_bench_result *b = calloc(1, sizeof *b);
-    if (!stamps || !bres || !b) {
-        st = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-        goto done;
-    }
-    kiln_bench_options bo = {.number = o->bench_number, .repeat = 1};
-    for (int k = 0; k < rounds; k++) {
-        int from = (int)((int64_t)runs * k / rounds), to = (int)((int64_t)runs * (k + 1) / rounds);
-        if (to > from) {
-            int64_t *s = stamps + per * from;
-            st = cm->mod ? kiln_module_profile(cm->mod, to - from, s, err)
-                         : kiln_profile_steps(ref_step, cm->ex, n, to - from, s, err);
-            if (st != KILN_OK)
-                goto done;
-        }
-        if (o->no_bench)
-            continue;
-        st = cm->mod ? kiln_module_bench(cm->mod, &bo, b, err)
-                     : kiln_bench_function(run_cli_model, cm, cm->threads, &bo, b, err);
-        if (st != KILN_OK)
-            goto done;
-        bres[k] = b->results[0];
-    }
-    if ((st = kiln_report_from_stamps(r, stamps, runs, err)) != KILN_OK)
-        goto done;
-    r->cfg.warmup = o->warmup;
-    if (!o->no_bench) {
-        double sum = 0;
-        for (int k = 0; k < rounds; k++)
-            sum += bres[k];
-        qsort(bres, (size_t)rounds, sizeof *bres, cmp_d);
-        r->has_bench = 1;
-        r->bench_mean_us = sum / rounds * 1e6;
-        r->bench_median_us = (rounds % 2 ? bres[rounds / 2]
-                                         : (bres[rounds / 2 - 1] + bres[rounds / 2]) / 2) * 1e6;
-        r->bench_min_us = bres[0] * 1e6;
-        r->bench_max_us = bres[rounds - 1] * 1e6;
-        r->bench_number = o->bench_number;
-        r->bench_repeat = rounds;
-    }
-done:
-    free(stamps);
-    free(bres);
-    free(b);
-    return st;
+    kiln_profile_target t = {.ctx = cm, .run = run_cli_model, .profile = cm_profile,
+                             .bench = cm_bench};
+    kiln_profile_plan plan = {.runs = o->runs, .warmup = o->warmup, .number = o->bench_number,
+                              .repeat = o->bench_repeat, .no_bench = o->no_bench,
+                              .set_runs = o->set_runs, .set_number = o->set_number,
+                              .set_repeat = o->set_repeat};
+    return kiln_profile_measure(&t, &plan, r, err);
 }
 
 int kiln_cmd_profile(int argc, char **argv)
