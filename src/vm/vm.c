@@ -991,5 +991,10 @@ const char *kiln_vm_static_part(const kiln_vm *vm)
 
 int64_t kiln_vm_num_conversions(const kiln_vm *vm)
 {
-    return vm->conversions;
+    int64_t c = vm->conversions;
+    for (int d = 0; d < vm->n_dyn; d++)
+        for (int b = 0; b < 2; b++)
+            if (vm->dyn[d].body[b])
+                c += kiln_vm_num_conversions(vm->dyn[d].body[b]);
+    return c;
 }

@@ -67,7 +67,8 @@ int kiln_vm_num_dynamic_nodes(const kiln_vm *vm);
 bool kiln_vm_static_compiled(const kiln_vm *vm);
 /* "compiled", "reference kernels" or "none" (every node is data-dependent). */
 const char *kiln_vm_static_part(const kiln_vm *vm);
-/* Shape classes converted so far (cache misses), over all dynamic nodes. */
+/* Shape classes converted so far (cache misses), over all dynamic nodes and
+ * the bodies of If, Loop and Scan. */
 int64_t kiln_vm_num_conversions(const kiln_vm *vm);
 
 #endif

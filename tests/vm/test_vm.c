@@ -6,6 +6,8 @@
  *   reference executor and with the static part compiled: outputs against
  *   values computed here, the split (two data-dependent nodes), and the
  *   shape-class cache (a shape seen before converts nothing).
+ * - A Loop whose trip count is an input, its body reading an outer value:
+ *   final and stacked outputs for several counts, the body converted once.
  * - Clip min/max, Trilu k and CumSum axis as graph inputs import as a static
  *   graph (convert_rtparams.c) whose result follows the run-time value: one
  *   import, several values, against values computed here. */
@@ -222,6 +224,114 @@ static void test_vm_compiled(void **state)
     run_shapes(false);
 }
 
+/* ---- control flow --------------------------------------------------------------- */
+
+/* Loop(M, "", x) with body (i, cond, c) -> (cond, c + y, c + y): y is read
+ * from the outer scope; outputs: the final c and the stacked scan output. */
+static void test_vm_loop(void **state)
+{
+    (void)state;
+    char path[4200];
+    char *dir = kt_tempdir();
+    snprintf(path, sizeof path, "%s/loop.onnx", dir);
+    free(dir);
+    vi_store s[12];
+    int64_t two[1] = {2};
+    /* the body */
+    Onnx__ValueInfoProto *bin[3] = {vi(&s[0], "i", KILN_DTYPE_INT64, 0, NULL),
+                                    vi(&s[1], "cond", KILN_DTYPE_BOOL, 0, NULL),
+                                    vi(&s[2], "c", KILN_DTYPE_FLOAT32, 1, two)};
+    Onnx__ValueInfoProto *bout[3] = {vi(&s[3], "cond_out", KILN_DTYPE_BOOL, 0, NULL),
+                                     vi(&s[4], "c_out", KILN_DTYPE_FLOAT32, 1, two),
+                                     vi(&s[5], "scan", KILN_DTYPE_FLOAT32, 1, two)};
+    char *id_in[] = {"cond"}, *id_out[] = {"cond_out"};
+    char *add_in[] = {"c", "y"}, *add_out[] = {"c_out"};
+    char *cp_in[] = {"c_out"}, *cp_out[] = {"scan"};
+    Onnx__NodeProto bn[3];
+    node(&bn[0], "Identity", id_in, 1, id_out, 1);
+    node(&bn[1], "Add", add_in, 2, add_out, 1);
+    node(&bn[2], "Identity", cp_in, 1, cp_out, 1);
+    Onnx__NodeProto *bnp[3] = {&bn[0], &bn[1], &bn[2]};
+    Onnx__GraphProto body = ONNX__GRAPH_PROTO__INIT;
+    body.name = "body";
+    body.n_node = 3;
+    body.node = bnp;
+    body.n_input = 3;
+    body.input = bin;
+    body.n_output = 3;
+    body.output = bout;
+    /* the model */
+    Onnx__ValueInfoProto *ins[3] = {vi(&s[6], "M", KILN_DTYPE_INT64, 0, NULL),
+                                    vi(&s[7], "x", KILN_DTYPE_FLOAT32, 1, two),
+                                    vi(&s[8], "y", KILN_DTYPE_FLOAT32, 1, two)};
+    Onnx__ValueInfoProto *outs[2] = {vi(&s[9], "final", KILN_DTYPE_FLOAT32, 1, two),
+                                     vi(&s[10], "rows", KILN_DTYPE_FLOAT32, -1, NULL)};
+    char *lp_in[] = {"M", "", "x"}, *lp_out[] = {"final", "rows"};
+    Onnx__NodeProto lp;
+    node(&lp, "Loop", lp_in, 3, lp_out, 2);
+    Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT;
+    a.name = "body";
+    a.has_type = 1;
+    a.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+    a.g = &body;
+    Onnx__AttributeProto *ap[1] = {&a};
+    lp.n_attribute = 1;
+    lp.attribute = ap;
+    Onnx__NodeProto *np[1] = {&lp};
+    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
+    g.name = "loop";
+    g.n_node = 1;
+    g.node = np;
+    g.n_input = 3;
+    g.input = ins;
+    g.n_output = 2;
+    g.output = outs;
+    write_model(path, &g);
+
+    kiln_error err = {0};
+    kiln_vm *vm = NULL;
+    kiln_vm_options o = {.reference = true};
+    if (kiln_vm_create(path, &o, &vm, &err) != KILN_OK)
+        fail_msg("vm: %s", err.msg);
+    assert_int_equal(kiln_vm_num_dynamic_nodes(vm), 1);
+    kiln_tensor x = tensor(KILN_DTYPE_FLOAT32, ks(1, 2)), y = tensor(KILN_DTYPE_FLOAT32, ks(1, 2));
+    kiln_tensor m = tensor(KILN_DTYPE_INT64, ks(0));
+    ((float *)x.data)[0] = 1, ((float *)x.data)[1] = -2;
+    ((float *)y.data)[0] = 0.5f, ((float *)y.data)[1] = 3;
+    assert_int_equal(kiln_vm_set_input(vm, 1, &x, &err), KILN_OK);
+    assert_int_equal(kiln_vm_set_input(vm, 2, &y, &err), KILN_OK);
+    static const int64_t trips[] = {3, 5, 3, 1};
+    int64_t conv = 0;
+    for (int r = 0; r < 4; r++) {
+        *(int64_t *)m.data = trips[r];
+        assert_int_equal(kiln_vm_set_input(vm, 0, &m, &err), KILN_OK);
+        if (kiln_vm_run(vm, &err) != KILN_OK)
+            fail_msg("run %d: %s", r, err.msg);
+        const kiln_tensor *f = kiln_vm_output(vm, 0), *rows = kiln_vm_output(vm, 1);
+        int64_t k = trips[r];
+        for (int j = 0; j < 2; j++)
+            assert_float_equal(((float *)f->data)[j],
+                               ((float *)x.data)[j] + (float)k * ((float *)y.data)[j], 1e-6);
+        assert_int_equal(rows->shape.rank, 2);
+        assert_int_equal(rows->shape.dims[0], k);
+        assert_int_equal(rows->shape.dims[1], 2);
+        for (int64_t i = 0; i < k; i++)
+            for (int j = 0; j < 2; j++)
+                assert_float_equal(((float *)rows->data)[i * 2 + j],
+                                   ((float *)x.data)[j] + (float)(i + 1) * ((float *)y.data)[j],
+                                   1e-6);
+        if (r == 0)
+            conv = kiln_vm_num_conversions(vm);
+    }
+    /* the body's three nodes converted once: every iteration has the same shapes */
+    assert_int_equal(conv, 3);
+    assert_int_equal(kiln_vm_num_conversions(vm), conv);
+    kiln_tensor_release(&x);
+    kiln_tensor_release(&y);
+    kiln_tensor_release(&m);
+    kiln_vm_destroy(vm);
+}
+
 /* ---- parameters that decide no shape ------------------------------------------- */
 
 /* op(x, p1[, p2]) with p as graph inputs of dtype pdt and rank prank */
@@ -355,6 +465,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vm_reference),
         cmocka_unit_test(test_vm_compiled),
+        cmocka_unit_test(test_vm_loop),
         cmocka_unit_test(test_runtime_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
