@@ -249,8 +249,11 @@ class Module:
     def __del__(self):
         h = getattr(self, "_h", None)
         if h:
-            lib.kiln_module_destroy(h)
             self._h = None
+            try:
+                lib.kiln_module_destroy(h)
+            except Exception:  # interpreter shutdown: the library may be gone already
+                pass
 
     def __enter__(self) -> "Module":
         return self

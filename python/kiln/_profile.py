@@ -45,8 +45,11 @@ class Report:
     def __del__(self):
         h = getattr(self, "_h", None)
         if h:
-            lib.kiln_profile_destroy(h)
             self._h = None
+            try:
+                lib.kiln_profile_destroy(h)
+            except Exception:  # interpreter shutdown: the library may be gone already
+                pass
 
     @classmethod
     def from_json(cls, source: Union[str, os.PathLike]) -> "Report":
