@@ -704,7 +704,7 @@ static kiln_status run_node(kiln_vm *vm, vm_node *n, kiln_error *err)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     vm_class *c = NULL;
     for (int i = 0; i < n->n_cls && !c; i++)
-        if (n->cls[i].key_len == len && memcmp(n->cls[i].key, n->key, len) == 0)
+        if (n->cls[i].key_len == len && (len == 0 || memcmp(n->cls[i].key, n->key, len) == 0))
             c = &n->cls[i];
     if (!c) {
         if (n->n_cls < VM_CLASSES) {
@@ -730,7 +730,8 @@ static kiln_status run_node(kiln_vm *vm, vm_node *n, kiln_error *err)
             return kiln_error_prefix(err, s, "node '%s' (%s) with its inputs' run-time values: ",
                                      n->name, n->np->op_type);
         }
-        memcpy(c->key, n->key, len);
+        if (len) /* a node without inputs has an empty key (and n->key may be NULL) */
+            memcpy(c->key, n->key, len);
         c->key_len = len;
         vm->conversions++;
     }
