@@ -7,7 +7,7 @@
  * b'[m] = b[m]*s[m] + t[m] (b = 0 without a bias), and the BatchNormalization
  * node disappears (its output is redirected to the conv's). Any other
  * batch-norm with constant parameters becomes Mul(X, s) then Add(., t) with
- * s, t of shape [C, 1, ..]: elementwise ops that fuse into their producer.
+ * s, t of shape [1, C, 1, ..]: elementwise ops that fuse into their producer.
  * The statistics are combined in double precision. */
 #include <math.h>
 #include <stdio.h>
@@ -129,12 +129,13 @@ kiln_status kiln_pass_fold_batchnorm(kiln_pass_ctx *ctx, kiln_error *err)
         const kiln_value *x = g->values[n->inputs[0]];
         if (n->op == KILN_OP_BATCHNORM && x->shape.rank >= 2 &&
             bn_affine(g, n, x->shape.dims[1], s, t)) {
-            /* standalone: Mul + Add with [C, 1, ..] constants */
+            /* standalone: Mul + Add with [1, C, 1, ..] constants (X's rank:
+             * alter-layout keeps a blocked X blocked against such an
+             * operand, densenet's pre-activation BN after a Concat) */
             int64_t c = x->shape.dims[1];
-            kiln_shape cs = {.rank = x->shape.rank - 1};
-            cs.dims[0] = c;
-            for (int d = 1; d < cs.rank; d++)
-                cs.dims[d] = 1;
+            kiln_shape cs = {.rank = x->shape.rank};
+            for (int d = 0; d < cs.rank; d++)
+                cs.dims[d] = d == 1 ? c : 1;
             float *sd, *td;
             char name[512];
             snprintf(name, sizeof name, "%s.scale_bn", n->name);
