@@ -180,7 +180,7 @@ static void test_error_messages(void **state)
 {
     (void)state;
     expect_error("unsupported_op", KILN_ERR_UNSUPPORTED,
-                 (const char *[]){"unsupported op 'NonMaxSuppression'", "node 'nms_node'",
+                 (const char *[]){"unsupported op 'Bernoulli'", "node 'bern_node'",
                                   "opset 13", NULL});
     expect_error("unknown_attr", KILN_ERR_UNSUPPORTED,
                  (const char *[]){"unsupported attribute 'bogus'", "'Relu'", "node 'relu_node'",

@@ -180,7 +180,7 @@ def errors():
     y = vi("y", TensorProto.FLOAT, [1, 4])
     save("unsupported_op", helper.make_graph(
         [helper.make_node("Relu", ["x"], ["r"], name="relu"),
-         helper.make_node("NonMaxSuppression", ["r"], ["y"], name="nms_node")],
+         helper.make_node("Bernoulli", ["r"], ["y"], name="bern_node")],
         "unsupported_op", [x], [y]), check=False)
     save("unknown_attr", helper.make_graph(
         [helper.make_node("Relu", ["x"], ["y"], name="relu_node", bogus=3)],
