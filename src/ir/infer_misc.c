@@ -139,8 +139,13 @@ kiln_status kiln_infer_maxunpool(const kiln_node *n, const kiln_value *const *in
     kiln_shape o = *x;
     for (int d = 0; d < nsp; d++) {
         int64_t stride = ns > 0 ? st[d] : 1, pb = np > 0 ? p[d] : 0, pe = np > 0 ? p[nsp + d] : 0;
+        const int64_t lim = (int64_t)1 << 24; /* keeps the arithmetic below from overflowing */
+        if (stride < 1 || stride > lim || k[d] < 1 || k[d] > lim || pb < 0 || pb > lim ||
+            pe < 0 || pe > lim || x->dims[2 + d] > lim)
+            return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
+                               "spatial dim %d: kernel, stride or pads out of range", d);
         o.dims[2 + d] = (x->dims[2 + d] - 1) * stride + k[d] - pb - pe;
-        if (stride < 1 || o.dims[2 + d] < 1)
+        if (o.dims[2 + d] < 1)
             return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "spatial dim %d: empty output", d);
     }
     if (no > 0) {
