@@ -61,7 +61,7 @@ kiln_status kiln_infer_dft(const kiln_node *n, const kiln_value *const *in, kiln
         return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "axis %lld is not a signal axis of %s",
                            (long long)kiln_attr_int(n, "axis", 1), kiln_shape_fmt(x, &b));
     int64_t len = kiln_attr_int(n, "dft_length", x->dims[axis]);
-    if (len < 1)
+    if (len < 1 || len > ((int64_t)1 << 24))
         return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "dft_length %lld", (long long)len);
     bool onesided = kiln_attr_int(n, "onesided", 0) != 0;
     if (onesided && x->dims[r - 1] == 2)
@@ -188,9 +188,11 @@ kiln_status kiln_infer_roialign(const kiln_node *n, const kiln_value *const *in,
                            "(half_pixel, output_half_pixel)",
                            mode, ct);
     int64_t oh = kiln_attr_int(n, "output_height", 1), ow = kiln_attr_int(n, "output_width", 1);
-    if (oh < 1 || ow < 1 || kiln_attr_int(n, "sampling_ratio", 0) < 0)
+    if (oh < 1 || ow < 1 || oh > 65536 || ow > 65536 || kiln_attr_int(n, "sampling_ratio", 0) < 0 ||
+        kiln_attr_int(n, "sampling_ratio", 0) > 65536)
         return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
-                           "output_height/width must be >= 1, sampling_ratio >= 0");
+                           "output_height/width must be in [1, 65536], sampling_ratio in [0, "
+                           "65536]");
     kiln_shape o = {.rank = 4, .dims = {r->dims[0], x->dims[1], oh, ow}};
     kiln_infer_set_out(out[0], in[0]->dtype, &o);
     return KILN_OK;
