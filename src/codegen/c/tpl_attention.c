@@ -94,7 +94,11 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     S4("OS", a.os);
     S4("MS", a.ms);
 #undef S4
-    kiln_sb_printf(b, "#define SCALE_ %.9gf\n\n", (double)a.scale);
+    kiln_sb_printf(b, "#define SCALE_ %.9gf\n", (double)a.scale);
+    /* 16-float vectors (gcc's vector extension: zmm with AVX-512, pairs of
+     * ymm with AVX2, xmm quads otherwise); the u form loads unaligned */
+    kiln_sb_puts(b, "typedef float kv16_ __attribute__((vector_size(64)));\n"
+                    "typedef float kv16u_ __attribute__((vector_size(64), aligned(4), may_alias));\n\n");
     kiln_sb_puts(b, KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
     /* workspace: K^T of the current (batch, head) [D][SKP] (zero past Sk), then
@@ -121,15 +125,19 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                    "        for (int64_t i = i0; i < i1; i++) {\n"
                    "            const float *qi = a%d + bb * QS0 + hh * QS1 + i * QS2;\n"
                    "            for (int64_t j0 = 0; j0 < SKP_; j0 += 64) {\n"
-                   "                float r[64] = {0};\n"
+                   "                kv16_ r0 = {0}, r1 = {0}, r2 = {0}, r3 = {0};\n"
                    "                for (int64_t c = 0; c < D_; c++) {\n"
-                   "                    const float qc = qi[c * QS3] * SCALE_;\n"
+                   "                    const kv16_ qc = (kv16_){0} + qi[c * QS3] * SCALE_;\n"
                    "                    const float *kc = kt + c * SKP_ + j0;\n"
-                   "                    for (int u = 0; u < 64; u++)\n"
-                   "                        r[u] += qc * kc[u];\n"
+                   "                    r0 += qc * *(const kv16u_ *)(kc + 0);\n"
+                   "                    r1 += qc * *(const kv16u_ *)(kc + 16);\n"
+                   "                    r2 += qc * *(const kv16u_ *)(kc + 32);\n"
+                   "                    r3 += qc * *(const kv16u_ *)(kc + 48);\n"
                    "                }\n"
-                   "                for (int u = 0; u < 64; u++)\n"
-                   "                    s_[j0 + u] = r[u];\n"
+                   "                *(kv16u_ *)(s_ + j0) = r0;\n"
+                   "                *(kv16u_ *)(s_ + j0 + 16) = r1;\n"
+                   "                *(kv16u_ *)(s_ + j0 + 32) = r2;\n"
+                   "                *(kv16u_ *)(s_ + j0 + 48) = r3;\n"
                    "            }\n",
                    ka, va, qa);
     if (ma >= 0)
@@ -168,21 +176,30 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                     "                sum += z16[u];\n"
                     "            const float inv = 1.0f / sum;\n"
                     "            float *oi = o0 + bb * OS0 + hh * OS1 + i * OS2;\n"
-                    "            for (int64_t c0 = 0; c0 < DV_; c0 += 64) {\n"
+                    "            int64_t c0 = 0;\n");
+    if (a.vs[3] == 1 && a.os[3] == 1) /* V rows and output rows contiguous: 64-float blocks */
+        kiln_sb_puts(b, "            for (; c0 + 64 <= DV_; c0 += 64) {\n"
+                        "                kv16_ a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};\n"
+                        "                for (int64_t jj = 0; jj < SK_; jj++) {\n"
+                        "                    const kv16_ pj = (kv16_){0} + s_[jj] * inv;\n"
+                        "                    const float *vj = vb + jj * VS2 + c0;\n"
+                        "                    a0 += pj * *(const kv16u_ *)(vj + 0);\n"
+                        "                    a1 += pj * *(const kv16u_ *)(vj + 16);\n"
+                        "                    a2 += pj * *(const kv16u_ *)(vj + 32);\n"
+                        "                    a3 += pj * *(const kv16u_ *)(vj + 48);\n"
+                        "                }\n"
+                        "                *(kv16u_ *)(oi + c0) = a0;\n"
+                        "                *(kv16u_ *)(oi + c0 + 16) = a1;\n"
+                        "                *(kv16u_ *)(oi + c0 + 32) = a2;\n"
+                        "                *(kv16u_ *)(oi + c0 + 48) = a3;\n"
+                        "            }\n");
+    kiln_sb_puts(b, "            for (; c0 < DV_; c0 += 64) {\n"
                     "                const int64_t cn = KILN_MIN_((int64_t)DV_ - c0, (int64_t)64);\n"
                     "                float acc[64] = {0};\n"
-                    "                if (cn == 64) {\n"
-                    "                    for (int64_t jj = 0; jj < SK_; jj++) {\n"
-                    "                        const float pj = s_[jj], *vj = vb + jj * VS2 + c0 * VS3;\n"
-                    "                        for (int u = 0; u < 64; u++)\n"
-                    "                            acc[u] += pj * vj[u * VS3];\n"
-                    "                    }\n"
-                    "                } else {\n"
-                    "                    for (int64_t jj = 0; jj < SK_; jj++) {\n"
-                    "                        const float pj = s_[jj], *vj = vb + jj * VS2 + c0 * VS3;\n"
-                    "                        for (int64_t u = 0; u < cn; u++)\n"
-                    "                            acc[u] += pj * vj[u * VS3];\n"
-                    "                    }\n"
+                    "                for (int64_t jj = 0; jj < SK_; jj++) {\n"
+                    "                    const float pj = s_[jj], *vj = vb + jj * VS2 + c0 * VS3;\n"
+                    "                    for (int64_t u = 0; u < cn; u++)\n"
+                    "                        acc[u] += pj * vj[u * VS3];\n"
                     "                }\n"
                     "                for (int64_t u = 0; u < cn; u++)\n"
                     "                    oi[(c0 + u) * OS3] = acc[u] * inv;\n"
