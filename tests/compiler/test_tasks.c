@@ -572,6 +572,28 @@ static void case_cumsum(void)
     measure_graph(g, "cumsum", "CumSum graph");
 }
 
+/* A MatMul of two activations with a broadcast batch (the zoo's attention
+ * MatMuls become Attention nodes). */
+static void case_matmul(void)
+{
+    kiln_graph *g = new_graph();
+    int a = in_f32(g, "a", ks(4, 2, 3, 5, 8));
+    int b = in_f32(g, "b", ks(4, 1, 3, 8, 6));
+    output(g, out0(g, op(g, KILN_OP_MATMUL, (int[]){a, b}, 2)));
+    measure_graph(g, "matmul", "MatMul graph");
+}
+
+/* Softmax over a middle axis (the zoo's softmaxes are inside Attention). */
+static void case_softmax(void)
+{
+    kiln_graph *g = new_graph();
+    int x = in_f32(g, "x", ks(3, 4, 7, 5));
+    int sm = op(g, KILN_OP_SOFTMAX, &x, 1);
+    assert_int_equal(kiln_node_set_int(g, sm, "axis", 1), KILN_OK);
+    output(g, out0(g, sm));
+    measure_graph(g, "softmax", "Softmax graph");
+}
+
 /* A small graph per template no zoo network uses (run when the target has
  * the template). */
 static const struct {
@@ -592,6 +614,8 @@ static const struct {
     {"argreduce", case_argreduce},
     {"arith", case_arith},
     {"cumsum", case_cumsum},
+    {"matmul", case_matmul},
+    {"softmax", case_softmax},
     {"ref", case_ref},
 };
 
