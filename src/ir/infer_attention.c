@@ -105,6 +105,8 @@ kiln_status kiln_infer_attention(const kiln_node *n, const kiln_value *const *in
                                  kiln_value *const *out, kiln_error *err)
 {
     kiln_status s;
+    if (!in[0] || !in[1] || !in[2])
+        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "Q, K and V are required");
     for (int k = 0; k < n->n_inputs; k++)
         if (in[k] && (s = kiln_infer_check_float(in[k], k, "input", err)) != KILN_OK)
             return s;
