@@ -4,7 +4,8 @@
  * multiple of 16, Dv over 64), additive masks of several broadcast shapes or
  * none, and three exported forms (bert: head split/merge transposes around,
  * scores / c; vit: q * c, K^T by a transpose, no merge; torchvision's
- * nn.MultiheadAttention: rank 3, q / c). rtol 1e-3, atol 1e-4. */
+ * nn.MultiheadAttention: rank 3, q / c). rtol 1e-3, atol 1e-4. The Attention
+ * reference kernel is checked the same way against the unfused graph's. */
 #include "compiler_test.h"
 #include "pass/pass.h"
 #include "target/target.h"
@@ -47,6 +48,49 @@ typedef struct acase {
     int mask; /* 0 none, 1 [B,1,1,Sk] input, 2 [Sq,Sk] const with -1e4 entries, 3 full input */
     int form; /* 0 bert's, 1 vit's, 2 torchvision's nn.MultiheadAttention (rank 3, B = 1) */
 } acase;
+
+/* Runs graph g's output through the reference executor on inputs from seed. */
+static float *ref_run(const kiln_graph *g, int64_t *n)
+{
+    kiln_ref_executor *ex = NULL;
+    kiln_error err = {0};
+    if (kiln_ref_executor_create(g, &ex, &err) != KILN_OK)
+        fail_msg("case %d: %s", case_no, err.msg);
+    for (int i = 0; i < kiln_graph_num_inputs(g); i++) {
+        kiln_tensor t = {0};
+        const char *name;
+        assert_int_equal(kiln_graph_input_info(g, i, &name, &t.dtype, &t.shape), KILN_OK);
+        assert_int_equal(kiln_tensor_alloc(&t, t.dtype, &t.shape, &err), KILN_OK);
+        kt_fill_random(t.data, kiln_shape_numel(&t.shape), 600 + (uint64_t)i, -1.0f, 1.0f);
+        assert_int_equal(kiln_ref_executor_set_input(ex, i, &t, &err), KILN_OK);
+        kiln_tensor_release(&t);
+    }
+    if (kiln_ref_executor_run(ex, &err) != KILN_OK)
+        fail_msg("case %d: %s", case_no, err.msg);
+    const kiln_tensor *o = kiln_ref_executor_output(ex, 0);
+    *n = kiln_shape_numel(&o->shape);
+    float *copy = malloc(sizeof(float) * (size_t)*n);
+    assert_non_null(copy);
+    memcpy(copy, o->data, sizeof(float) * (size_t)*n);
+    kiln_ref_executor_destroy(ex);
+    return copy;
+}
+
+/* The Attention reference kernel (on the fused graph f) against the unfused
+ * graph g's MatMul / Softmax reference kernels. */
+static void ref_vs_ref(const kiln_graph *g, const kiln_graph *f)
+{
+    int64_t n1, n2;
+    float *a = ref_run(g, &n1), *b = ref_run(f, &n2);
+    assert_int_equal(n1, n2);
+    ct_result r = ct_compare(a, b, n1, 1e-4, 1e-5);
+    if (r.bad)
+        fail_msg("case %d: the Attention reference kernel differs from the unfused graph at %lld "
+                 "of %lld elements",
+                 case_no, (long long)r.bad, (long long)n1);
+    free(a);
+    free(b);
+}
 
 static void run_case(const acase *c)
 {
@@ -135,6 +179,7 @@ static void run_case(const acase *c)
     if (n_att != 1 || n_other != 0)
         fail_msg("case %d: %d Attention and %d other nodes after fuse-attention", case_no, n_att,
                  n_other);
+    ref_vs_ref(g, ctx->g);
     kiln_pass_ctx_destroy(ctx);
 
     char tag[32];
