@@ -381,6 +381,44 @@ static void test_conv_epilogues(void **state)
         conv_graph(&cases[i], 3000 + i);
 }
 
+/* A squeeze-and-excitation block: conv + SiLU, global pool, 1x1 conv + Relu,
+ * 1x1 conv + Sigmoid, the channel-wise Mul of the activation by that scale
+ * (kept blocked by alter-layout when the batch is 1), the projection conv.
+ * Channels 32 (whole blocks) and 20 (padded), batch 1 and 2. */
+static void se_graph(int n, int c, int h, int squeeze)
+{
+    kiln_graph *g;
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    int x = input(g, "x", ks(4, n, 16, h, h));
+    int in[3] = {x, param(g, "w0", ks(4, c, 16, 3, 3), 11 + case_no, -0.3f, 0.3f),
+                 param(g, "b0", ks(1, c), 12 + case_no, -0.3f, 0.3f)};
+    int cv = node(g, KILN_OP_CONV, in, 3);
+    ints(g, cv, "pads", 4, 1, 1, 1, 1);
+    int a = out(g, cv);
+    int sg = out(g, node(g, KILN_OP_SIGMOID, &a, 1));
+    int m[2] = {a, sg};
+    a = out(g, node(g, KILN_OP_MUL, m, 2));
+    int p = out(g, node(g, KILN_OP_GLOBALAVERAGEPOOL, &a, 1));
+    int f1[3] = {p, param(g, "w1", ks(4, squeeze, c, 1, 1), 13 + case_no, -0.5f, 0.5f),
+                 param(g, "b1", ks(1, squeeze), 14 + case_no, -0.5f, 0.5f)};
+    int r = out(g, node(g, KILN_OP_RELU, (int[]){out(g, node(g, KILN_OP_CONV, f1, 3))}, 1));
+    int f2[3] = {r, param(g, "w2", ks(4, c, squeeze, 1, 1), 15 + case_no, -0.5f, 0.5f),
+                 param(g, "b2", ks(1, c), 16 + case_no, -0.5f, 0.5f)};
+    int sc = out(g, node(g, KILN_OP_SIGMOID, (int[]){out(g, node(g, KILN_OP_CONV, f2, 3))}, 1));
+    int mm[2] = {a, sc};
+    int y = out(g, node(g, KILN_OP_MUL, mm, 2));
+    int pj[2] = {y, param(g, "w3", ks(4, 24, c, 1, 1), 17 + case_no, -0.3f, 0.3f)};
+    check(g, out(g, node(g, KILN_OP_CONV, pj, 2)), 0);
+}
+
+static void test_squeeze_excite(void **state)
+{
+    (void)state;
+    se_graph(1, 32, 9, 8);
+    se_graph(1, 20, 7, 5);
+    se_graph(2, 32, 6, 4);
+}
+
 static void test_conv_random(void **state)
 {
     (void)state;
@@ -1299,6 +1337,7 @@ int main(void)
         cmocka_unit_test(test_conv_fixed),       cmocka_unit_test(test_conv_random),
         cmocka_unit_test(test_conv_padded_channels),
         cmocka_unit_test(test_conv_epilogues),
+        cmocka_unit_test(test_squeeze_excite),
         cmocka_unit_test(test_pool),             cmocka_unit_test(test_pool_interior),             cmocka_unit_test(test_pool_8x8),
         cmocka_unit_test(test_pad),
         cmocka_unit_test(test_dense),

@@ -34,6 +34,14 @@ bool kiln_expr_emit(kiln_sb *b, const kiln_node *n, const char *const *operands,
  * for output value y. */
 void kiln_emit_operand(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, int arg,
                        const kiln_value *y, const char *idx);
+/* The same, given `chan`: a C expression for the channel of idx when the
+ * output is blocked (the loop knows it: a block's base channel plus the
+ * lane), so per-channel operands are read contiguously across the lanes
+ * (whole blocks only; NULL: derived from idx). */
+void kiln_emit_operand_ch(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, int arg,
+                          const kiln_value *y, const char *idx, const char *chan);
+void kiln_emit_epilogue_ch(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, const char *var,
+                           const char *idx, const char *chan);
 /* Emits statements applying the group's nodes [t->epi_from, ..) to float
  * variable `var` (holding the anchor's result) at flat index `idx`. */
 void kiln_emit_epilogue(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, const char *var,

@@ -16,6 +16,12 @@
 void kiln_emit_operand(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, int arg,
                        const kiln_value *y, const char *idx)
 {
+    kiln_emit_operand_ch(b, l, t, arg, y, idx, NULL);
+}
+
+void kiln_emit_operand_ch(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, int arg,
+                          const kiln_value *y, const char *idx, const char *chan)
+{
     const kiln_value *v = l->ctx->g->values[t->arg_values[arg]];
     int kind = kiln_shape_equal(&v->shape, &y->shape) && kiln_layout_equal(v->layout, y->layout)
                    ? 4
@@ -37,7 +43,10 @@ void kiln_emit_operand(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, in
         return;
     case 2: {
         int64_t c = y->shape.dims[1];
-        if (y->layout.kind == KILN_LAYOUT_NCHWC) {
+        if (y->layout.kind == KILN_LAYOUT_NCHWC && chan && c % y->layout.block_a == 0) {
+            /* the loop gives the channel: contiguous in the block's lanes */
+            kiln_sb_printf(b, "a%d[%s]", arg, chan);
+        } else if (y->layout.kind == KILN_LAYOUT_NCHWC) {
             int64_t bb = y->layout.block_a, cb = (c + bb - 1) / bb;
             kiln_sb_printf(b, "a%d[KILN_MIN_(((%s) / %lld %% %lld) * %lld + (%s) %% %lld, %lld)]",
                            arg, idx, (long long)(inner * bb), (long long)cb, (long long)bb, idx,
@@ -78,13 +87,13 @@ bool kiln_task_has_epilogue(const kiln_lowered *l, const kiln_task *t)
 /* The C name of node output `v` inside the chain: the anchor's result is
  * `var`, chain nodes e0, e1, .. */
 static void operand_name(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, int v,
-                         const char *var, const kiln_value *y, const char *idx)
+                         const char *var, const kiln_value *y, const char *idx, const char *chan)
 {
     const kiln_pass_ctx *ctx = l->ctx;
     const kiln_group *gr = &ctx->groups[t->group];
     int arg = kiln_task_arg(t, v);
     if (arg >= 0 && arg < t->n_in) {
-        kiln_emit_operand(b, l, t, arg, y, idx);
+        kiln_emit_operand_ch(b, l, t, arg, y, idx, chan);
         return;
     }
     for (int i = 0; i < gr->n_nodes; i++) {
@@ -103,6 +112,12 @@ static void operand_name(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, 
 void kiln_emit_epilogue(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, const char *var,
                         const char *idx)
 {
+    kiln_emit_epilogue_ch(b, l, t, var, idx, NULL);
+}
+
+void kiln_emit_epilogue_ch(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, const char *var,
+                           const char *idx, const char *chan)
+{
     const kiln_pass_ctx *ctx = l->ctx;
     const kiln_group *gr = &ctx->groups[t->group];
     const kiln_value *y = ctx->g->values[gr->outputs[0]];
@@ -113,7 +128,7 @@ void kiln_emit_epilogue(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, c
         const char *opp[4];
         int nx = m->n_inputs < 4 ? m->n_inputs : 4;
         for (int k = 0; k < nx; k++) {
-            operand_name(&ops[k], l, t, m->inputs[k], var, y, idx);
+            operand_name(&ops[k], l, t, m->inputs[k], var, y, idx, chan);
             opp[k] = ops[k].s ? ops[k].s : "0.0f";
         }
         char out[16];

@@ -116,6 +116,30 @@ void kiln_emit_arg_or_null(kiln_sb *b, int arg, bool out)
 void kiln_emit_epilogue_span(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
                              const char *first, const char *len)
 {
+    const kiln_value *y = l->ctx->g->values[l->ctx->groups[t->group].outputs[0]];
+    int64_t bb = y->layout.kind == KILN_LAYOUT_NCHWC ? y->layout.block_a : 0;
+    if (bb > 1 && y->shape.rank >= 2) {
+        /* spans start and end on whole blocks: a loop over each pixel's lanes
+         * knows the channel (per-channel operands read contiguously) */
+        int64_t inner = 1;
+        for (int d = 2; d < y->shape.rank; d++)
+            inner *= y->shape.dims[d];
+        int64_t cb = (y->shape.dims[1] + bb - 1) / bb;
+        kiln_sb_printf(b,
+                       "            for (int64_t j_ = (%s) / %lld, je_ = ((%s) + (%s)) / %lld; j_ < je_; j_++) {\n"
+                       "              const int64_t c0_ = j_ / %lld %% %lld * %lld;\n"
+                       /* operands never alias o0 here; kept a loop (not unrolled
+                        * into 16 statements gcc then leaves scalar) */
+                       "#pragma GCC ivdep\n#pragma GCC unroll 1\n"
+                       "              for (int64_t l_ = 0; l_ < %lld; l_++) {\n"
+                       "                const int64_t i = j_ * %lld + l_;\n"
+                       "                float v = o0[i];\n",
+                       first, (long long)bb, first, len, (long long)bb, (long long)inner,
+                       (long long)cb, (long long)bb, (long long)bb, (long long)bb);
+        kiln_emit_epilogue_ch(b, l, t, "v", "i", "c0_ + l_");
+        kiln_sb_puts(b, "                o0[i] = v;\n              }\n            }\n");
+        return;
+    }
     kiln_sb_printf(b,
                    "            for (int64_t i = %s, ie_ = %s + %s; i < ie_; i++) {\n"
                    "                float v = o0[i];\n",
