@@ -154,6 +154,21 @@ def init_weights(net, gen):
                 mod.bias.uniform_(-0.05, 0.05, generator=gen)
 
 
+def make(_name="bert"):
+    """The seeded module in eval mode and its example inputs (input_ids,
+    attention_mask with the last 28 positions masked): what export() writes
+    and bench/peer_torch.py times."""
+    torch.manual_seed(SEED)
+    net = BertModel()
+    init_weights(net, torch.Generator().manual_seed(SEED + 1))
+    net.eval()
+    gen = torch.Generator().manual_seed(SEED + 2)
+    ids = torch.randint(0, VOCAB, (1, SEQ), generator=gen, dtype=torch.long)
+    mask = torch.ones((1, SEQ), dtype=torch.long)
+    mask[:, SEQ - 28:] = 0
+    return net, (ids, mask)
+
+
 def export(outdir, opset, force):
     dst = os.path.join(outdir, "bert")
     data_dir = os.path.join(dst, "test_data_set_0")
@@ -167,14 +182,7 @@ def export(outdir, opset, force):
         return
     os.makedirs(data_dir, exist_ok=True)
     t0 = time.time()
-    torch.manual_seed(SEED)
-    net = BertModel()
-    init_weights(net, torch.Generator().manual_seed(SEED + 1))
-    net.eval()
-    gen = torch.Generator().manual_seed(SEED + 2)
-    ids = torch.randint(0, VOCAB, (1, SEQ), generator=gen, dtype=torch.long)
-    mask = torch.ones((1, SEQ), dtype=torch.long)
-    mask[:, SEQ - 28:] = 0
+    net, (ids, mask) = make()
     with torch.no_grad():
         y = net(ids, mask)
     y_np = y.numpy().astype(np.float32)
