@@ -17,6 +17,13 @@
 
 #include "ir/graph.h"
 
+/* What the C target's attention template takes (whole-row softmax in L1, K^T
+ * of a head in the thread's workspace): the fuse-attention pass makes no
+ * Attention beyond it, so a longer sequence keeps the matmul and softmax
+ * templates instead of falling back to the reference kernel. */
+#define KILN_ATTN_MAX_SK 4096
+#define KILN_ATTN_MAX_KT (1 << 20) /* D x Sk rounded up to 64, floats */
+
 typedef struct kiln_attn_geom {
     int64_t B, H, Sq, Sk, D, Dv;
     /* element strides of the logical dims [B, H, S, D] in each operand's

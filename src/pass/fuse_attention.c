@@ -219,6 +219,9 @@ static bool match(actx *a, const kiln_node *r, amatch *mt)
     const kiln_shape *ms = mt->m >= 0 ? &a->g->values[mt->m]->shape : NULL;
     if (kiln_attn_geom_of(&plain, &q4, &k4, &v4, ms, &geo, &e) != KILN_OK)
         return false;
+    if (geo.Sk < 1 || geo.D < 1 || geo.Sk > KILN_ATTN_MAX_SK ||
+        geo.D * ((geo.Sk + 63) / 64 * 64) > KILN_ATTN_MAX_KT)
+        return false; /* no kernel would take it: keep matmul + softmax */
     return true;
 }
 

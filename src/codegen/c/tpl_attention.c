@@ -17,8 +17,8 @@
 #include "ir/attention.h"
 #include "lower/knobs.h"
 
-#define MAX_SK 4096
-#define MAX_KT (1 << 20) /* K^T of one head in the workspace: at most 4 MiB */
+#define MAX_SK KILN_ATTN_MAX_SK
+#define MAX_KT KILN_ATTN_MAX_KT /* K^T of one head in the workspace: at most 4 MiB */
 
 static bool geom(const kiln_graph *g, const kiln_node *n, kiln_attn_geom *a)
 {
