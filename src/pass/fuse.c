@@ -15,7 +15,8 @@
  *        scalar, a per-channel or a per-last-dim constant, or an earlier
  *        value of the group (SiLU: x * sigmoid(x));
  *      elementwise groups: any supported float op of the same output shape
- *        (external operands broadcast in row-major groups).
+ *        (external operands broadcast in row-major groups; per-channel
+ *        constants in blocked ones).
  *    So a group has exactly one output, and every external input of a group is
  *    final before the group runs: ordering groups by their last node is
  *    topological.
@@ -87,9 +88,15 @@ static bool operand_ok(const kiln_graph *g, style st, const kiln_value *v, const
         return v->kind == KILN_VALUE_CONST || v->layout.kind == KILN_LAYOUT_ROW_MAJOR;
     if (kiln_shape_equal(&v->shape, &y->shape) && kiln_layout_equal(v->layout, y->layout))
         return true;
-    if (st == ST_ELEMWISE)
+    if (st == ST_ELEMWISE) {
+        /* blocked groups: per-channel constants too (densenet's
+         * pre-activation BN, Mul then Add, then Relu: one kernel) */
+        if (y->layout.kind == KILN_LAYOUT_NCHWC)
+            return v->kind == KILN_VALUE_CONST && v->layout.kind == KILN_LAYOUT_ROW_MAJOR &&
+                   kiln_epilogue_bcast_kind(&v->shape, &y->shape, y->layout) == 2;
         return y->layout.kind == KILN_LAYOUT_ROW_MAJOR && v->layout.kind == KILN_LAYOUT_ROW_MAJOR &&
                v->shape.rank <= y->shape.rank;
+    }
     (void)g;
     if (v->kind != KILN_VALUE_CONST || v->layout.kind != KILN_LAYOUT_ROW_MAJOR)
         return false;
