@@ -86,6 +86,10 @@ void kiln_emit_epilogue_span(kiln_sb *b, const kiln_lowered *l, const kiln_task 
 /* The C type generated code reads and writes a dtype's elements as
  * (float16: its bits, bool: a byte); NULL for dtypes without one. */
 const char *kiln_tpl_ctype(kiln_dtype t);
+/* The body of a kiln_conv_params task after its prologue: params literal,
+ * task function with the epilogue beyond the header's, entry
+ * (tpl_conv2d_nchwc.c; gconv2d_nchwc uses it too). */
+void kiln_tpl_emit_conv_body(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
 /* "NULL" or a<k> / o<k>. */
 void kiln_emit_arg_or_null(kiln_sb *b, int arg, bool out);
 

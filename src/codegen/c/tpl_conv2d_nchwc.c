@@ -187,13 +187,14 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
     return KILN_OK;
 }
 
-static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
+/* The params literal, the task function (kiln_conv_run, then the group's
+ * epilogue beyond the header's on each task's output) and the entry of a
+ * conv task whose params are a kiln_conv_params: this template's and
+ * gconv2d_nchwc's. */
+void kiln_tpl_emit_conv_body(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
 {
-    const kiln_graph *g = l->ctx->g;
-    const kiln_node *n = g->nodes[t->anchor];
+    const kiln_node *n = l->ctx->g->nodes[t->anchor];
     const kiln_conv_params *p = t->params;
-    static const char *const hdr[] = {"kiln_kernels_conv.h"};
-    kiln_emit_prologue(b, l, t, hdr, 1);
     kiln_sb_printf(b,
                    "static const kiln_conv_params P_ = {\n"
                    "    .n = %d, .c_in = %d, .h = %d, .w = %d, .c_out = %d, .oh = %d, .ow = %d,\n"
@@ -229,6 +230,13 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     }
     kiln_sb_puts(b, "}\n");
     kiln_emit_entry(b, t, "kiln_conv_tasks(&P_)", 1);
+}
+
+static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
+{
+    static const char *const hdr[] = {"kiln_kernels_conv.h"};
+    kiln_emit_prologue(b, l, t, hdr, 1);
+    kiln_tpl_emit_conv_body(b, l, t);
     return KILN_OK;
 }
 

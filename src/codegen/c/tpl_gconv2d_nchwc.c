@@ -165,34 +165,11 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
 
 static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
 {
-    const kiln_graph *g = l->ctx->g;
-    const kiln_node *n = g->nodes[t->anchor];
     const kiln_conv_params *p = t->params;
     static const char *const hdr[] = {"kiln_kernels_conv.h"};
     kiln_emit_prologue(b, l, t, hdr, 1);
-    kiln_sb_printf(b,
-                   "/* narrow groups: %d block groups, block-diagonal weights */\n"
-                   "static const kiln_conv_params P_ = {\n"
-                   "    .n = %d, .c_in = %d, .h = %d, .w = %d, .c_out = %d, .oh = %d, .ow = %d,\n"
-                   "    .kh = %d, .kw = %d, .sh = %d, .sw = %d, .dh = %d, .dw = %d,\n"
-                   "    .pad_t = %d, .pad_l = %d, .pad_b = %d, .pad_r = %d, .groups = %d,\n"
-                   "    .cb_in = %d, .cb_out = %d, .epilogue = %d, .clip_min = %af, .clip_max = %af,\n"
-                   "    .ow_tile = %d, .oc_tile = %d, .ic_tile = %d, .loop_order = %d, .oh_tile = %d,\n"
-                   "    .oc_group = %d,\n};\n\n",
-                   p->groups, p->n, p->c_in, p->h, p->w, p->c_out, p->oh, p->ow, p->kh, p->kw,
-                   p->sh, p->sw, p->dh, p->dw, p->pad_t, p->pad_l, p->pad_b, p->pad_r, p->groups,
-                   p->cb_in, p->cb_out, p->epilogue, (double)p->clip_min, (double)p->clip_max,
-                   p->ow_tile, p->oc_tile, p->ic_tile, p->loop_order, p->oh_tile, p->oc_group);
-    int xa = kiln_task_arg(t, n->inputs[0]), wa = kiln_task_arg(t, n->inputs[1]);
-    int ba = n->n_inputs > 2 && n->inputs[2] >= 0 ? kiln_task_arg(t, n->inputs[2]) : -1;
-    kiln_sb_puts(b, KILN_TASK_SIG);
-    kiln_emit_arg_ptrs(b, t);
-    kiln_sb_printf(b, "    kiln_conv_run(&P_, a%d, a%d, ", xa, wa);
-    kiln_emit_arg_or_null(b, ba, false);
-    kiln_sb_puts(b, ", ");
-    kiln_emit_arg_or_null(b, t->residual_arg, false);
-    kiln_sb_printf(b, ", o0, begin_, end_, %s);\n}\n", t->workspace > 0 ? KILN_TASK_WS : "NULL");
-    kiln_emit_entry(b, t, "kiln_conv_tasks(&P_)", 1);
+    kiln_sb_printf(b, "/* narrow groups: %d block groups, block-diagonal weights */\n", p->groups);
+    kiln_tpl_emit_conv_body(b, l, t);
     return KILN_OK;
 }
 
