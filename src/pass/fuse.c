@@ -119,8 +119,14 @@ static bool joins_next(const fctx *f, int gi, const kiln_node *n, int ci)
         return false;
     const kiln_value *y = g->values[n->outputs[0]], *cy = g->values[c->outputs[0]];
     if (!is_f32(cy) || !kiln_shape_equal(&cy->shape, &y->shape) ||
-        !kiln_layout_equal(cy->layout, y->layout))
+        !kiln_layout_equal(cy->layout, y->layout) || y->is_output)
         return false;
+    /* c can join only if n's output, then the group's tip, is read by c
+     * alone: with another reader c would be refused (closed_except) and the
+     * group value c reads would be left internal with a reader outside */
+    for (int e = f->cons_start[y->id]; e < f->cons_start[y->id + 1]; e++)
+        if (f->cons[e] != ci)
+            return false;
     bool reads_n = false;
     for (int k = 0; k < c->n_inputs; k++) {
         int v = c->inputs[k];
