@@ -259,7 +259,8 @@ static kiln_status tune_task(run *r, int i, double budget_s, kiln_error *err)
         goto done;
     }
     int n_seen = rt->n_measured;
-    memcpy(seen, rt->measured, sizeof *seen * (size_t)n_seen);
+    if (n_seen)
+        memcpy(seen, rt->measured, sizeof *seen * (size_t)n_seen);
     kiln_tune_cfg inc = rt->have_incumbent ? rt->incumbent : t->sp.deflt;
     kiln_tune_search st = {.radius = 1, .rng = o->seed ^ (uint64_t)(i + 1) * 0x9e37ULL};
     int batch_sz = o->batch > 0 ? (o->batch < MAX_BATCH ? o->batch : MAX_BATCH) : 4;
