@@ -86,6 +86,11 @@ void kiln_emit_epilogue_span(kiln_sb *b, const kiln_lowered *l, const kiln_task 
 /* The C type generated code reads and writes a dtype's elements as
  * (float16: its bits, bool: a byte); NULL for dtypes without one. */
 const char *kiln_tpl_ctype(kiln_dtype t);
+/* A conv's geometry as the conv kernel header's params (tpl_conv2d_nchwc.c). */
+struct kiln_win2d;
+struct kiln_conv_params;
+struct kiln_conv_params kiln_tpl_conv_params(const struct kiln_win2d *w, int groups, int cb_in,
+                                             int cb_out);
 /* The body of a kiln_conv_params task after its prologue: params literal,
  * task function with the epilogue beyond the header's, entry
  * (tpl_conv2d_nchwc.c; gconv2d_nchwc uses it too). */

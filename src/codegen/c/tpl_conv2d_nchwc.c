@@ -90,6 +90,20 @@ static bool layout(const kiln_target *tg, const kiln_graph *g, const kiln_node *
     return true;
 }
 
+/* A conv's geometry as kiln_conv_params with the given groups and blocks
+ * (the tiles are left to kiln_conv_default_params): this template's and
+ * gconv2d_nchwc's. */
+kiln_conv_params kiln_tpl_conv_params(const kiln_win2d *w, int groups, int cb_in, int cb_out)
+{
+    return (kiln_conv_params){.n = (int)w->n, .c_in = (int)w->c, .h = (int)w->h, .w = (int)w->w,
+                              .c_out = (int)w->m, .oh = (int)w->oh, .ow = (int)w->ow,
+                              .kh = (int)w->kh, .kw = (int)w->kw, .sh = (int)w->sh,
+                              .sw = (int)w->sw, .dh = (int)w->dh, .dw = (int)w->dw,
+                              .pad_t = (int)w->pt, .pad_l = (int)w->pl, .pad_b = (int)w->pb,
+                              .pad_r = (int)w->pr, .groups = groups, .cb_in = cb_in,
+                              .cb_out = cb_out};
+}
+
 static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
 {
     const kiln_graph *g = l->ctx->g;
@@ -101,12 +115,7 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     if (!p)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     t->params = p;
-    *p = (kiln_conv_params){.n = (int)w.n, .c_in = (int)w.c, .h = (int)w.h, .w = (int)w.w,
-                            .c_out = (int)w.m, .oh = (int)w.oh, .ow = (int)w.ow, .kh = (int)w.kh,
-                            .kw = (int)w.kw, .sh = (int)w.sh, .sw = (int)w.sw, .dh = (int)w.dh,
-                            .dw = (int)w.dw, .pad_t = (int)w.pt, .pad_l = (int)w.pl,
-                            .pad_b = (int)w.pb, .pad_r = (int)w.pr, .groups = (int)w.groups,
-                            .cb_in = wv->layout.block_a, .cb_out = wv->layout.block_b};
+    *p = kiln_tpl_conv_params(&w, (int)w.groups, wv->layout.block_a, wv->layout.block_b);
     p->epilogue = kiln_tpl_header_epilogue(l, t, n->n_inputs > 2 && n->inputs[2] >= 0,
                                            &p->clip_min, &p->clip_max);
     if (!kiln_conv_supported(p))

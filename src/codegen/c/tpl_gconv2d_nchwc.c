@@ -87,12 +87,7 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     t->params = p;
     /* the block groups: one block of vec/gw whole groups each */
-    *p = (kiln_conv_params){.n = (int)w.n, .c_in = (int)w.c, .h = (int)w.h, .w = (int)w.w,
-                            .c_out = (int)w.m, .oh = (int)w.oh, .ow = (int)w.ow, .kh = (int)w.kh,
-                            .kw = (int)w.kw, .sh = (int)w.sh, .sw = (int)w.sw, .dh = (int)w.dh,
-                            .dw = (int)w.dw, .pad_t = (int)w.pt, .pad_l = (int)w.pl,
-                            .pad_b = (int)w.pb, .pad_r = (int)w.pr, .groups = (int)(w.c / cb),
-                            .cb_in = cb, .cb_out = cb};
+    *p = kiln_tpl_conv_params(&w, (int)(w.c / cb), cb, cb);
     p->epilogue = kiln_tpl_header_epilogue(l, t, n->n_inputs > 2 && n->inputs[2] >= 0,
                                            &p->clip_min, &p->clip_max);
     if (!kiln_conv_supported(p) || p->groups < 1)
