@@ -160,6 +160,9 @@ static void test_run_then_check(void **state)
 
     expect_cli(0, kt_fmt("run mlp --input %s --output %s", in_npy, out_pb), in_npy, "wrote:");
     expect_cli(0, kt_fmt("run mlp --input %s --output %s", in_pb, out_npy), "wrote:");
+    /* one --output per model output at most (the k-th writes output k) */
+    expect_cli(2, kt_fmt("run mlp --input %s --output %s --output %s", in_pb, out_npy, out_npy),
+               "has 1 output but 2 --output files");
 
     /* the same output through both formats */
     kiln_tensor o1, o2;

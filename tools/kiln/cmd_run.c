@@ -10,7 +10,7 @@
 
 static void run_help(void)
 {
-    printf("usage: kiln run MODEL [--input FILE]... [--output FILE] [--seed N]\n"
+    printf("usage: kiln run MODEL [--input FILE]... [--output FILE]... [--seed N]\n"
            "                [--executor graph|ref] [--threads N]\n"
            "\n"
            "Runs MODEL once and prints its inputs and outputs, the top-5 elements of\n"
@@ -32,6 +32,8 @@ static void run_help(void)
            "                   every run and independent of --seed.\n"
            "  --output FILE    write the first output to FILE: NumPy if FILE ends in\n"
            "                   .npy, otherwise ONNX TensorProto (named after the output).\n"
+           "                   Given k times, the k-th writes output k (at most one per\n"
+           "                   model output).\n"
            "  --seed N         seed of the zoo network's weights (default 0); ignored\n"
            "                   for .onnx and .so models.\n"
            "  --executor E     graph (compiled kernels, the default) or ref (reference\n"
@@ -46,16 +48,19 @@ static void run_help(void)
 
 int kiln_cmd_run(int argc, char **argv)
 {
-    const char *model = NULL, *output_path = NULL, *executor = NULL, *v;
+    const char *model = NULL, *executor = NULL, *v;
     const char **input_paths = calloc((size_t)argc, sizeof *input_paths);
-    int n_input_paths = 0, rc = KILN_EXIT_ERROR, r, threads = 0;
+    const char **output_paths = calloc((size_t)argc, sizeof *output_paths);
+    int n_input_paths = 0, n_output_paths = 0, rc = KILN_EXIT_ERROR, r, threads = 0;
     uint64_t seed = 0;
     cli_model cm = {0};
     kiln_tensor *inputs = NULL;
     int n_inputs = 0;
     kiln_error err = {0};
-    if (!input_paths) {
+    if (!input_paths || !output_paths) {
         cli_error("out of memory");
+        free(input_paths);
+        free(output_paths);
         return KILN_EXIT_ERROR;
     }
 
@@ -75,7 +80,7 @@ int kiln_cmd_run(int argc, char **argv)
         } else if ((r = cli_opt_value("run", argc, argv, &i, "--output", &v)) != 0) {
             if (r < 0)
                 goto done;
-            output_path = v;
+            output_paths[n_output_paths++] = v;
         } else if ((r = cli_opt_value("run", argc, argv, &i, "--seed", &v)) != 0) {
             if (r < 0)
                 goto done;
@@ -111,6 +116,12 @@ int kiln_cmd_run(int argc, char **argv)
     if (n_input_paths && n_input_paths != n_inputs) {
         cli_error("model '%s' has %d input%s but %d --input file%s given", model, n_inputs,
                   n_inputs == 1 ? "" : "s", n_input_paths, n_input_paths == 1 ? " was" : "s were");
+        goto done;
+    }
+    if (n_output_paths > cli_model_num_outputs(&cm)) {
+        cli_error("model '%s' has %d output%s but %d --output files were given", model,
+                  cli_model_num_outputs(&cm), cli_model_num_outputs(&cm) == 1 ? "" : "s",
+                  n_output_paths);
         goto done;
     }
     inputs = calloc((size_t)(n_inputs > 0 ? n_inputs : 1), sizeof *inputs);
@@ -194,16 +205,16 @@ int kiln_cmd_run(int argc, char **argv)
     }
     printf("time:    load+build %.3f ms, run %.3f ms\n", cm.load_ms, t_run);
 
-    if (output_path && n_outputs > 0) {
+    for (int i = 0; i < n_output_paths; i++) {
         const char *name = NULL;
         kiln_dtype dt;
         kiln_shape shape;
-        cli_model_output_info(&cm, 0, &name, &dt, &shape);
-        if (cli_write_tensor(output_path, cli_model_output(&cm, 0), name, &err) != KILN_OK) {
+        cli_model_output_info(&cm, i, &name, &dt, &shape);
+        if (cli_write_tensor(output_paths[i], cli_model_output(&cm, i), name, &err) != KILN_OK) {
             cli_lib_error(&err);
             goto done;
         }
-        printf("wrote:   %s -> %s\n", name ? name : "output 0", output_path);
+        printf("wrote:   %s -> %s\n", name ? name : "output", output_paths[i]);
     }
     rc = KILN_EXIT_OK;
 
@@ -213,5 +224,6 @@ done:
     free(inputs);
     cli_model_close(&cm);
     free(input_paths);
+    free(output_paths);
     return rc;
 }
