@@ -23,6 +23,7 @@ detections are matched, in score order, to the other side's:
 
 Usage: /usr/bin/python3 scripts/compare_detection.py --got B S L --want B S L
        [--image-size PX] [--box-atol A] [--score-rtol R] [--score-atol A]
+       /usr/bin/python3 scripts/compare_detection.py --self-test
 (B S L: TensorProto .pb or .npy files of boxes, scores and labels.) Prints one
 line (OK or MISMATCH with the first difference); exit 0 on a match, 1 on a
 mismatch, 2 on an error.
@@ -134,10 +135,61 @@ def compare(got, want, box_atol, score_rtol=SCORE_RTOL, score_atol=SCORE_ATOL):
     return res
 
 
+def self_test():
+    """The rules above on synthetic detections; returns the failures."""
+    rng = np.random.default_rng(7)
+    n = 12
+    xy = np.sort(rng.uniform(0, 300, (n, 2, 2)), 1)      # [n, (lo, hi), (x, y)]
+    boxes = xy.reshape(n, 4).astype(np.float32)         # x1, y1, x2, y2
+    scores = np.sort(rng.uniform(0.2, 0.9, n))[::-1].astype(np.float32)
+    labels = rng.integers(1, 91, n).astype(np.int64)
+    cases = []  # (name, expect a match, got, want)
+
+    def case(name, expect, b=boxes, s=scores, lab=labels, want=(boxes, scores, labels)):
+        cases.append((name, expect, (b, s, lab), want))
+
+    case("identical", True)
+    b = boxes.copy()
+    b[3, 1] += 0.1
+    case("box within tolerance", True, b=b)
+    b = boxes.copy()
+    b[3, 1] += 1.1
+    case("box off by 1.1 px", False, b=b)
+    lab = labels.copy()
+    lab[5] = labels[5] % 90 + 1
+    case("a label differs", False, lab=lab)
+    s = scores.copy()
+    s[4] *= 1.01
+    case("a score off by 1%", False, s=s)
+    tied = scores.copy()
+    tied[7] = tied[6] - np.float32(1e-6)
+    swap = np.arange(n)
+    swap[[6, 7]] = [7, 6]
+    case("near-tied pair in either order", True, b=boxes[swap], s=tied[swap], lab=labels[swap],
+         want=(boxes, tied, labels))
+    keep = np.arange(n) != 5
+    case("a middle detection missing", False, b=boxes[keep], s=scores[keep], lab=labels[keep])
+    cut = scores.copy()
+    cut[-1] = cut[-2] - np.float32(1e-5)
+    case("the last one, at the cut, missing", True, b=boxes[:-1], s=cut[:-1], lab=labels[:-1],
+         want=(boxes, cut, labels))
+    case("the last one, not at the cut, missing", False, b=boxes[:-1], s=scores[:-1],
+         lab=labels[:-1])
+    failures = []
+    for name, expect, got, want in cases:
+        r = compare(got, want, 0.32)
+        if r["ok"] != expect:
+            failures.append(f"{name}: expected {'a match' if expect else 'a mismatch'}, "
+                            f"got {r['message']}")
+    return failures
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--got", nargs=3, required=True, metavar=("BOXES", "SCORES", "LABELS"))
-    ap.add_argument("--want", nargs=3, required=True, metavar=("BOXES", "SCORES", "LABELS"))
+    ap.add_argument("--got", nargs=3, metavar=("BOXES", "SCORES", "LABELS"))
+    ap.add_argument("--want", nargs=3, metavar=("BOXES", "SCORES", "LABELS"))
+    ap.add_argument("--self-test", action="store_true",
+                    help="check these rules on synthetic detections and exit")
     ap.add_argument("--image-size", type=float, default=320.0,
                     help="the image's larger side in pixels (default 320)")
     ap.add_argument("--box-atol", type=float, default=None,
@@ -145,6 +197,14 @@ def main():
     ap.add_argument("--score-rtol", type=float, default=SCORE_RTOL)
     ap.add_argument("--score-atol", type=float, default=SCORE_ATOL)
     args = ap.parse_args()
+    if args.self_test:
+        failures = self_test()
+        for f in failures:
+            print(f"self-test: {f}")
+        print(f"compare_detection self-test: {'FAILED' if failures else 'passed'}")
+        return 1 if failures else 0
+    if not args.got or not args.want:
+        ap.error("--got and --want are required")
     try:
         got = [read_tensor(p) for p in args.got]
         want = [read_tensor(p) for p in args.want]

@@ -19,6 +19,7 @@ fi
 here=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${KILN_FIXTURES:-${XDG_CACHE_HOME:-$HOME/.cache}/kiln/fixtures/detection}
 mkdir -p "$dir"
+/usr/bin/python3 "$here/scripts/compare_detection.py" --self-test
 only=$(IFS=,; echo "${nets[*]}")
 nice /usr/bin/python3 "$here/scripts/export_detection.py" "$dir" --only "$only" 2> >(grep -v -i warn >&2 || true)
 tmp=$(mktemp -d)
