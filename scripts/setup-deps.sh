@@ -15,6 +15,7 @@ packages=(
   python3-venv                       # make bench: the peers' venv (bench/requirements.txt)
   python3-pytest                     # the Python package's tests (python/tests; python3-venv for its pip-install test)
   clang libclang-rt-14-dev           # the libFuzzer target for the ONNX importer (tests/fuzz)
+  libopenmpi-dev openmpi-bin         # optional: kiln tune's MPI workers (tools/kiln/tune_mpi.c)
 )
 
 missing=()

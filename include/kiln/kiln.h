@@ -230,6 +230,8 @@ typedef struct kiln_measure_options {
     int jobs;                 /* parallel $CC (0: the cores) */
     double rtol, atol;        /* an output element differs when |got - want| > atol * max(1,
                                  max |want|) + rtol * |want|; 0: 1e-4 each */
+    int build_only;           /* nonzero: build (into the model cache) and stop: out gets
+                                 build_s, config and so_path; nothing is run or timed */
 } kiln_measure_options;
 
 typedef struct kiln_measure_result {

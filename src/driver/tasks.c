@@ -752,6 +752,10 @@ kiln_status kiln_workload_measure(kiln_workload *w, const kiln_measure_options *
         r->build_s = kiln_driver_now() - t0;
         snprintf(r->config, sizeof r->config, "%s", b->low->tasks[task].config);
         snprintf(r->so_path, sizeof r->so_path, "%s", kiln_build_output(b));
+        if (o.build_only) {
+            memcpy(out, r, sizeof *r);
+            goto done;
+        }
     }
     kiln_module_options mo = {.num_threads = o.num_threads, .bind_threads = -1};
     if (s == KILN_OK)
@@ -797,6 +801,7 @@ kiln_status kiln_workload_measure(kiln_workload *w, const kiln_measure_options *
                                      : "warm in cache");
         memcpy(out, r, sizeof *r);
     }
+done:
     kiln_module_destroy(m);
     kiln_build_destroy(b);
     if (have_in)

@@ -69,6 +69,8 @@ static void worker_loop(kiln_measurer *m, int in, int out)
     while (io_all(in, &rq, sizeof rq, false)) {
         if (rq.fault == KILN_FAULT_SEGV)
             raise(SIGSEGV);
+        if (rq.fault == KILN_FAULT_DIE)
+            raise(SIGKILL);
         if (rq.fault == KILN_FAULT_HANG)
             for (;;)
                 pause();

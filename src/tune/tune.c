@@ -70,12 +70,13 @@ static void parse_faults(run *r)
 {
     const char *e = getenv("KILN_TUNE_FAULT");
     while (e && *e && r->n_faults < 8) {
-        int kind = !strncmp(e, "segv:", 5) ? KILN_FAULT_SEGV
+        int kind = !strncmp(e, "segv:", 5)  ? KILN_FAULT_SEGV
                    : !strncmp(e, "hang:", 5) ? KILN_FAULT_HANG
+                   : !strncmp(e, "die:", 4)  ? KILN_FAULT_DIE
                                              : KILN_FAULT_NONE;
         if (kind != KILN_FAULT_NONE) {
             r->faults[r->n_faults][0] = kind;
-            r->faults[r->n_faults++][1] = atoi(e + 5);
+            r->faults[r->n_faults++][1] = atoi(strchr(e, ':') + 1);
         }
         e = strchr(e, ',');
         if (e)
@@ -191,6 +192,18 @@ static void measure_batch(run *r, const task *t, kiln_measurer *m, kiln_trial *l
         list[j].n_samples = 0;
         list[j].error[0] = 0;
     }
+    const kiln_tune_exec *ex = r->o->exec;
+    if (ex && ex->build && trial_from < n) {
+        /* the new configurations built first (by the ranks in parallel),
+         * none measured meanwhile */
+        char cfgs[MAX_BATCH + 1][1024];
+        const char *ptr[MAX_BATCH + 1];
+        for (int j = trial_from; j < n; j++) {
+            cfg_json(t, &list[j].cfg, cfgs[j], sizeof cfgs[j]);
+            ptr[j - trial_from] = cfgs[j];
+        }
+        ex->build(ex->ctx, t->info.workload, ptr, n - trial_from);
+    }
     for (int round = 0; round < rounds; round++)
         for (int q = 0; q < n; q++) {
             int j = (q + round) % n;
@@ -203,7 +216,10 @@ static void measure_batch(run *r, const task *t, kiln_measurer *m, kiln_trial *l
             cfg_json(t, &list[j].cfg, cfg, sizeof cfg);
             kiln_trial one;
             one.cfg = list[j].cfg;
-            kiln_measurer_run(m, cfg, REPEAT, MIN_REPEAT_MS, f, &one);
+            if (ex)
+                ex->measure(ex->ctx, t->info.workload, cfg, REPEAT, MIN_REPEAT_MS, f, &one);
+            else
+                kiln_measurer_run(m, cfg, REPEAT, MIN_REPEAT_MS, f, &one);
             if (one.status != KILN_TRIAL_OK) {
                 alive[j] = false;
                 list[j].status = one.status;
@@ -243,8 +259,10 @@ static kiln_status tune_task(run *r, int i, double budget_s, kiln_error *err)
     }
     kiln_workload *w = NULL;
     kiln_measurer *m = NULL;
-    kiln_status s = kiln_workload_create(t->info.workload, 0x74756e65ULL, &w, err);
-    if (s == KILN_OK)
+    kiln_status s = KILN_OK;
+    if (!o->exec) /* else the executor's workers build and measure */
+        s = kiln_workload_create(t->info.workload, KILN_TUNE_WORKLOAD_SEED, &w, err);
+    if (s == KILN_OK && !o->exec)
         s = kiln_measurer_create(w, o->cache_dir, o->jobs, o->timeout_s, o->num_threads, &m, err);
     if (s != KILN_OK) {
         kiln_workload_destroy(w);
@@ -515,9 +533,10 @@ kiln_status kiln_tune_run(const char *model, const kiln_tune_options *opts,
     }
     fprintf(r.log,
             "kiln tune: %s, %d tasks, %d tunable, %d selected; tuner %s; records %s; "
-            "fingerprint %s\n",
+            "fingerprint %s%s%s\n",
             model, r.n, r.sum.tunable, n_sel, opts->tuner ? opts->tuner : "droplet",
-            opts->records, kiln_cpu_fingerprint_id());
+            opts->records, kiln_cpu_fingerprint_id(), opts->exec ? "; workers: " : "",
+            opts->exec && opts->exec->name ? opts->exec->name : "");
     for (int q = 0; q < n_sel && s == KILN_OK; q++) {
         int i = order[q];
         double budget = 0;

@@ -9,6 +9,8 @@
  *                  (fork; a crash or a timeout costs one trial)
  *   search.c       the candidates of the next batch (droplet, random, grid)
  *                  and the acceptance rule
+ *   worker.c       what a remote worker (an MPI rank, tools/kiln/tune_mpi.c)
+ *                  does with the requests it is sent: build, measure
  *   tune.c         the tuning run: tasks, budget split, batches, validation,
  *                  progress lines, summary
  */
@@ -101,7 +103,9 @@ kiln_status kiln_records_append_tuned(kiln_records *r, int i, const kiln_trial *
                                       const kiln_trial *deflt, double speedup, kiln_error *err);
 
 /* ---- measurement ------------------------------------------------------------- */
-typedef enum { KILN_FAULT_NONE, KILN_FAULT_SEGV, KILN_FAULT_HANG } kiln_fault;
+/* Injected faults (tests): the worker segfaults, hangs, or (die) is killed
+ * with SIGKILL: the forked worker, or with MPI the rank serving the trial. */
+typedef enum { KILN_FAULT_NONE, KILN_FAULT_SEGV, KILN_FAULT_HANG, KILN_FAULT_DIE } kiln_fault;
 
 typedef struct kiln_measurer kiln_measurer;
 /* A measurer for workload w: a worker child is forked on the first measure
@@ -116,6 +120,38 @@ void kiln_measurer_destroy(kiln_measurer *m); /* kills the worker; NULL: no-op *
  * fails the run: a crash, timeout or error is t->status with t->error. */
 void kiln_measurer_run(kiln_measurer *m, const char *config_json, int repeat,
                        double min_repeat_ms, kiln_fault fault, kiln_trial *t);
+
+/* ---- workers ------------------------------------------------------------------
+ * Where a run builds and measures, when not in its own forked worker: an
+ * executor (tools/kiln/tune_mpi.c sends the requests to MPI ranks). build()
+ * is called with a batch's new configurations before they are measured (the
+ * builds may run in parallel; a failure there is not reported: measure()
+ * builds again and reports it); measure() is kiln_measurer_run's contract for
+ * task `key`. Both never fail the run. */
+#define KILN_TUNE_WORKLOAD_SEED 0x74756e65ULL /* weights of a task built alone */
+
+typedef struct kiln_tune_exec {
+    void *ctx;
+    const char *name; /* for the header line: "3 MPI ranks (...)" */
+    void (*build)(void *ctx, const char *key, const char *const *configs, int n);
+    void (*measure)(void *ctx, const char *key, const char *config, int repeat,
+                    double min_repeat_ms, kiln_fault fault, kiln_trial *t);
+} kiln_tune_exec;
+
+/* The state of a worker that serves requests for one task at a time: the
+ * task's workload and its measurer (a forked child), made again when a
+ * request names another workload key. */
+typedef struct kiln_tune_worker kiln_tune_worker;
+kiln_status kiln_tune_worker_create(const char *cache_dir, int jobs, double timeout_s,
+                                    int num_threads, kiln_tune_worker **out, kiln_error *err);
+void kiln_tune_worker_destroy(kiln_tune_worker *wk); /* NULL: no-op */
+/* Builds configuration `config` of task `key` into the model cache, in this
+ * process (no candidate code runs). Returns the build's status. */
+kiln_status kiln_tune_worker_build(kiln_tune_worker *wk, const char *key, const char *config,
+                                   kiln_error *err);
+/* Measures it in the worker's child (kiln_measurer_run); never fails. */
+void kiln_tune_worker_measure(kiln_tune_worker *wk, const char *key, const char *config,
+                              int repeat, double min_repeat_ms, kiln_fault fault, kiln_trial *t);
 
 /* ---- search ------------------------------------------------------------------ */
 double kiln_tune_median(const double *v, int n);
@@ -160,7 +196,8 @@ typedef struct kiln_tune_options {
     const char *tuner;       /* "droplet" (default), "random", "grid" */
     const char *tasks;       /* NULL: all; else a comma list of task numbers/ranges
                                 ("1,3-5") or a substring of template or key */
-    int workers;             /* 1 (MPI and N > 1: not available) */
+    int workers;             /* 1 (N > 1 local workers: not available) */
+    const kiln_tune_exec *exec; /* NULL: measure in this process's forked worker */
     const char *target;      /* NULL: the host */
     const char *cache_dir;
     int jobs;

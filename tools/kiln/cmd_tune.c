@@ -1,6 +1,7 @@
 /* tools/kiln/cmd_tune.c: `kiln tune MODEL --records R.jsonl`: tunes the
  * model's tasks into a records file (src/tune, docs/TUNING.md) and prints
  * the summary. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,11 +9,17 @@
 #include "tune/tune.h"
 
 int kiln_cmd_tune(int argc, char **argv);
+/* tune_mpi.c */
+kiln_status kiln_tune_mpi_run(const char *model, kiln_tune_options *o, kiln_tune_summary *sum,
+                              bool *root, kiln_error *err);
+bool kiln_tune_mpi_available(void);
+bool kiln_tune_mpi_launched(void);
+int kiln_tune_mpi_finish(int rc); /* MPI_Finalize (or leave without it), then rc */
 
 static void tune_help(void)
 {
     printf("usage: kiln tune MODEL --records R.jsonl [--time-budget S] [--trials N]\n"
-           "                 [--tuner droplet|random|grid] [--tasks PATTERN] [--workers 1]\n"
+           "                 [--tuner droplet|random|grid] [--tasks PATTERN] [--workers 1|mpi]\n"
            "                 [--batch N] [--rounds N] [--timeout S] [--threads N]\n"
            "                 [--target T] [--seed N] [--cache-dir DIR] [--jobs N] [--no-e2e]\n"
            "\n"
@@ -35,7 +42,11 @@ static void tune_help(void)
            "                    random or grid\n"
            "  --tasks PATTERN   task numbers and ranges (\"1,3-5\", as `kiln tasks` numbers\n"
            "                    them), or a substring of the template name or workload key\n"
-           "  --workers N       measurement workers: 1 (more, and mpi, are not available)\n"
+           "  --workers W       1 (a forked worker measures; the default) or mpi: run as\n"
+           "                    `mpirun -n N kiln tune ...` (implied under mpirun with N > 1):\n"
+           "                    rank 0 searches and writes the records, the other ranks\n"
+           "                    build candidates in parallel and one of them measures;\n"
+           "                    add --enable-recovery so a dying rank costs only its trial\n"
            "  --batch N         candidates per batch (default 4)\n"
            "  --rounds N        interleaved rounds per batch (default 3)\n"
            "  --timeout S       seconds per measurement, build included (default 60)\n"
@@ -48,6 +59,9 @@ static void tune_help(void)
            "  -h, --help        show this message\n");
 }
 
+static void print_summary(const char *model, const kiln_tune_options *o,
+                          const kiln_tune_summary *s);
+
 static int num_opt(const char *v, double lo, double hi, double *out)
 {
     return cli_parse_double(v, out) && *out >= lo && *out <= hi;
@@ -58,6 +72,7 @@ int kiln_cmd_tune(int argc, char **argv)
     const char *model = NULL, *v = NULL;
     kiln_tune_options o = {0};
     o.workers = 1;
+    bool use_mpi = false;
     for (int i = 1; i < argc; i++)
         if (cli_is_help(argv[i])) {
             tune_help();
@@ -98,9 +113,8 @@ int kiln_cmd_tune(int argc, char **argv)
             if (r < 0)
                 return KILN_EXIT_ERROR;
             if (!strcmp(v, "mpi")) {
-                cli_error("--workers mpi: this kiln was built without MPI workers (not "
-                          "implemented yet; see docs/TUNING.md)");
-                return KILN_EXIT_ERROR;
+                use_mpi = true;
+                continue;
             }
             if (!num_opt(v, 1, 1024, &d) || d != (int)d)
                 return cli_usage_error("tune", "--workers: expected a count or mpi, got '%s'", v);
@@ -166,9 +180,33 @@ int kiln_cmd_tune(int argc, char **argv)
     o.log = stdout;
     kiln_tune_summary sum;
     kiln_error err = {0};
-    kiln_status s = kiln_tune_run(model, &o, &sum, &err);
+    kiln_status s;
+    if (use_mpi || kiln_tune_mpi_launched()) {
+        if (!kiln_tune_mpi_available()) {
+            /* under mpirun every rank would tune into the same file */
+            cli_error("%s: MPI workers are not available: this kiln was built without MPI "
+                      "(install libopenmpi-dev and build again; docs/TUNING.md)",
+                      use_mpi ? "--workers mpi" : "started by mpirun with several ranks");
+            return KILN_EXIT_ERROR;
+        }
+        bool root = true;
+        s = kiln_tune_mpi_run(model, &o, &sum, &root, &err);
+        if (!root || s != KILN_OK)
+            return kiln_tune_mpi_finish(s == KILN_OK ? KILN_EXIT_OK : cli_lib_error(&err));
+        print_summary(model, &o, &sum);
+        return kiln_tune_mpi_finish(KILN_EXIT_OK);
+    }
+    s = kiln_tune_run(model, &o, &sum, &err);
     if (s != KILN_OK)
         return cli_lib_error(&err);
+    print_summary(model, &o, &sum);
+    return KILN_EXIT_OK;
+}
+
+static void print_summary(const char *model, const kiln_tune_options *o,
+                          const kiln_tune_summary *s)
+{
+    kiln_tune_summary sum = *s;
     printf("\nSummary: %d tasks (%d tunable): %d tuned (%d faster than the default, %d from "
            "records before), %d skipped for time\n",
            sum.tasks, sum.tunable, sum.tuned, sum.improved, sum.resumed, sum.skipped);
@@ -183,7 +221,6 @@ int kiln_cmd_tune(int argc, char **argv)
         printf("         measured end-to-end: %.3fx (untuned %.3f ms, tuned %.3f ms; median of "
                "11 interleaved rounds)\n",
                sum.e2e_speedup, sum.e2e_untuned_ms, sum.e2e_tuned_ms);
-    printf("Records: %s (apply with `kiln compile %s --records %s`)\n", o.records, model,
-           o.records);
-    return KILN_EXIT_OK;
+    printf("Records: %s (apply with `kiln compile %s --records %s`)\n", o->records, model,
+           o->records);
 }
