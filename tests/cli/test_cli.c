@@ -72,7 +72,7 @@ static void test_usage_errors(void **state)
     expect_cli(2, "frobnicate", "kiln: error: unknown command 'frobnicate'", "kiln --help");
     expect_cli(2, "--frobnicate", "unknown option '--frobnicate'");
     expect_cli(2, "tune mlp", "missing --records", "kiln tune --help");
-    expect_cli(2, "tune mlp --records r.jsonl --workers mpi", "without MPI workers");
+    expect_cli(2, "tune mlp --records r.jsonl --workers 2", "not available");
     expect_cli(2, "zoo extra", "kiln zoo --help");
     expect_cli(2, "run", "no MODEL given");
     expect_cli(2, "run mlp --bogus", "unknown option '--bogus'", "kiln run --help");
