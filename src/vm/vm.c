@@ -111,8 +111,11 @@ static kiln_status import_static(kiln_vm *vm, const bool *dyn, kiln_onnx_failure
     Onnx__NodeProto **nodes = calloc(nn + 1, sizeof *nodes);
     Onnx__ValueInfoProto **ins = calloc(og->n_input + 1, sizeof *ins);
     size_t cap_out = og->n_output + 1;
-    for (size_t i = 0; i < nn; i++)
+    for (size_t i = 0; i < nn; i++) {
         cap_out += og->node[i]->n_input;
+        for (size_t a = 0; a < og->node[i]->n_attribute; a++)
+            cap_out += og->node[i]->attribute[a]->g ? VM_MAX_CAPTURED : 0;
+    }
     Onnx__ValueInfoProto **outs = calloc(cap_out, sizeof *outs);
     Onnx__ValueInfoProto *fresh = calloc(cap_out, sizeof *fresh);
     kiln_status s = KILN_OK;
@@ -141,8 +144,16 @@ static kiln_status import_static(kiln_vm *vm, const bool *dyn, kiln_onnx_failure
     for (size_t i = 0; i < nn; i++) {
         if (!dyn[i])
             continue;
-        for (size_t k = 0; k < og->node[i]->n_input; k++) {
-            const char *nm = og->node[i]->input[k];
+        /* its inputs, then the names its subgraphs read from this scope */
+        const Onnx__NodeProto *np = og->node[i];
+        const char *cap[VM_MAX_CAPTURED];
+        int n_cap = 0;
+        for (size_t a = 0; a < np->n_attribute; a++)
+            if (np->attribute[a]->g)
+                n_cap += kiln_vm_free_names(np->attribute[a]->g, cap + n_cap,
+                                            VM_MAX_CAPTURED - n_cap);
+        for (size_t k = 0; k < np->n_input + (size_t)n_cap; k++) {
+            const char *nm = k < np->n_input ? np->input[k] : cap[k - np->n_input];
             if (!nm || !*nm || producer(og, dyn, false, nm) < 0)
                 continue;
             bool have = false;
@@ -177,30 +188,35 @@ done:
     return s;
 }
 
-/* Splits the graph (see the top of the file); leaves vm->sg and dyn[] set. */
+/* Splits the graph (see the top of the file); leaves vm->sg and dyn[] set.
+ * One import classifies every node (kiln_onnx_options.split: control flow
+ * and sequence nodes flagged first, the importer flags the nodes that need
+ * a run-time parameter and everything downstream), a second one builds the
+ * static part from the rest. */
 static kiln_status split(kiln_vm *vm, bool *dyn, kiln_error *err)
 {
     const Onnx__GraphProto *og = vm->graph;
     int *node_map = calloc(og->n_node + 1, sizeof *node_map);
     if (!node_map)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    kiln_status s;
-    for (;;) {
+    for (size_t i = 0; i < og->n_node; i++)
+        dyn[i] = kiln_vm_flow_op(og->node[i]->op_type);
+    size_t size = onnx__model_proto__get_packed_size(vm->m);
+    uint8_t *buf = malloc(size ? size : 1);
+    kiln_status s = KILN_OK;
+    if (!buf) {
+        free(node_map);
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    onnx__model_proto__pack(vm->m, buf);
+    kiln_onnx_options o = {.split = dyn};
+    kiln_graph *g = NULL;
+    s = kiln_onnx_load_buffer_ex(buf, size, vm->base_dir, &o, &g, err);
+    free(buf);
+    kiln_graph_destroy(g);
+    if (s == KILN_OK) {
         kiln_onnx_failure f = {.node = -1, .input = -1};
         s = import_static(vm, dyn, &f, node_map, &vm->sg, err);
-        if (s == KILN_OK || f.node < 0 ||
-            !(f.data_param || kiln_vm_flow_op(og->node[node_map[f.node]]->op_type)))
-            break; /* a data parameter, or control flow: dynamic */
-        int first = node_map[f.node];
-        dyn[first] = true;
-        /* everything downstream moves too */
-        for (size_t i = (size_t)first + 1; i < og->n_node; i++)
-            for (size_t k = 0; k < og->node[i]->n_input && !dyn[i]; k++) {
-                const char *nm = og->node[i]->input[k];
-                dyn[i] = nm && *nm && producer(og, dyn, true, nm) >= 0 &&
-                         producer(og, dyn, true, nm) < (int)i;
-            }
-        kiln_error_clear(err);
     }
     free(node_map);
     return s;
@@ -303,7 +319,8 @@ static kiln_status build_dynamic(kiln_vm *vm, const bool *dyn, kiln_error *err)
         n->bound = calloc((size_t)n->n_in + 1, sizeof *n->bound);
         n->out_pos = calloc((size_t)n->n_out + 1, sizeof *n->out_pos);
         n->out = calloc((size_t)n->n_out + 1, sizeof *n->out);
-        if (!n->src || !n->bound || !n->out_pos || !n->out)
+        n->in = calloc((size_t)n->n_in + 1, sizeof *n->in);
+        if (!n->src || !n->bound || !n->out_pos || !n->out || !n->in)
             return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
         for (int k = 0; k < n->n_in; k++) {
             n->src[k] = kiln_vm_resolve(vm, n->np->input[k], d);
@@ -311,8 +328,16 @@ static kiln_status build_dynamic(kiln_vm *vm, const bool *dyn, kiln_error *err)
                 return kiln_errorf(err, KILN_ERR_PARSE, "node '%s': input '%s' is not defined",
                                    n->name, n->np->input[k]);
         }
-        if (kiln_vm_flow_op(n->np->op_type)) {
-            kiln_status s = kiln_vm_flow_prepare(vm, d, err);
+        bool kernel = kiln_vm_kernel_op(n->np->op_type);
+        if (kernel) {
+            n->flow = VM_KERNEL;
+            n->own = calloc((size_t)n->n_out + 1, sizeof *n->own);
+            n->own_cap = calloc((size_t)n->n_out + 1, sizeof *n->own_cap);
+            if (!n->own || !n->own_cap)
+                return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        if (kernel || kiln_vm_flow_op(n->np->op_type)) {
+            kiln_status s = kernel ? KILN_OK : kiln_vm_flow_prepare(vm, d, err);
             /* control flow and sequences read initializers as tensors */
             for (int k = 0; k < n->n_in && s == KILN_OK; k++)
                 if (n->src[k].kind == SRC_INIT)
@@ -322,20 +347,39 @@ static kiln_status build_dynamic(kiln_vm *vm, const bool *dyn, kiln_error *err)
         }
         d++;
     }
-    /* outputs read by later dynamic nodes or by the graph */
+    /* outputs read by later dynamic nodes (or the bodies of their
+     * subgraphs: captured values) or by the graph */
+    const char **cap = calloc((size_t)vm->n_dyn * VM_MAX_CAPTURED + 1, sizeof *cap);
+    int *n_cap = calloc((size_t)vm->n_dyn + 1, sizeof *n_cap);
+    if (!cap || !n_cap) {
+        free(cap);
+        free(n_cap);
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (d = 0; d < vm->n_dyn; d++)
+        for (size_t a = 0; a < vm->dyn[d].np->n_attribute; a++)
+            if (vm->dyn[d].np->attribute[a]->g)
+                n_cap[d] += kiln_vm_free_names(vm->dyn[d].np->attribute[a]->g,
+                                               cap + (size_t)d * VM_MAX_CAPTURED + n_cap[d],
+                                               VM_MAX_CAPTURED - n_cap[d]);
     for (d = 0; d < vm->n_dyn; d++) {
         vm_node *n = &vm->dyn[d];
         int pos = 0;
         for (int k = 0; k < n->n_out; k++) {
             const char *nm = n->np->output[k];
             bool used = false;
-            for (int e = d + 1; e < vm->n_dyn && !used && nm && *nm; e++)
+            for (int e = d + 1; e < vm->n_dyn && !used && nm && *nm; e++) {
                 used = node_reads(vm->dyn[e].np, nm);
+                for (int j = 0; j < n_cap[e] && !used; j++)
+                    used = !strcmp(cap[(size_t)e * VM_MAX_CAPTURED + j], nm);
+            }
             for (size_t o = 0; o < og->n_output && !used && nm && *nm; o++)
                 used = og->output[o]->name && strcmp(og->output[o]->name, nm) == 0;
             n->out_pos[k] = used ? pos++ : -1;
         }
     }
+    free(cap);
+    free(n_cap);
     for (int i = 0; i < vm->n_out; i++) {
         vm->out_src[i] = kiln_vm_resolve(vm, vm->out_vi[i]->name, vm->n_dyn);
         if (vm->out_src[i].kind <= SRC_NONE || vm->out_src[i].kind == SRC_INIT)
@@ -446,6 +490,7 @@ void kiln_vm_destroy(kiln_vm *vm)
         free(n->bound);
         free(n->out_pos);
         free(n->out);
+        free(n->in);
         free(n->key);
         kiln_vm_flow_free(n);
     }
@@ -693,10 +738,7 @@ done:
 
 static kiln_status run_node(kiln_vm *vm, vm_node *n, kiln_error *err)
 {
-    const kiln_tensor *t[64];
-    if (n->n_in > 64)
-        return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "node '%s' has %d inputs", n->name,
-                           n->n_in);
+    const kiln_tensor **t = n->in;
     for (int k = 0; k < n->n_in; k++)
         t[k] = kiln_vm_value(vm, n->src[k]);
     size_t len = 0;
@@ -766,7 +808,9 @@ kiln_status kiln_vm_run(kiln_vm *vm, kiln_error *err)
     if (s == KILN_OK && (vm->smod || vm->sex))
         s = vm->smod ? kiln_module_run(vm->smod, err) : kiln_ref_executor_run(vm->sex, err);
     for (int d = 0; d < vm->n_dyn && s == KILN_OK; d++)
-        s = vm->dyn[d].flow ? kiln_vm_flow_run(vm, d, err) : run_node(vm, &vm->dyn[d], err);
+        s = vm->dyn[d].flow == VM_KERNEL ? kiln_vm_kernel_run(vm, &vm->dyn[d], err)
+            : vm->dyn[d].flow                ? kiln_vm_flow_run(vm, d, err)
+                                             : run_node(vm, &vm->dyn[d], err);
     return s;
 }
 
@@ -808,8 +852,8 @@ int kiln_vm_free_names(const Onnx__GraphProto *g, const char **names, int max)
             const Onnx__GraphProto *sub = np->attribute[a]->g;
             if (!sub)
                 continue;
-            const char *inner[256];
-            int ni = kiln_vm_free_names(sub, inner, 256);
+            const char *inner[VM_MAX_CAPTURED];
+            int ni = kiln_vm_free_names(sub, inner, VM_MAX_CAPTURED);
             for (int j = 0; j < ni; j++)
                 if (!defined_in(g, inner[j]))
                     n = add_name(names, n, max, inner[j]);
@@ -832,8 +876,8 @@ kiln_status kiln_vm_create_body(kiln_vm *parent, const Onnx__GraphProto *g, kiln
     vm->parent = parent;
     vm->reference = true;
     kiln_status s = KILN_OK;
-    const char *cap[256];
-    int n_cap = kiln_vm_free_names(g, cap, 256);
+    const char *cap[VM_MAX_CAPTURED];
+    int n_cap = kiln_vm_free_names(g, cap, VM_MAX_CAPTURED);
     size_t cap_n = g->n_input + (size_t)n_cap + g->n_output + 1;
     vm->cap_vi = calloc((size_t)n_cap + 1, sizeof *vm->cap_vi);
     vm->base_dir = strdup(parent->base_dir);

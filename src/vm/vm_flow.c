@@ -125,6 +125,7 @@ void kiln_vm_flow_free(vm_node *n)
     }
     for (int k = 0; n->own && k < n->n_out; k++)
         free(n->own[k].data);
+    free(n->scratch);
     free(n->own);
     free(n->own_cap);
     kiln_vm_seq_free(n);

@@ -7,6 +7,7 @@
 #include "vm/vm.h"
 
 #define VM_CLASSES 8
+#define VM_MAX_CAPTURED 256 /* names a body reads from enclosing scopes */
 
 enum { SRC_NONE, SRC_INPUT, SRC_STATIC, SRC_DYN, SRC_INIT };
 
@@ -33,6 +34,7 @@ typedef struct vm_node {
     bool *bound;             /* per input: bound as a constant (learned) */
     int *out_pos;            /* per output: index among the one-node graph's outputs, -1 unused */
     const kiln_tensor **out; /* per output, after a run */
+    const kiln_tensor **in;  /* per input, during a run */
     vm_class cls[VM_CLASSES];
     int n_cls;
     unsigned char *key;
@@ -44,6 +46,8 @@ typedef struct vm_node {
     kiln_tensor *own;         /* per output: the node's own copy */
     size_t *own_cap;          /* bytes allocated in own[k] */
     struct vm_seq *seq;       /* sequence ops (vm_seq.c): output 0 when it is a sequence */
+    void *scratch;            /* the VM's kernels (vm_kernels.c): working memory, reused */
+    size_t scratch_cap;
 } vm_node;
 
 /* A sequence value: items with data of their own, reused across runs. */
@@ -53,7 +57,7 @@ typedef struct vm_seq {
     size_t *bytes; /* allocated per item */
 } vm_seq;
 
-enum { VM_CONVERT, VM_IF, VM_LOOP, VM_SCAN, VM_SEQ };
+enum { VM_CONVERT, VM_IF, VM_LOOP, VM_SCAN, VM_SEQ, VM_KERNEL };
 
 struct kiln_vm {
     Onnx__ModelProto *m;            /* owned, unless `parent` (a body: the parent's) */
@@ -115,5 +119,10 @@ bool kiln_vm_seq_op(const char *op_type);
 bool kiln_vm_reserve(vm_node *n, int k, size_t bytes);
 kiln_status kiln_vm_seq_run(kiln_vm *vm, vm_node *n, kiln_error *err);
 void kiln_vm_seq_free(vm_node *n);
+
+/* vm_kernels.c: NonZero, Compress, NonMaxSuppression and TopK run by the VM
+ * itself on run-time values, outputs in the node's own buffers. */
+bool kiln_vm_kernel_op(const char *op_type);
+kiln_status kiln_vm_kernel_run(kiln_vm *vm, vm_node *n, kiln_error *err);
 
 #endif

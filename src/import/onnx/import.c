@@ -556,9 +556,9 @@ kiln_status onnx_convert_simple(onnx_ctx *c, kiln_op op, const char *attrs, kiln
     if (s != KILN_OK)
         return s;
     int n = onnx_n_in(c);
-    int ins[64];
-    if (n > 64)
-        return onnx_node_error(c, KILN_ERR_UNSUPPORTED, err, "%d inputs", n);
+    int *ins = kiln_arena_alloc(c->scratch, sizeof *ins * (size_t)(n + 1));
+    if (!ins)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     for (int k = 0; k < n; k++)
         ins[k] = onnx_in(c, k);
     return onnx_emit_bind(c, op, ins, n, NULL, 0, attrs, 1, err);
@@ -572,11 +572,14 @@ static kiln_status infer_new_nodes(onnx_ctx *c, int first, kiln_error *err)
     for (int i = first; i < g->n_nodes; i++) {
         kiln_node *n = g->nodes[i];
         const kiln_op_info *info = kiln_op_get(n->op);
-        const kiln_value *ins[64];
-        kiln_value *outs[64];
-        if (n->n_inputs > 64 || n->n_outputs > 64)
-            return onnx_node_error(c, KILN_ERR_UNSUPPORTED, err,
-                                   "more than 64 inputs or outputs");
+        const kiln_value *in64[64], **ins = in64;
+        kiln_value *out64[64], **outs = out64;
+        if (n->n_inputs > 64)
+            ins = kiln_arena_alloc(c->scratch, sizeof *ins * (size_t)n->n_inputs);
+        if (n->n_outputs > 64)
+            outs = kiln_arena_alloc(c->scratch, sizeof *outs * (size_t)n->n_outputs);
+        if (!ins || !outs)
+            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
         if (n->n_inputs < info->min_inputs || n->n_inputs > info->max_inputs)
             return onnx_node_error(c, KILN_ERR_INVALID_GRAPH, err,
                                    "%d inputs, kiln's %s takes %d to %d", n->n_inputs,
@@ -744,6 +747,16 @@ static kiln_status read_opsets(onnx_ctx *c, kiln_error *err)
     return KILN_OK;
 }
 
+/* Whether every input of np names a value converted so far (the split's
+ * test for reading a skipped node's output). */
+static bool inputs_defined(const onnx_ctx *c, const Onnx__NodeProto *np)
+{
+    for (size_t k = 0; k < np->n_input; k++)
+        if (np->input[k] && *np->input[k] && onnx_map_get(&c->names, np->input[k]) < 0)
+            return false;
+    return true;
+}
+
 static kiln_status import_model(onnx_ctx *c, kiln_error *err)
 {
     const Onnx__ModelProto *m = c->model;
@@ -759,10 +772,28 @@ static kiln_status import_model(onnx_ctx *c, kiln_error *err)
     s = onnx_decode_graph_inputs(c, err);
     if (s != KILN_OK)
         return s;
+    bool *split = c->opts->split;
     for (size_t i = 0; i < m->graph->n_node; i++) {
         c->data_param = false;
         c->data_input = -1;
+        if (split && (split[i] || !inputs_defined(c, m->graph->node[i]))) {
+            split[i] = true;
+            continue;
+        }
         s = convert_node(c, i, err);
+        if (s != KILN_OK && split && c->data_param) {
+            /* a run-time parameter: the node goes to the VM's dynamic part */
+            const Onnx__NodeProto *np = m->graph->node[i];
+            for (size_t k = 0; k < np->n_output; k++)
+                if (np->output[k] && *np->output[k] && !onnx_map_put(&c->names, np->output[k], -1))
+                    return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+            c->node = NULL;
+            c->node_name = NULL;
+            split[i] = true;
+            kiln_error_clear(err);
+            s = KILN_OK;
+            continue;
+        }
         if (s != KILN_OK) {
             if (c->opts->failure)
                 *c->opts->failure = (kiln_onnx_failure){
@@ -770,6 +801,8 @@ static kiln_status import_model(onnx_ctx *c, kiln_error *err)
             return s;
         }
     }
+    if (split)
+        return KILN_OK; /* classification only: the caller destroys the graph */
     s = bind_outputs(c, err);
     if (s == KILN_OK)
         s = prune_constants(c->g, err);

@@ -55,6 +55,15 @@ typedef struct kiln_onnx_options {
     size_t max_model_size;
     /* When not NULL, set on every import: where a failure stopped it. */
     kiln_onnx_failure *failure;
+    /* The VM's split (src/vm): when not NULL, one flag per ONNX node of the
+     * main graph, in and out. A node flagged on entry is skipped; so is a
+     * node that reads a value no converted node produced (an output of a
+     * skipped node), and one whose conversion fails on a parameter input
+     * that is run-time data (what it emitted stays unused): both get
+     * flagged. The import then stops after the nodes, with KILN_OK and a
+     * graph that is only a by-product (its outputs are not bound): the
+     * caller destroys it. One import classifies the whole graph. */
+    bool *split;
 } kiln_onnx_options;
 
 kiln_status kiln_onnx_load_ex(const char *path, const kiln_onnx_options *opts, kiln_graph **out,

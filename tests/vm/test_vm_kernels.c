@@ -1,0 +1,513 @@
+/* tests/vm/test_vm_kernels.c: the VM's own kernels (src/vm/vm_kernels.c) and
+ * its one-pass split.
+ *
+ * Each model is one ONNX node whose data inputs are graph inputs, so the
+ * importer cannot compute it at conversion and the VM runs it: NonZero,
+ * Compress, NonMaxSuppression (ties, score and IoU thresholds, the per-class
+ * limit, several classes and batches, centre boxes) and TopK with k a
+ * run-time input, each against values worked out here. New input values of
+ * the same shape, and new output extents, convert nothing. A chain model
+ * checks the split: nodes before the data-dependent one are static, the
+ * ones after it dynamic, in one VM with a 70-input Concat. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "import/onnx/onnx.h"
+#include "io/tensor_io.h"
+#include "test_support.h"
+#include "vm/vm.h"
+
+/* ---- one-node models --------------------------------------------------------- */
+
+typedef struct io_spec {
+    const char *name;
+    kiln_dtype dt;
+    int rank; /* -1: no shape */
+    int64_t dims[4];
+} io_spec;
+
+typedef struct vi_store {
+    Onnx__ValueInfoProto vi;
+    Onnx__TypeProto tp;
+    Onnx__TypeProto__Tensor tt;
+    Onnx__TensorShapeProto sp;
+    Onnx__TensorShapeProto__Dimension d[4];
+    Onnx__TensorShapeProto__Dimension *dp[4];
+} vi_store;
+
+static Onnx__ValueInfoProto *vi(vi_store *s, const io_spec *io)
+{
+    Onnx__ValueInfoProto v0 = ONNX__VALUE_INFO_PROTO__INIT;
+    Onnx__TypeProto t0 = ONNX__TYPE_PROTO__INIT;
+    Onnx__TypeProto__Tensor tt0 = ONNX__TYPE_PROTO__TENSOR__INIT;
+    Onnx__TensorShapeProto sp0 = ONNX__TENSOR_SHAPE_PROTO__INIT;
+    s->vi = v0, s->tp = t0, s->tt = tt0, s->sp = sp0;
+    s->vi.name = (char *)io->name;
+    s->vi.type = &s->tp;
+    s->tp.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    s->tp.tensor_type = &s->tt;
+    s->tt.has_elem_type = 1;
+    s->tt.elem_type = kiln_dtype_to_onnx(io->dt);
+    if (io->rank >= 0) {
+        s->tt.shape = &s->sp;
+        s->sp.n_dim = (size_t)io->rank;
+        s->sp.dim = s->dp;
+        for (int i = 0; i < io->rank; i++) {
+            Onnx__TensorShapeProto__Dimension d0 = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
+            s->d[i] = d0;
+            s->d[i].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+            s->d[i].dim_value = io->dims[i];
+            s->dp[i] = &s->d[i];
+        }
+    }
+    return &s->vi;
+}
+
+static void write_graph(const char *path, Onnx__GraphProto *g)
+{
+    Onnx__OperatorSetIdProto op = ONNX__OPERATOR_SET_ID_PROTO__INIT;
+    op.domain = "";
+    op.has_version = 1;
+    op.version = 13;
+    Onnx__OperatorSetIdProto *ops[1] = {&op};
+    Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
+    m.has_ir_version = 1;
+    m.ir_version = 8;
+    m.n_opset_import = 1;
+    m.opset_import = ops;
+    m.graph = g;
+    size_t n = onnx__model_proto__get_packed_size(&m);
+    uint8_t *buf = malloc(n);
+    assert_non_null(buf);
+    onnx__model_proto__pack(&m, buf);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, n, f), n);
+    fclose(f);
+    free(buf);
+}
+
+/* A model of one node `op` (int attributes names[i] = vals[i]) on graph
+ * inputs `ins` with outputs `outs`; opens it on the VM (reference static part). */
+static kiln_vm *one_node(const char *op, const io_spec *ins, int n_in, const io_spec *outs,
+                         int n_out, const char **names, const int64_t *vals, int n_attr)
+{
+    char path[4200];
+    char *dir = kt_tempdir();
+    snprintf(path, sizeof path, "%s/%s.onnx", dir, op);
+    free(dir);
+    vi_store s[12];
+    Onnx__ValueInfoProto *gi[6], *go[4];
+    char *in_names[6], *out_names[4];
+    for (int i = 0; i < n_in; i++) {
+        gi[i] = vi(&s[i], &ins[i]);
+        in_names[i] = (char *)ins[i].name;
+    }
+    for (int i = 0; i < n_out; i++) {
+        go[i] = vi(&s[6 + i], &outs[i]);
+        out_names[i] = (char *)outs[i].name;
+    }
+    Onnx__AttributeProto a[4], *ap[4];
+    for (int i = 0; i < n_attr; i++) {
+        Onnx__AttributeProto a0 = ONNX__ATTRIBUTE_PROTO__INIT;
+        a[i] = a0;
+        a[i].name = (char *)names[i];
+        a[i].has_type = 1;
+        a[i].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+        a[i].has_i = 1;
+        a[i].i = vals[i];
+        ap[i] = &a[i];
+    }
+    Onnx__NodeProto nd = ONNX__NODE_PROTO__INIT;
+    nd.op_type = (char *)op;
+    nd.name = (char *)op;
+    nd.n_input = (size_t)n_in;
+    nd.input = in_names;
+    nd.n_output = (size_t)n_out;
+    nd.output = out_names;
+    nd.n_attribute = (size_t)n_attr;
+    nd.attribute = ap;
+    Onnx__NodeProto *np[1] = {&nd};
+    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
+    g.name = "one";
+    g.n_node = 1;
+    g.node = np;
+    g.n_input = (size_t)n_in;
+    g.input = gi;
+    g.n_output = (size_t)n_out;
+    g.output = go;
+    write_graph(path, &g);
+    kiln_error err = {0};
+    kiln_vm *vm = NULL;
+    kiln_vm_options o = {.reference = true};
+    if (kiln_vm_create(path, &o, &vm, &err) != KILN_OK)
+        fail_msg("%s: %s", op, err.msg);
+    assert_int_equal(kiln_vm_num_dynamic_nodes(vm), 1);
+    return vm;
+}
+
+static void set(kiln_vm *vm, int i, kiln_dtype dt, kiln_shape sh, const void *data)
+{
+    kiln_tensor t = {.dtype = dt, .shape = sh, .data = (void *)data};
+    kiln_error err = {0};
+    if (kiln_vm_set_input(vm, i, &t, &err) != KILN_OK)
+        fail_msg("input %d: %s", i, err.msg);
+}
+
+static void run(kiln_vm *vm)
+{
+    kiln_error err = {0};
+    if (kiln_vm_run(vm, &err) != KILN_OK)
+        fail_msg("run: %s", err.msg);
+}
+
+static void want_i64(const kiln_tensor *t, int rank, const int64_t *dims, const int64_t *v)
+{
+    assert_int_equal(t->dtype, KILN_DTYPE_INT64);
+    assert_int_equal(t->shape.rank, rank);
+    int64_t n = 1;
+    for (int d = 0; d < rank; d++) {
+        assert_int_equal(t->shape.dims[d], dims[d]);
+        n *= dims[d];
+    }
+    for (int64_t i = 0; i < n; i++)
+        if (((const int64_t *)t->data)[i] != v[i])
+            fail_msg("element %lld: got %lld, want %lld", (long long)i,
+                     (long long)((const int64_t *)t->data)[i], (long long)v[i]);
+}
+
+/* ---- NonZero, Compress ----------------------------------------------------------- */
+
+static void test_nonzero(void **state)
+{
+    (void)state;
+    io_spec in = {"x", KILN_DTYPE_FLOAT32, 2, {2, 3}}, out = {"y", KILN_DTYPE_INT64, -1, {0}};
+    kiln_vm *vm = one_node("NonZero", &in, 1, &out, 1, NULL, NULL, 0);
+    const float a[6] = {0, 1.5f, 0, -2, 0, 0.25f};
+    set(vm, 0, KILN_DTYPE_FLOAT32, ks(2, 2, 3), a);
+    run(vm);
+    int64_t d1[2] = {2, 3}, w1[6] = {0, 1, 1, 1, 0, 2};
+    want_i64(kiln_vm_output(vm, 0), 2, d1, w1);
+    /* a new value of the same shape: other extents, nothing converted */
+    const float b[6] = {0, 0, 0, 0, 0, 0}, c[6] = {1, 1, 1, 1, 1, 1};
+    set(vm, 0, KILN_DTYPE_FLOAT32, ks(2, 2, 3), b);
+    run(vm);
+    int64_t d0[2] = {2, 0};
+    want_i64(kiln_vm_output(vm, 0), 2, d0, NULL);
+    set(vm, 0, KILN_DTYPE_FLOAT32, ks(2, 2, 3), c);
+    run(vm);
+    int64_t d6[2] = {2, 6}, w6[12] = {0, 0, 0, 1, 1, 1, 0, 1, 2, 0, 1, 2};
+    want_i64(kiln_vm_output(vm, 0), 2, d6, w6);
+    assert_int_equal(kiln_vm_num_conversions(vm), 0);
+    kiln_vm_destroy(vm);
+}
+
+static void test_compress(void **state)
+{
+    (void)state;
+    io_spec ins[2] = {{"x", KILN_DTYPE_INT64, 2, {3, 2}}, {"c", KILN_DTYPE_BOOL, 1, {3}}};
+    io_spec out = {"y", KILN_DTYPE_INT64, -1, {0}};
+    const char *names[1] = {"axis"};
+    int64_t axis0[1] = {0};
+    kiln_vm *vm = one_node("Compress", ins, 2, &out, 1, names, axis0, 1);
+    const int64_t x[6] = {1, 2, 3, 4, 5, 6};
+    const uint8_t c1[3] = {1, 0, 1}, c2[2] = {0, 1};
+    set(vm, 0, KILN_DTYPE_INT64, ks(2, 3, 2), x);
+    set(vm, 1, KILN_DTYPE_BOOL, ks(1, 3), c1);
+    run(vm);
+    int64_t d[2] = {2, 2}, w[4] = {1, 2, 5, 6};
+    want_i64(kiln_vm_output(vm, 0), 2, d, w);
+    kiln_vm_destroy(vm);
+    /* a condition shorter than the axis keeps only its true entries */
+    ins[1].dims[0] = 2;
+    vm = one_node("Compress", ins, 2, &out, 1, names, axis0, 1);
+    set(vm, 0, KILN_DTYPE_INT64, ks(2, 3, 2), x);
+    set(vm, 1, KILN_DTYPE_BOOL, ks(1, 2), c2);
+    run(vm);
+    int64_t d2[2] = {1, 2}, w2[2] = {3, 4};
+    want_i64(kiln_vm_output(vm, 0), 2, d2, w2);
+    kiln_vm_destroy(vm);
+    ins[1].dims[0] = 3;
+    /* no axis: the flattened input */
+    vm = one_node("Compress", ins, 2, &out, 1, NULL, NULL, 0);
+    set(vm, 0, KILN_DTYPE_INT64, ks(2, 3, 2), x);
+    set(vm, 1, KILN_DTYPE_BOOL, ks(1, 3), c1);
+    run(vm);
+    int64_t d3[1] = {2}, w3[2] = {1, 3};
+    want_i64(kiln_vm_output(vm, 0), 1, d3, w3);
+    kiln_vm_destroy(vm);
+}
+
+/* ---- NonMaxSuppression -------------------------------------------------------------- */
+
+static kiln_vm *nms_model(int64_t b, int64_t c, int64_t n, int64_t center)
+{
+    io_spec ins[5] = {{"boxes", KILN_DTYPE_FLOAT32, 3, {b, n, 4}},
+                      {"scores", KILN_DTYPE_FLOAT32, 3, {b, c, n}},
+                      {"max", KILN_DTYPE_INT64, 1, {1}},
+                      {"iou", KILN_DTYPE_FLOAT32, 1, {1}},
+                      {"score", KILN_DTYPE_FLOAT32, 1, {1}}};
+    io_spec out = {"sel", KILN_DTYPE_INT64, -1, {0}};
+    const char *names[1] = {"center_point_box"};
+    return one_node("NonMaxSuppression", ins, 5, &out, 1, names, &center, 1);
+}
+
+static void nms_params(kiln_vm *vm, int64_t max, float iou, float score)
+{
+    set(vm, 2, KILN_DTYPE_INT64, ks(1, 1), &max);
+    set(vm, 3, KILN_DTYPE_FLOAT32, ks(1, 1), &iou);
+    set(vm, 4, KILN_DTYPE_FLOAT32, ks(1, 1), &score);
+}
+
+static void test_nms(void **state)
+{
+    (void)state;
+    /* six boxes [y1, x1, y2, x2]: 0 and 1 overlap (IoU 0.6), 2 is apart, 3 is
+     * 0 flipped (same box, corners swapped), 4 apart, 5 overlaps 4 by 1/3 */
+    const float boxes[24] = {0, 0, 10, 10, 0, 2.5f, 10, 12.5f, 20, 20, 30, 30,
+                             10, 10, 0, 0, 50, 50, 60, 60, 50, 55, 60, 65};
+    /* class 0 scores: 1 ties with 4 and comes first (lower index) */
+    const float sc[12] = {0.9f, 0.8f, 0.3f, 0.95f, 0.8f, 0.7f,
+                          /* class 1 */ 0.1f, 0.2f, 0.6f, 0.05f, 0.5f, 0.4f};
+    kiln_vm *vm = nms_model(1, 2, 6, 0);
+    set(vm, 0, KILN_DTYPE_FLOAT32, ks(3, 1, 6, 4), boxes);
+    set(vm, 1, KILN_DTYPE_FLOAT32, ks(3, 1, 2, 6), sc);
+    /* iou 0.5: class 0 keeps 3 (0 is the same box, 1 overlaps it by 0.6),
+     * then 4 (after 1 in the tie: box order), 5 overlaps 4 by 1/3 < 0.5:
+     * kept, then 2; class 1: 2, 4, 5 (IoU 1/3), 1 -- 0 and 3 are not above
+     * the score threshold 0.1 (strictly greater needed: 0.1 is out) */
+    nms_params(vm, 10, 0.5f, 0.1f);
+    run(vm);
+    int64_t d[2] = {8, 3};
+    int64_t w[24] = {0, 0, 3, 0, 0, 4, 0, 0, 5, 0, 0, 2, 0, 1, 2, 0, 1, 4, 0, 1, 5, 0, 1, 1};
+    want_i64(kiln_vm_output(vm, 0), 2, d, w);
+    /* iou 0.3: 5 now suppressed by 4 (1/3 > 0.3); limit 2 per class */
+    nms_params(vm, 2, 0.3f, 0.0f);
+    run(vm);
+    int64_t d2[2] = {4, 3}, w2[12] = {0, 0, 3, 0, 0, 4, 0, 1, 2, 0, 1, 4};
+    want_i64(kiln_vm_output(vm, 0), 2, d2, w2);
+    /* a score threshold above every score: nothing */
+    nms_params(vm, 10, 0.5f, 0.99f);
+    run(vm);
+    int64_t d3[2] = {0, 3};
+    want_i64(kiln_vm_output(vm, 0), 2, d3, NULL);
+    assert_int_equal(kiln_vm_num_conversions(vm), 0);
+    kiln_vm_destroy(vm);
+
+    /* two batches, centre boxes [xc, yc, w, h]: box 1 is box 0 moved by 1 (IoU
+     * 9*10/(110) = 0.818); batch 1 has them apart */
+    const float cb[16] = {5, 5, 10, 10, 6, 5, 10, 10, 5, 5, 10, 10, 40, 40, 10, 10};
+    const float cs[4] = {0.5f, 0.6f, 0.5f, 0.6f};
+    vm = nms_model(2, 1, 2, 1);
+    set(vm, 0, KILN_DTYPE_FLOAT32, ks(3, 2, 2, 4), cb);
+    set(vm, 1, KILN_DTYPE_FLOAT32, ks(3, 2, 1, 2), cs);
+    nms_params(vm, 5, 0.8f, 0.0f);
+    run(vm);
+    int64_t d4[2] = {3, 3}, w4[9] = {0, 0, 1, 1, 0, 1, 1, 0, 0};
+    want_i64(kiln_vm_output(vm, 0), 2, d4, w4);
+    kiln_vm_destroy(vm);
+}
+
+/* Many boxes spread out (the grid) against a brute-force NMS written here. */
+static void test_nms_many(void **state)
+{
+    (void)state;
+    enum { N = 700 };
+    float *boxes = malloc(sizeof(float) * N * 4), *sc = malloc(sizeof(float) * N);
+    assert_true(boxes && sc);
+    kt_fill_random(sc, N, 11, 0, 1);
+    float r[N * 3];
+    kt_fill_random(r, N * 3, 12, 0, 1);
+    for (int i = 0; i < N; i++) {
+        float y = r[3 * i] * 500, x = r[3 * i + 1] * 2000, s = 5 + r[3 * i + 2] * 60;
+        /* some boxes very wide: the grid's list of wide boxes */
+        float w = i % 50 == 0 ? 900 : s;
+        boxes[4 * i] = y, boxes[4 * i + 1] = x, boxes[4 * i + 2] = y + s,
+        boxes[4 * i + 3] = x + w;
+    }
+    kiln_vm *vm = nms_model(1, 1, N, 0);
+    set(vm, 0, KILN_DTYPE_FLOAT32, ks(3, 1, N, 4), boxes);
+    set(vm, 1, KILN_DTYPE_FLOAT32, ks(3, 1, 1, N), sc);
+    nms_params(vm, N, 0.2f, 0.05f);
+    run(vm);
+    /* brute force */
+    int order[N], n = 0, kept[N], nk = 0;
+    for (int i = 0; i < N; i++)
+        if (sc[i] > 0.05f)
+            order[n++] = i;
+    for (int i = 1; i < n; i++) /* insertion sort, stable, descending */
+        for (int j = i; j > 0 && sc[order[j]] > sc[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+        }
+    for (int i = 0; i < n; i++) {
+        const float *a = &boxes[4 * order[i]];
+        bool keep = true;
+        for (int j = 0; j < nk && keep; j++) {
+            const float *b = &boxes[4 * kept[j]];
+            double h = fmin(a[2], b[2]) - fmax(a[0], b[0]), w = fmin(a[3], b[3]) - fmax(a[1], b[1]);
+            double in = h > 0 && w > 0 ? h * w : 0;
+            double aa = ((double)a[2] - a[0]) * ((double)a[3] - a[1]);
+            double ab = ((double)b[2] - b[0]) * ((double)b[3] - b[1]);
+            keep = in / (aa + ab - in) <= 0.2;
+        }
+        if (keep)
+            kept[nk++] = order[i];
+    }
+    const kiln_tensor *t = kiln_vm_output(vm, 0);
+    assert_int_equal(t->shape.dims[0], nk);
+    assert_true(nk > 100 && nk < n); /* some suppressed, many kept */
+    for (int i = 0; i < nk; i++)
+        assert_int_equal(((const int64_t *)t->data)[3 * i + 2], kept[i]);
+    kiln_vm_destroy(vm);
+    free(boxes);
+    free(sc);
+}
+
+/* ---- TopK ------------------------------------------------------------------------ */
+
+static void test_topk(void **state)
+{
+    (void)state;
+    io_spec ins[2] = {{"x", KILN_DTYPE_FLOAT32, 2, {2, 5}}, {"k", KILN_DTYPE_INT64, 1, {1}}};
+    io_spec outs[2] = {{"v", KILN_DTYPE_FLOAT32, -1, {0}}, {"i", KILN_DTYPE_INT64, -1, {0}}};
+    const float x[10] = {3, 1, 3, NAN, 2, -1, 5, 5, 0, 5};
+    for (int largest = 0; largest <= 1; largest++) {
+        const char *names[2] = {"axis", "largest"};
+        int64_t vals[2] = {1, largest};
+        kiln_vm *vm = one_node("TopK", ins, 2, outs, 2, names, vals, 2);
+        set(vm, 0, KILN_DTYPE_FLOAT32, ks(2, 2, 5), x);
+        for (int64_t k = 0; k <= 5; k++) {
+            set(vm, 1, KILN_DTYPE_INT64, ks(1, 1), &k);
+            run(vm);
+            const kiln_tensor *v = kiln_vm_output(vm, 0), *ix = kiln_vm_output(vm, 1);
+            assert_int_equal(v->shape.rank, 2);
+            assert_int_equal(v->shape.dims[0], 2);
+            assert_int_equal(v->shape.dims[1], k);
+            /* NaN above every number; ties keep the lower index first */
+            static const int64_t big[2][5] = {{3, 0, 2, 4, 1}, {1, 2, 4, 3, 0}};
+            static const int64_t small[2][5] = {{1, 4, 0, 2, 3}, {0, 3, 1, 2, 4}};
+            for (int r = 0; r < 2; r++)
+                for (int j = 0; j < k; j++) {
+                    int64_t want = largest ? big[r][j] : small[r][j];
+                    assert_int_equal(((const int64_t *)ix->data)[r * k + j], want);
+                    float got = ((const float *)v->data)[r * k + j], exp = x[r * 5 + want];
+                    assert_true(isnan(exp) ? isnan(got) : got == exp);
+                }
+        }
+        assert_int_equal(kiln_vm_num_conversions(vm), 0);
+        /* k above the axis: an error naming the node, no crash */
+        int64_t bad = 6;
+        kiln_error err = {0};
+        set(vm, 1, KILN_DTYPE_INT64, ks(1, 1), &bad);
+        assert_int_not_equal(kiln_vm_run(vm, &err), KILN_OK);
+        assert_non_null(strstr(err.msg, "TopK"));
+        kiln_vm_destroy(vm);
+    }
+}
+
+/* ---- the split ------------------------------------------------------------------- */
+
+/* x [8] -> a = Relu(x) -> nz = NonZero(a) -> s = Shape(nz) -> c = Concat(s x 70)
+ * -> out; also r = Neg(x) (static, a graph output). One pass marks NonZero,
+ * Shape and Concat dynamic; Relu and Neg stay static. */
+static void test_split(void **state)
+{
+    (void)state;
+    enum { NC = 70 };
+    char path[4200];
+    char *dir = kt_tempdir();
+    snprintf(path, sizeof path, "%s/split.onnx", dir);
+    free(dir);
+    vi_store s[3];
+    io_spec xs = {"x", KILN_DTYPE_FLOAT32, 1, {8}}, cs = {"c", KILN_DTYPE_INT64, -1, {0}},
+            rs = {"r", KILN_DTYPE_FLOAT32, 1, {8}};
+    Onnx__ValueInfoProto *gi[1] = {vi(&s[0], &xs)}, *go[2] = {vi(&s[1], &cs), vi(&s[2], &rs)};
+    char *relu_in[] = {"x"}, *relu_out[] = {"a"}, *nz_in[] = {"a"}, *nz_out[] = {"nz"};
+    char *sh_in[] = {"nz"}, *sh_out[] = {"s"}, *neg_in[] = {"x"}, *neg_out[] = {"r"};
+    char *cat_in[NC], *cat_out[] = {"c"};
+    for (int i = 0; i < NC; i++)
+        cat_in[i] = "s";
+    Onnx__NodeProto nd[5];
+    const char *ops[5] = {"Relu", "NonZero", "Shape", "Concat", "Neg"};
+    char **in[5] = {relu_in, nz_in, sh_in, cat_in, neg_in};
+    char **out[5] = {relu_out, nz_out, sh_out, cat_out, neg_out};
+    int n_in[5] = {1, 1, 1, NC, 1};
+    Onnx__AttributeProto axis = ONNX__ATTRIBUTE_PROTO__INIT, *ap[1] = {&axis};
+    axis.name = "axis";
+    axis.has_type = 1;
+    axis.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    axis.has_i = 1;
+    axis.i = 0;
+    Onnx__NodeProto *np[5];
+    for (int i = 0; i < 5; i++) {
+        Onnx__NodeProto n0 = ONNX__NODE_PROTO__INIT;
+        nd[i] = n0;
+        nd[i].op_type = (char *)ops[i];
+        nd[i].n_input = (size_t)n_in[i];
+        nd[i].input = in[i];
+        nd[i].n_output = 1;
+        nd[i].output = out[i];
+        np[i] = &nd[i];
+    }
+    nd[3].n_attribute = 1;
+    nd[3].attribute = ap;
+    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
+    g.name = "split";
+    g.n_node = 5;
+    g.node = np;
+    g.n_input = 1;
+    g.input = gi;
+    g.n_output = 2;
+    g.output = go;
+    write_graph(path, &g);
+    kiln_error err = {0};
+    kiln_vm *vm = NULL;
+    kiln_vm_options o = {.reference = true};
+    if (kiln_vm_create(path, &o, &vm, &err) != KILN_OK)
+        fail_msg("split: %s", err.msg);
+    assert_int_equal(kiln_vm_num_dynamic_nodes(vm), 3);
+    assert_string_equal(kiln_vm_static_part(vm), "reference kernels");
+    float x[8] = {1, -1, 2, 0, 3, -4, 5, 6};
+    set(vm, 0, KILN_DTYPE_FLOAT32, ks(1, 8), x);
+    run(vm);
+    int64_t want[2 * NC];
+    for (int i = 0; i < NC; i++)
+        want[2 * i] = 1, want[2 * i + 1] = 5; /* NonZero of [8]: [1, 5] */
+    int64_t d[1] = {2 * NC};
+    want_i64(kiln_vm_output(vm, 0), 1, d, want);
+    const kiln_tensor *r = kiln_vm_output(vm, 1);
+    for (int i = 0; i < 8; i++)
+        assert_float_equal(((const float *)r->data)[i], -x[i], 0);
+    assert_int_equal(kiln_vm_num_conversions(vm), 2); /* Shape and Concat */
+    /* another value, another count: Shape converts for its new input shape;
+     * Concat's inputs keep theirs (it binds no parameter): nothing new */
+    x[1] = 7;
+    set(vm, 0, KILN_DTYPE_FLOAT32, ks(1, 8), x);
+    run(vm);
+    for (int i = 0; i < NC; i++)
+        want[2 * i + 1] = 6;
+    want_i64(kiln_vm_output(vm, 0), 1, d, want);
+    assert_int_equal(kiln_vm_num_conversions(vm), 3);
+    /* the first value again: every class seen */
+    x[1] = -1;
+    set(vm, 0, KILN_DTYPE_FLOAT32, ks(1, 8), x);
+    run(vm);
+    for (int i = 0; i < NC; i++)
+        want[2 * i + 1] = 5;
+    want_i64(kiln_vm_output(vm, 0), 1, d, want);
+    assert_int_equal(kiln_vm_num_conversions(vm), 3);
+    kiln_vm_destroy(vm);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nonzero),  cmocka_unit_test(test_compress),
+        cmocka_unit_test(test_nms),      cmocka_unit_test(test_nms_many),
+        cmocka_unit_test(test_topk),     cmocka_unit_test(test_split),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
