@@ -2,8 +2,9 @@
 """bench/compare.py: kiln against ONNX Runtime, OpenVINO and PyTorch, side by side.
 
 Every engine runs the same ONNX export (scripts/export_torchvision.py,
-scripts/export_bert.py: random weights from a fixed seed, batch 1, with the
-PyTorch reference input and output), each measurement in its own process:
+scripts/export_bert.py, scripts/export_detection.py: random weights from a
+fixed seed, batch 1, with the PyTorch reference input and output), each
+measurement in its own process:
 
   kiln        `kiln bench MODEL.onnx --json` (compiled through the cache, no
               tuning records, the input as run-time data; KILN_NUM_THREADS=N);
@@ -20,7 +21,9 @@ PyTorch reference input and output), each measurement in its own process:
 
 The peers run with the venv's python (bench/.venv, made by `make bench`), load
 the model, check every output against the export's (rtol 1e-3, atol 1e-4, kiln
-check's rule), warm up and time with kiln bench's rule (--repeat measurements of
+check's rule; for the detection networks, detection by detection in score
+order: scripts/compare_detection.py, and kiln's outputs come from `kiln run`
+instead of `kiln check`), warm up and time with kiln bench's rule (--repeat measurements of
 at least --min-repeat-ms each; the median). Rounds are interleaved: each round
 goes over all the networks, and per network over all the engines (in reverse
 order every other round), so a slow phase of a shared machine costs a round,
@@ -36,7 +39,7 @@ Exit status: 0; 1 when an fp32 engine's output did not match on some network
 (or kiln failed); 2 on a usage or setup error.
 
 Usage: make bench [BENCH_ARGS="..."]   (or bench/.venv/bin/python bench/compare.py)
-       [--kiln build/kiln] [--threads 2] [--rounds 3] [--only NET,...]
+       [--kiln build/kiln] [--threads 2] [--rounds 3] [--only NET,...] [--detection]
        [--engines kiln,ort,ov,ov-default,torch] [--repeat 10] [--min-repeat-ms 200]
        [--fixtures DIR] [--results FILE | --no-results]
 
@@ -44,6 +47,8 @@ A run of the twelve default networks, 5 rounds, 2 threads: about 25 minutes
 on a quiet 2-core machine with kiln's cache and the exports warm (each
 measurement ~4 s: 10 x 200 ms plus the process's start and model load),
 10-15 minutes more when kiln compiles the networks for the first time.
+The two detection networks (--detection, or named in --only; not in the default
+set) add ~3 min of export once and ~1 min per round at ORT's speed.
 """
 import argparse
 import datetime
@@ -54,6 +59,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -64,6 +70,7 @@ ROOT = os.path.dirname(HERE)
 # a row (and, for the torch column, a make(name) to its exporting script:
 # bench/peer_torch.py).
 TV = ("torchvision", "scripts/export_torchvision.py")
+DET = ("detection", "scripts/export_detection.py")
 NETWORKS = {
     # the ten CNNs of the CNN-speed issue
     "resnet18": TV, "resnet50": TV, "mobilenet_v2": TV, "vgg16": TV, "squeezenet1_1": TV,
@@ -73,8 +80,14 @@ NETWORKS = {
     "vit_b_16": TV, "convnext_tiny": TV,
     # in the default set only once exported (scripts/export_bert.py FIXTURES)
     "bert": ("", "scripts/export_bert.py"),
+    # detection networks (data-dependent shapes: kiln runs them on its VM);
+    # only with --detection or --only
+    "ssdlite320_mobilenet_v3_large": DET, "fasterrcnn_mobilenet_v3_large_320_fpn": DET,
 }
 OPTIONAL = {"bert"}
+# outputs (boxes, scores, labels) compared detection by detection in score
+# order (scripts/compare_detection.py), not elementwise
+DETECTION = {"ssdlite320_mobilenet_v3_large", "fasterrcnn_mobilenet_v3_large_320_fpn"}
 
 # name, column title, fp32 peer?, runner argv after the python (None: kiln)
 ENGINES = {
@@ -153,14 +166,56 @@ def kiln_env(threads):
     return dict(os.environ, KILN_NUM_THREADS=str(threads))
 
 
-def kiln_setup(kiln, d, threads):
+def kiln_check_detection(kiln, d, threads, ins, outs):
+    """kiln's detections on the export's input (`kiln run`, every output
+    written) against the export's, by scripts/compare_detection.py: the check
+    dict of kiln_setup, and kiln's stderr/stdout."""
+    sys.path.insert(0, HERE)
+    import peer_common
+    with tempfile.TemporaryDirectory() as tmp:
+        got = [os.path.join(tmp, f) for f in outs]
+        cmd = [kiln, "run", os.path.join(d, "model.onnx"), "--threads", str(threads)]
+        for f in ins:
+            cmd += ["--input", f]
+        for f in got:
+            cmd += ["--output", f]
+        p = subprocess.run(cmd, capture_output=True, text=True, env=kiln_env(threads),
+                           timeout=3600)
+        text = (p.stdout + p.stderr).strip()
+        if p.returncode != 0:
+            raise Failed(f"kiln run failed: {text.splitlines()[-1] if text else p.returncode}")
+        gs = [peer_common._read_tensor(f)[1] for f in got]
+    want = [peer_common._read_tensor(f) for f in outs]
+    x = peer_common._read_tensor(ins[0])[1]
+    chk = peer_common.check_detections(gs, want, 1e-3, 1e-4, float(max(x.shape[-2:])))
+    chk["message"] = "" if chk["ok"] else chk["message"]
+    return chk, text
+
+
+def kiln_setup(kiln, d, threads, detection=False):
     """Compiles (through the cache) and checks kiln on the export; returns
-    (check dict, FLOPs per run from the compiled model's kernels or None)."""
+    (check dict, FLOPs per run from the compiled model's kernels or None).
+    DETECTION: compare detections (kiln_check_detection)."""
     data = os.path.join(d, "test_data_set_0")
     ins = sorted((f for f in os.listdir(data) if f.startswith("input_")),
                  key=lambda f: int(f[6:-3]))
     outs = sorted((f for f in os.listdir(data) if f.startswith("output_")),
                   key=lambda f: int(f[7:-3]))
+    if detection:
+        chk, text = kiln_check_detection(kiln, d, threads, [os.path.join(data, f) for f in ins],
+                                         [os.path.join(data, f) for f in outs])
+        fallback = [ln for ln in text.splitlines() if "reference kernel" in ln]
+        if fallback:
+            chk["fallback"] = fallback[0]
+        try:  # the VM's profile may not give FLOPs
+            out = run([kiln, "profile", os.path.join(d, "model.onnx"), "--threads", str(threads),
+                       "--runs", "1", "--warmup", "0", "--no-bench", "--peak-gflops", "1",
+                       "--format", "json"], env=kiln_env(threads), timeout=3600)
+            j = json.loads(out[out.index("{"):])
+            flops = sum(s["flops"] for s in j.get("steps", []) if s.get("flops"))
+        except (Failed, ValueError, KeyError, TypeError):
+            flops = 0
+        return chk, (flops or None)
     cmd = [kiln, "check", os.path.join(d, "model.onnx"), "--threads", str(threads),
            "--rtol", "1e-3", "--atol", "1e-4", "--inputs"] + [os.path.join(data, f) for f in ins]
     cmd += ["--outputs"] + [os.path.join(data, f) for f in outs]
@@ -212,6 +267,8 @@ def measure(engine, args, d, name):
     cmd += base + runner[1:]
     if engine == "torch":
         cmd += ["--net", name]
+    if name in DETECTION:
+        cmd += ["--detection"]
     return last_json(run(cmd))
 
 
@@ -263,7 +320,10 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", default="", help="networks, comma-separated (default: "
-                    + ",".join(n for n in NETWORKS if n not in OPTIONAL) + ", and bert when exported)")
+                    + ",".join(n for n in NETWORKS if n not in OPTIONAL | DETECTION)
+                    + ", and bert when exported)")
+    ap.add_argument("--detection", action="store_true",
+                    help="add the detection networks (" + ", ".join(sorted(DETECTION)) + ")")
     ap.add_argument("--engines", default=",".join(ENGINES))
     ap.add_argument("--repeat", type=int, default=10, help="measurements per engine and round")
     ap.add_argument("--min-repeat-ms", type=float, default=200.0)
@@ -287,8 +347,10 @@ def main():
                  f"{', '.join(NETWORKS)}), or rounds/threads < 1")
     if "kiln" in engines and not os.access(args.kiln, os.X_OK):
         ap.error(f"{args.kiln} is not an executable (build kiln, or pass --kiln)")
-    names = only or [n for n in NETWORKS if n not in OPTIONAL
-                     or os.path.exists(os.path.join(net_dir(args.fixtures, n), "model.onnx"))]
+    names = only or [n for n in NETWORKS if n not in DETECTION and (n not in OPTIONAL
+                     or os.path.exists(os.path.join(net_dir(args.fixtures, n), "model.onnx")))]
+    if args.detection:
+        names += [n for n in NETWORKS if n in DETECTION and n not in names]
     t_start = time.time()
 
     try:
@@ -306,7 +368,8 @@ def main():
         for n in names:
             t0 = time.time()
             try:
-                checks[n]["kiln"], flops[n] = kiln_setup(args.kiln, dirs[n], args.threads)
+                checks[n]["kiln"], flops[n] = kiln_setup(args.kiln, dirs[n], args.threads,
+                                                         n in DETECTION)
             except Failed as e:
                 errors[n]["kiln"] = str(e)
             c = checks[n].get("kiln")
@@ -470,6 +533,9 @@ def write_results(args, engines, names, rows, table, gm, peaks, best_peak, extra
         "being the fastest of ORT, OV f32 and PyTorch whose output matched.",
         "- Outputs checked against PyTorch's (rtol 1e-3, atol 1e-4): kiln by `kiln check` "
         "before the rounds, the peers in every measuring process. "
+        + ("Detection networks: detections compared in score order (labels exact, scores at "
+           "those tolerances, boxes within 1e-3 of the image size; scripts/compare_detection.py), "
+           "kiln's from `kiln run`. " if any(n in DETECTION for n in names) else "")
         + ("Every fp32 engine matched on every network." if not failed
            else f"{len(failed)} failures (below)."),
         "- OV default: OpenVINO without a precision hint; it ran in "

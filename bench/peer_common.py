@@ -10,7 +10,11 @@ runner loads the model, runs it once on the export's inputs and compares every
 output with the export's (kiln check's rule: |got - want| <= atol + rtol |want|,
 NaN matching NaN), warms up, times with kiln bench's rule (time_evaluator, below)
 and prints one JSON line on stdout: engine, version, median/mean/min/max and
-every result in seconds per run, number, repeat, and the check. Diagnostics go
+every result in seconds per run, number, repeat, and the check. With
+--detection the outputs are a detection network's (boxes, scores, labels) and
+are compared detection by detection in score order instead
+(scripts/compare_detection.py: tied detections in either order, labels exact,
+scores at rtol/atol, boxes within 1e-3 of the image size). Diagnostics go
 to stderr. Exit 0 when it timed the model, even if the check failed (the caller
 decides what a mismatch means); 2 on an error.
 """
@@ -36,6 +40,9 @@ def parse_args(description, extra=None):
     ap.add_argument("--min-repeat-ms", type=float, default=200.0)
     ap.add_argument("--rtol", type=float, default=1e-3)
     ap.add_argument("--atol", type=float, default=1e-4)
+    ap.add_argument("--detection", action="store_true",
+                    help="the outputs are detections (boxes, scores, labels): compare them "
+                    "in score order (scripts/compare_detection.py)")
     if extra:
         extra(ap)
     return ap.parse_args()
@@ -112,6 +119,35 @@ def check(got, want, rtol, atol):
         if math.isinf(res[k]):
             res[k] = "inf"  # JSON has no infinity
     return res
+
+
+def check_detections(got, want, rtol, atol, image_size):
+    """scripts/compare_detection.py's comparison of (boxes, scores, labels),
+    as a check dict like check()'s (max_abs: the largest box error in
+    pixels, max_rel: the largest score error)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                    "scripts"))
+    import compare_detection
+    res = {"ok": False, "outputs": len(want), "bad": 0, "max_abs": 0.0, "max_rel": 0.0,
+           "message": ""}
+    if len(got) != 3 or len(want) != 3:
+        res["message"] = f"{len(got)} outputs, expected boxes, scores, labels"
+        return res
+    r = compare_detection.compare([np.asarray(g) for g in got], [w for _, w in want],
+                                  compare_detection.BOX_ATOL_OF_SIZE * image_size, rtol, atol)
+    res.update(ok=r["ok"], message=r["message"], max_abs=r["max_box_err"],
+               max_rel=r["max_score_err"], bad=0 if r["ok"] else 1)
+    return res
+
+
+def check_outputs(args, got, ins, want):
+    """The check the runner's arguments ask for: check_detections with
+    --detection (the image size from the first input's last two extents),
+    check otherwise."""
+    if args.detection:
+        size = max(np.shape(ins[0][1])[-2:]) if ins and np.ndim(ins[0][1]) >= 2 else 0
+        return check_detections(got, want, args.rtol, args.atol, float(size))
+    return check(got, want, args.rtol, args.atol)
 
 
 def time_evaluator(fn, repeat, min_repeat_ms):

@@ -31,7 +31,7 @@ def main():
         res = req.infer(feeds)
         return [res[o] for o in compiled.outputs]
 
-    chk = pc.check(run(), outs, a.rtol, a.atol)
+    chk = pc.check_outputs(a, run(), ins, outs)
     # shared inputs and outputs: no copies in a timed run
     results, number = pc.time_evaluator(
         lambda: req.infer(feeds, share_inputs=True, share_outputs=True), a.repeat, a.min_repeat_ms)

@@ -22,6 +22,9 @@ def builder(net):
     import export_torchvision
     if net in export_torchvision.NETWORKS:
         return export_torchvision.make
+    import export_detection
+    if net in export_detection.NETWORKS:
+        return export_detection.make
     if net == "bert":
         try:
             import export_bert
@@ -60,7 +63,7 @@ def main():
             y = module(*xs)
         return list(y) if isinstance(y, (tuple, list)) else [y]
 
-    chk = pc.check([y.numpy() for y in run()], outs, a.rtol, a.atol)
+    chk = pc.check_outputs(a, [y.numpy() for y in run()], ins, outs)
     results, number = pc.time_evaluator(run, a.repeat, a.min_repeat_ms)
     pc.report("torch", torch.__version__, results, number, chk)
 
