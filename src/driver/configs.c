@@ -28,12 +28,21 @@
  * first tier that has one: tuned on this CPU (matching fingerprint), tuned
  * on another CPU, then version-1 "ok" records; within a tier the lowest
  * median wins. With opts.verbose the tasks tuned and the tasks that fell
- * back to their defaults are printed. */
+ * back to their defaults are printed.
+ *
+ * Shipped records (docs/TUNING.md, "Shipped records"): when opts.records is
+ * a directory (kiln compile passes the repository's records/ by default),
+ * every *.jsonl file in it, in name order; of those only "tuned" lines of
+ * this CPU's fingerprint id and this kiln's template hash apply (tier 3),
+ * the others are ignored (counted, and said under opts.verbose), and a line
+ * that is not a record is skipped with a warning. */
 #include <cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "driver/driver.h"
 #include "tune/tune.h"
@@ -156,8 +165,9 @@ static int record_tier(const cJSON *rec, const char *tpl)
     return !st || !strcmp(st->valuestring, "ok") ? 1 : 0;
 }
 
-/* With opts.verbose: which tasks took records and which kept defaults. */
-static void report_applied(const kiln_build *b, const best *bt)
+/* Which tasks took records and which kept defaults: with opts.verbose, and
+ * for shipped records whenever one applied. */
+static void report_applied(const kiln_build *b, const best *bt, bool shipped, int ignored)
 {
     const kiln_lowered *low = b->low;
     int n_tunable = 0, n_other = 0, n_def = 0;
@@ -178,29 +188,49 @@ static void report_applied(const kiln_build *b, const best *bt)
         }
     }
     char *f = kiln_sb_take(&fell);
-    fprintf(stderr, "kiln compile: records %s: %d of %d tunable steps tuned", b->records,
-            b->n_tuned, n_tunable);
+    if (shipped && !b->opts.verbose && b->n_tuned == 0) {
+        free(f);
+        return;
+    }
+    if (shipped && b->n_tuned == 0)
+        fprintf(stderr,
+                "kiln compile: shipped records %s: none for this CPU (fingerprint %s) and "
+                "this kiln's templates: %d tunable steps keep their defaults\n",
+                b->records, kiln_cpu_fingerprint_id(), n_tunable);
+    else
+        fprintf(stderr, "kiln compile: %srecords %s: %d of %d tunable steps tuned",
+                shipped ? "shipped " : "", b->records, b->n_tuned, n_tunable);
     if (n_other)
         fprintf(stderr, " (%d from records of another CPU)", n_other);
-    fprintf(stderr, "\n");
-    if (n_def)
+    if (!shipped || b->n_tuned)
+        fprintf(stderr, "%s\n", shipped ? " (this CPU's, `--records none` turns them off)" : "");
+    if (n_def && (!shipped || b->n_tuned))
         fprintf(stderr, "kiln compile: fell back to defaults (no record): step %s\n", f ? f : "");
+    if (shipped && ignored && b->opts.verbose)
+        fprintf(stderr,
+                "kiln compile: shipped records %s: %d record%s of tasks of this model ignored "
+                "(another CPU fingerprint or template hash)\n",
+                b->records, ignored, ignored == 1 ? "" : "s");
     free(f);
 }
 
-kiln_status kiln_driver_apply_records(kiln_build *b, kiln_error *err)
+/* Reads one records file into bt. Shipped records (`shipped`: a file of the
+ * records directory) apply only when tuned on this CPU class with this
+ * kiln's templates; other lines of the model's tasks are counted in
+ * *ignored, and a line that is not a record is a warning, not an error. */
+static kiln_status read_records(kiln_build *b, const char *path, bool shipped, best *bt,
+                                int *ignored, kiln_error *err)
 {
     kiln_lowered *low = b->low;
-    FILE *f = fopen(b->records, "r");
+    FILE *f = fopen(path, "r");
     if (!f)
-        return kiln_errorf(err, KILN_ERR_IO, "cannot read tuning records '%s': %s", b->records,
+        return kiln_errorf(err, KILN_ERR_IO, "cannot read tuning records '%s': %s", path,
                            strerror(errno));
-    best *bt = calloc((size_t)low->n_tasks + 1, sizeof *bt);
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
     int lineno = 0;
-    kiln_status s = bt ? KILN_OK : kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    kiln_status s = KILN_OK;
     while (s == KILN_OK && (len = getline(&line, &cap, f)) >= 0) {
         lineno++;
         char *p = line;
@@ -211,25 +241,24 @@ kiln_status kiln_driver_apply_records(kiln_build *b, kiln_error *err)
         cJSON *rec = cJSON_Parse(p);
         const cJSON *wl = rec ? cJSON_GetObjectItemCaseSensitive(rec, "workload") : NULL;
         const cJSON *kn = rec ? cJSON_GetObjectItemCaseSensitive(rec, "knobs") : NULL;
-        if ((!cJSON_IsObject(rec) || !cJSON_IsString(wl) || !cJSON_IsObject(kn)) &&
-            line[len - 1] != '\n') {
+        bool bad = !cJSON_IsObject(rec) || !cJSON_IsString(wl) || !cJSON_IsObject(kn);
+        if (bad && (shipped || line[len - 1] != '\n')) {
             fprintf(stderr,
-                    "kiln: warning: tuning records '%s', line %d: cut short (no newline; a "
-                    "tuner killed mid-write?): skipped\n",
-                    b->records, lineno);
+                    "kiln: warning: tuning records '%s', line %d: %s: skipped\n", path, lineno,
+                    shipped ? "not a record" : "cut short (no newline; a tuner killed mid-write?)");
             cJSON_Delete(rec);
             continue;
         }
-        if (!cJSON_IsObject(rec) || !cJSON_IsString(wl) || !cJSON_IsObject(kn)) {
+        if (bad) {
             s = kiln_errorf(err, KILN_ERR_PARSE,
                             "tuning records '%s', line %d: not a record (a JSON object with "
                             "\"workload\" and \"knobs\")",
-                            b->records, lineno);
+                            path, lineno);
             cJSON_Delete(rec);
             break;
         }
         double cost = record_cost(rec);
-        bool used = false;
+        bool used = false, counted = false;
         if (cost >= 0)
             for (int i = 0; i < low->n_tasks; i++) {
                 if (b->explicit_cfg[i] || strcmp(low->tasks[i].workload, wl->valuestring) != 0)
@@ -238,6 +267,16 @@ kiln_status kiln_driver_apply_records(kiln_build *b, kiln_error *err)
                 if (tp && (!cJSON_IsString(tp) || strcmp(tp->valuestring, low->tasks[i].tpl->name)))
                     continue;
                 int tier = record_tier(rec, low->tasks[i].tpl->name);
+                if (shipped && (tier != 3 || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
+                                                     rec, "template_hash")))) {
+                    /* another CPU class or template version: ignored (a
+                     * measurement line, not a result, is not counted) */
+                    const cJSON *st = cJSON_GetObjectItemCaseSensitive(rec, "status");
+                    if (!counted && cJSON_IsString(st) && !strcmp(st->valuestring, "tuned"))
+                        (*ignored)++;
+                    counted = true;
+                    continue;
+                }
                 if (tier == 0 || check_knobs(&low->tasks[i], kn, NULL) != KILN_OK ||
                     (bt[i].rec && (bt[i].tier > tier || (bt[i].tier == tier && bt[i].cost <= cost))))
                     continue;
@@ -255,6 +294,66 @@ kiln_status kiln_driver_apply_records(kiln_build *b, kiln_error *err)
     }
     free(line);
     fclose(f);
+    return s;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The *.jsonl files of the shipped records directory, in name order. */
+static kiln_status read_records_dir(kiln_build *b, const char *dir, best *bt, int *ignored,
+                                    kiln_error *err)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return kiln_errorf(err, KILN_ERR_IO, "cannot read the records directory '%s': %s", dir,
+                           strerror(errno));
+    char **names = NULL;
+    int n = 0, cap = 0;
+    kiln_status s = KILN_OK;
+    struct dirent *e;
+    while (s == KILN_OK && (e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if (l < 7 || strcmp(e->d_name + l - 6, ".jsonl") != 0 || e->d_name[0] == '.')
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 8;
+            char **m = realloc(names, sizeof *m * (size_t)cap);
+            if (!m) {
+                s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+                break;
+            }
+            names = m;
+        }
+        if (!(names[n] = malloc(strlen(dir) + l + 2)))
+            s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        else
+            sprintf(names[n++], "%s/%s", dir, e->d_name);
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(names, (size_t)n, sizeof *names, cmp_str);
+    for (int k = 0; k < n && s == KILN_OK; k++)
+        s = read_records(b, names[k], true, bt, ignored, err);
+    for (int k = 0; k < n; k++)
+        free(names[k]);
+    free(names);
+    return s;
+}
+
+kiln_status kiln_driver_apply_records(kiln_build *b, kiln_error *err)
+{
+    kiln_lowered *low = b->low;
+    struct stat st;
+    bool shipped = stat(b->records, &st) == 0 && S_ISDIR(st.st_mode);
+    int ignored = 0;
+    best *bt = calloc((size_t)low->n_tasks + 1, sizeof *bt);
+    kiln_status s = bt ? KILN_OK : kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    if (s == KILN_OK)
+        s = shipped ? read_records_dir(b, b->records, bt, &ignored, err)
+                    : read_records(b, b->records, false, bt, &ignored, err);
     if (s == KILN_OK)
         for (int i = 0; i < low->n_tasks; i++)
             if (bt[i].rec) {
@@ -262,8 +361,8 @@ kiln_status kiln_driver_apply_records(kiln_build *b, kiln_error *err)
                           "records");
                 b->n_tuned++;
             }
-    if (s == KILN_OK && b->opts.verbose)
-        report_applied(b, bt);
+    if (s == KILN_OK && (b->opts.verbose || (shipped && b->n_tuned)))
+        report_applied(b, bt, shipped, ignored);
     /* free each record once: tasks sharing a workload share the record */
     if (bt)
         for (int i = 0; i < low->n_tasks; i++) {

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +35,28 @@ struct kiln_records {
     kiln_rec_task *tasks;
     int skipped;
 };
+
+static bool is_dir(const char *p)
+{
+    struct stat st;
+    return p && *p && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+const char *kiln_shipped_records_dir(void)
+{
+    const char *e = getenv("KILN_RECORDS_DIR");
+    if (e)
+        return *e && strcmp(e, "none") != 0 ? e : NULL;
+#ifdef KILN_SOURCE_RECORDS_DIR
+    if (is_dir(KILN_SOURCE_RECORDS_DIR))
+        return KILN_SOURCE_RECORDS_DIR;
+#endif
+#ifdef KILN_INSTALLED_RECORDS_DIR
+    if (is_dir(KILN_INSTALLED_RECORDS_DIR))
+        return KILN_INSTALLED_RECORDS_DIR;
+#endif
+    return NULL;
+}
 
 const char *kiln_trial_status_name(kiln_trial_status s)
 {

@@ -40,6 +40,12 @@ const char *kiln_cpu_fingerprint_id(void);
 void kiln_template_hash(const char *template_name, char out[17]);
 
 /* ---- records ------------------------------------------------------------------ */
+/* The shipped records directory `kiln compile` applies by default
+ * (docs/TUNING.md, "Shipped records"): $KILN_RECORDS_DIR when set ("" or
+ * "none": no shipped records, NULL), else the source tree's records/ or the
+ * installed share/kiln/records, whichever exists; NULL when none does. */
+const char *kiln_shipped_records_dir(void);
+
 typedef enum {
     KILN_TRIAL_OK,       /* measured; samples valid */
     KILN_TRIAL_ERROR,    /* build or run failed with a message */

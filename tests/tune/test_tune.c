@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -393,12 +394,102 @@ static void test_compile_applies_tuned(void **state)
     assert_int_equal(compile_and_check(rec), 1);
 }
 
+/* Shipped records (a records directory, docs/TUNING.md): only "tuned" lines
+ * of this CPU's fingerprint and this kiln's template hash apply; another
+ * fingerprint, a stale template hash, a missing template hash, a raw
+ * measurement and a line that is not a record are ignored; kiln compile
+ * applies the directory by default and says which steps were tuned and
+ * which fell back, --records none turns it off, and the model built with
+ * it matches the reference. */
+static void test_shipped_records(void **state)
+{
+    (void)state;
+    kiln_error err = {0};
+    kiln_tasks *ts = NULL;
+    kiln_graph *g = NULL;
+    assert_int_equal(kiln_zoo_build("mlp", 0, 0, &g, &err), KILN_OK);
+    assert_int_equal(kiln_tasks_extract(g, NULL, &ts, &err), KILN_OK);
+    assert_int_equal(kiln_tasks_count(ts), 3);
+    kiln_task_info ti[3];
+    char th[17];
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(kiln_tasks_info(ts, i, &ti[i], &err), KILN_OK);
+    kiln_template_hash("dense", th);
+    char dir[512], path[600], *text = malloc(65536);
+    snprintf(dir, sizeof dir, "%s/shipped", g_dir);
+    assert_int_equal(mkdir(dir, 0777), 0);
+    const char *fmt = "{\"version\":2,\"fingerprint_id\":\"%s\"%s%s%s,\"workload\":\"%s\","
+                      "\"template\":\"dense\",\"knobs\":{\"m_tile\":1,\"n_tile\":%d,"
+                      "\"m_group\":1,\"n_group\":%d},\"status\":\"%s\",\"samples_us\":[%g]}\n";
+    const char *fp = kiln_cpu_fingerprint_id();
+    size_t n = 0;
+    /* task 1: this CPU, this kiln: applies */
+    n += (size_t)snprintf(text + n, 65536 - n, fmt, fp, ",\"template_hash\":\"", th, "\"",
+                          ti[0].workload, 2, 1, "tuned", 3.0);
+    /* task 2: another CPU class; a raw measurement of this one */
+    n += (size_t)snprintf(text + n, 65536 - n, fmt, "0123456789abcdef", ",\"template_hash\":\"",
+                          th, "\"", ti[1].workload, 2, 1, "tuned", 3.0);
+    n += (size_t)snprintf(text + n, 65536 - n, fmt, fp, ",\"template_hash\":\"", th, "\"",
+                          ti[1].workload, 2, 1, "ok", 1.0);
+    n += (size_t)snprintf(text + n, 65536 - n, "this line is not a record\n");
+    snprintf(path, sizeof path, "%s/a-cpu.jsonl", dir);
+    write_text(path, text, "w");
+    /* task 3: a stale template hash, and none at all */
+    n = 0;
+    n += (size_t)snprintf(text + n, 65536 - n, fmt, fp, ",\"template_hash\":\"",
+                          "0000000000000000", "\"", ti[2].workload, 2, 1, "tuned", 3.0);
+    n += (size_t)snprintf(text + n, 65536 - n, fmt, fp, "", "", "", ti[2].workload, 2, 1,
+                          "tuned", 3.0);
+    snprintf(path, sizeof path, "%s/b-cpu.jsonl", dir);
+    write_text(path, text, "w");
+    snprintf(path, sizeof path, "%s/ignored.txt", dir); /* not *.jsonl */
+    write_text(path, "not read\n", "w");
+    free(text);
+    /* the library: the directory as opts.records */
+    kiln_compile_options co = {.jobs = 2, .records = dir};
+    kiln_build *b = NULL;
+    assert_int_equal(kiln_build_create(g, &co, &b, &err), KILN_OK);
+    if (kiln_build_configure(b, &err) != KILN_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(kiln_build_tuned_tasks(b), 1);
+    for (int i = 0; i < b->low->n_tasks; i++) {
+        const kiln_task *t = &b->low->tasks[i];
+        bool first = !strcmp(t->workload, ti[0].workload);
+        assert_int_equal(strstr(t->config, "\"source\": \"records\"") != NULL, first);
+        if (first)
+            assert_non_null(strstr(t->config, "\"n_tile\": 2"));
+    }
+    kiln_build_destroy(b);
+    kiln_tasks_destroy(ts);
+    kiln_graph_destroy(g);
+    /* the CLI: applied by default, reported; off with --records none */
+    char so[600];
+    snprintf(so, sizeof so, "%s/shipped.so", g_dir);
+    setenv("KILN_RECORDS_DIR", dir, 1);
+    expect_cli(0, kt_fmt("compile mlp -o %s --jobs 2", so),
+               "shipped records", "1 of 3 tunable steps tuned", "fell back to defaults (no "
+               "record): step 2 (dense), 3 (dense)", "not a record: skipped",
+               "3 records of tasks of this model ignored");
+    expect_cli(0, kt_fmt("compile mlp -o %s --jobs 2 --records none", so), KT_LACKS,
+               "shipped records", "tunable steps tuned");
+    /* the model built with them matches the reference */
+    assert_int_equal(compile_and_check(dir), 1);
+    /* another CPU only: nothing applies, and compile says so */
+    snprintf(path, sizeof path, "%s/a-cpu.jsonl", dir);
+    unlink(path);
+    expect_cli(0, kt_fmt("compile mlp -o %s --jobs 2", so), "shipped records",
+               "none for this CPU", KT_LACKS, "tunable steps tuned");
+    expect_cli(0, kt_fmt("compile mlp -o %s --jobs 2 --quiet", so), KT_LACKS, "shipped");
+    unsetenv("KILN_RECORDS_DIR");
+}
+
 int main(void)
 {
     g_dir = kt_tempdir();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_search_and_rule),
         cmocka_unit_test(test_compile_applies_tuned),
+        cmocka_unit_test(test_shipped_records),
         cmocka_unit_test(test_corrupt_records),
         cmocka_unit_test(test_faults_cost_one_trial),
         cmocka_unit_test(test_kill9_resume),

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "pass/pass.h"
+#include "tune/tune.h"
 
 int kiln_cmd_compile(int argc, char **argv);
 
@@ -23,7 +24,9 @@ static void compile_help(void)
            "  -o, --output F        the shared object to write (required)\n"
            "  --target T            host (default), avx512, avx2 or generic\n"
            "  --records R           tuning records (JSON lines): each task takes the best\n"
-           "                        record of its workload key (docs/COMPILER.md)\n"
+           "                        record of its workload key (docs/TUNING.md); default:\n"
+           "                        the shipped records (records/) tuned on this CPU class,\n"
+           "                        if any; `none`: no records\n"
            "  --dump-code DIR       also write the generated C (kernels, model.c) to DIR\n"
            "  --print-ir-after P    print the IR after pass P to stderr ('input', 'all', or:\n");
     for (int i = 0; i < n; i++)
@@ -43,7 +46,7 @@ int kiln_cmd_compile(int argc, char **argv)
     const char *model = NULL, *out = NULL, *v = NULL;
     kiln_compile_options opts = {0};
     uint64_t seed = 0;
-    bool quiet = false;
+    bool quiet = false, records_given = false;
     for (int i = 1; i < argc; i++) {
         int r;
         if (cli_is_help(argv[i])) {
@@ -63,6 +66,7 @@ int kiln_cmd_compile(int argc, char **argv)
             if (r < 0)
                 return KILN_EXIT_ERROR;
             opts.records = v;
+            records_given = true;
         } else if ((r = cli_opt_value("compile", argc, argv, &i, "--dump-code", &v)) != 0) {
             if (r < 0)
                 return KILN_EXIT_ERROR;
@@ -104,6 +108,12 @@ int kiln_cmd_compile(int argc, char **argv)
     if (!out)
         return cli_usage_error("compile", "missing -o model.so");
     opts.verbose = !quiet;
+    /* the shipped records (records/: applied only where tuned on this CPU
+     * class with this kiln's templates) unless --records says otherwise */
+    if (!records_given)
+        opts.records = kiln_shipped_records_dir();
+    else if (!strcmp(opts.records, "none"))
+        opts.records = NULL;
     kiln_error err = {0};
     double t0 = cli_now_ms();
     kiln_graph *g = NULL;
