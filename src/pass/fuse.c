@@ -22,10 +22,11 @@
  *    topological.
  *  - Reshape/Flatten on row-major data form VIEW groups (no kernel: the output
  *    aliases the input).
- *  - A Concat whose inputs are each produced by a kernel group, read only by
- *    the concat and laid out contiguously in its output (all dims before the
- *    axis are 1) becomes CONCAT_INPLACE: no kernel, its producers write into
- *    their slices of the output (plan-memory places them).
+ *  - A Concat whose inputs are each produced by a kernel group and laid out
+ *    contiguously in its output (all dims before the axis are 1) becomes
+ *    CONCAT_INPLACE: no kernel, its producers write into their slices of the
+ *    output (plan-memory places them). Concats sharing inputs must form a
+ *    chain of prefixes (a dense block's), see concat_inplace.
  *  - Everything else (conv, pooling, dense, softmax, movement, reference
  *    fallbacks, multi-output ops) opens a group. */
 #include <stdlib.h>
@@ -236,9 +237,17 @@ static bool push_node(gstate *s, int node)
     return true;
 }
 
-static bool concat_inplace(const fctx *f, const kiln_node *n, const int *uses)
+/* The per-concat conditions of an in-place Concat: its output is laid out
+ * with every input a contiguous slice (all dims before the axis are 1; in a
+ * blocked layout the axis is the channel and every input but the last fills
+ * whole blocks, so the slices start on block boundaries), and every input is
+ * a kernel group's single output in the same layout, no graph output, and
+ * read once by this concat. */
+static bool concat_slices(const fctx *f, const kiln_node *n)
 {
     const kiln_graph *g = f->g;
+    if (n->op != KILN_OP_CONCAT || n->n_outputs != 1)
+        return false;
     const kiln_value *y = g->values[n->outputs[0]];
     int64_t axis = kiln_attr_int(n, "axis", 0);
     if (axis < 0)
@@ -248,12 +257,15 @@ static bool concat_inplace(const fctx *f, const kiln_node *n, const int *uses)
     for (int d = 0; d < axis; d++)
         if (y->shape.dims[d] != 1)
             return false;
-    if (y->layout.kind == KILN_LAYOUT_NCHWC && axis != 1)
+    bool blocked = y->layout.kind == KILN_LAYOUT_NCHWC;
+    if (blocked && axis != 1)
         return false;
     for (int k = 0; k < n->n_inputs; k++) {
         const kiln_value *x = g->values[n->inputs[k]];
-        if (x->kind != KILN_VALUE_NODE || x->is_output || uses[x->id] != 1 ||
-            !kiln_layout_equal(x->layout, y->layout))
+        if (x->kind != KILN_VALUE_NODE || x->is_output || !kiln_layout_equal(x->layout, y->layout))
+            return false;
+        if (blocked && k + 1 < n->n_inputs &&
+            (x->shape.rank < 2 || y->layout.block_a < 1 || x->shape.dims[1] % y->layout.block_a != 0))
             return false;
         const kiln_node *p = g->nodes[x->producer];
         if (p->n_outputs != 1 || p->op == KILN_OP_CONCAT || p->op == KILN_OP_RESHAPE ||
@@ -266,7 +278,67 @@ static bool concat_inplace(const fctx *f, const kiln_node *n, const int *uses)
     return true;
 }
 
-static kiln_status build_groups(kiln_pass_ctx *ctx, fctx *f, const int *uses, kiln_error *err)
+/* Whether a's inputs are the first inputs of b, in order. */
+static bool concat_prefix(const kiln_node *a, const kiln_node *b)
+{
+    if (a->n_inputs > b->n_inputs)
+        return false;
+    for (int k = 0; k < a->n_inputs; k++)
+        if (a->inputs[k] != b->inputs[k])
+            return false;
+    return true;
+}
+
+/* Whether Concat n can be in place. Its inputs may also be read by other
+ * nodes (they read the slice), but every Concat reading one of them must
+ * form, with n, a chain of prefixes: a dense block's concatenations
+ * (x0,y1), (x0,y1,y2), .. (x0,y1,..,yk), where each is a prefix of the
+ * longest one, the chain's head; plan-memory then makes every input a slice
+ * of the head's buffer and every shorter concatenation's output the head's
+ * leading bytes (see kiln_pass_concat_head), so the features are written
+ * once, where they are read. The shorter ones' outputs must be no graph
+ * outputs. */
+static bool concat_inplace(const fctx *f, const kiln_node *n)
+{
+    const kiln_graph *g = f->g;
+    if (!concat_slices(f, n))
+        return false;
+    const kiln_node *head = n;
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (int k = 0; k < head->n_inputs; k++) {
+            int v = head->inputs[k];
+            for (int e = f->cons_start[v]; e < f->cons_start[v + 1]; e++) {
+                const kiln_node *c = g->nodes[f->cons[e]];
+                if (c == head || c->op != KILN_OP_CONCAT)
+                    continue;
+                if (!concat_slices(f, c))
+                    return false;
+                if (concat_prefix(c, head))
+                    continue;
+                if (!concat_prefix(head, c))
+                    return false;
+                head = c;
+                grew = true;
+                break;
+            }
+            if (grew)
+                break;
+        }
+    }
+    /* every concat of the chain but the head: its output is a slice */
+    for (int k = 0; k < head->n_inputs; k++) {
+        int v = head->inputs[k];
+        for (int e = f->cons_start[v]; e < f->cons_start[v + 1]; e++) {
+            const kiln_node *c = g->nodes[f->cons[e]];
+            if (c != head && c->op == KILN_OP_CONCAT && g->values[c->outputs[0]]->is_output)
+                return false;
+        }
+    }
+    return true;
+}
+
+static kiln_status build_groups(kiln_pass_ctx *ctx, fctx *f, kiln_error *err)
 {
     const kiln_graph *g = f->g;
     kiln_group *groups = calloc((size_t)(f->n_groups ? f->n_groups : 1), sizeof *groups);
@@ -305,7 +377,7 @@ static kiln_status build_groups(kiln_pass_ctx *ctx, fctx *f, const int *uses, ki
             g->values[a->inputs[0]]->layout.kind == KILN_LAYOUT_ROW_MAJOR &&
             g->values[a->inputs[0]]->kind != KILN_VALUE_CONST)
             gr->kind = KILN_GROUP_VIEW;
-        else if (a->op == KILN_OP_CONCAT && gr->n_nodes == 1 && concat_inplace(f, a, uses))
+        else if (a->op == KILN_OP_CONCAT && gr->n_nodes == 1 && concat_inplace(f, a))
             gr->kind = KILN_GROUP_CONCAT_INPLACE;
         /* inputs: values read by the group's nodes and produced outside it */
         int cap = 8;
@@ -364,7 +436,6 @@ kiln_status kiln_pass_fuse(kiln_pass_ctx *ctx, kiln_error *err)
     fctx f = {.g = g, .tg = &ctx->target};
     kiln_status st = KILN_OK;
     int nv = g->n_values, nn = g->n_nodes;
-    int *uses = kiln_pass_use_counts(g);
     f.cons_start = calloc((size_t)nv + 1, sizeof(int));
     f.group_of = malloc(sizeof(int) * (size_t)(nn ? nn : 1));
     f.gs = calloc((size_t)(nn ? nn : 1), sizeof(gstate));
@@ -373,7 +444,7 @@ kiln_status kiln_pass_fuse(kiln_pass_ctx *ctx, kiln_error *err)
         edges += g->nodes[i]->n_inputs;
     f.cons = malloc(sizeof(int) * (size_t)(edges ? edges : 1));
     int *fill = calloc((size_t)nv + 1, sizeof(int));
-    if (!uses || !f.cons_start || !f.group_of || !f.gs || !f.cons || !fill) {
+    if (!f.cons_start || !f.group_of || !f.gs || !f.cons || !fill) {
         st = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
@@ -427,7 +498,7 @@ kiln_status kiln_pass_fuse(kiln_pass_ctx *ctx, kiln_error *err)
             goto done;
         }
     }
-    st = build_groups(ctx, &f, uses, err);
+    st = build_groups(ctx, &f, err);
 done:
     if (f.gs)
         for (int i = 0; i < nn; i++)
@@ -437,6 +508,5 @@ done:
     free(f.cons_start);
     free(f.cons);
     free(fill);
-    free(uses);
     return st;
 }

@@ -6,7 +6,8 @@
  *  1. Buffers. Walking the groups in order, each value either owns a buffer
  *     (a "root") or lives inside another value's: a VIEW group's output is its
  *     input's buffer; the inputs of an in-place Concat are slices of its
- *     output (at the running byte offset); the output of an elementwise group
+ *     output (at the running byte offset; of its chain head's output, and a
+ *     shorter concat of the chain is the head's leading bytes); the output of an elementwise group
  *     takes over the buffer of a same-shaped, same-layout input whose buffer
  *     is dead after this group (in-place), unless that input is a graph input.
  *  2. Liveness. A root is live from the first group that defines any value in
@@ -68,6 +69,32 @@ static bool elementwise_group(const kiln_pass_ctx *ctx, const kiln_group *gr)
     return true;
 }
 
+/* The head of in-place concat group r's chain (fuse.c): of the in-place
+ * concats with the same first input whose inputs begin with r's, the one
+ * with the most inputs (the first such group on a tie). */
+static const kiln_node *concat_head(const kiln_pass_ctx *ctx, int r)
+{
+    const kiln_graph *g = ctx->g;
+    const kiln_node *n = g->nodes[ctx->groups[r].anchor], *head = n;
+    int head_s = r;
+    for (int s = 0; s < ctx->n_groups; s++) {
+        const kiln_group *gs = &ctx->groups[s];
+        if (s == r || gs->kind != KILN_GROUP_CONCAT_INPLACE)
+            continue;
+        const kiln_node *m = g->nodes[gs->anchor];
+        if (m->n_inputs < head->n_inputs || (m->n_inputs == head->n_inputs && s > head_s))
+            continue;
+        bool prefix = true;
+        for (int k = 0; k < n->n_inputs && prefix; k++)
+            prefix = m->inputs[k] == n->inputs[k];
+        if (prefix) {
+            head = m;
+            head_s = s;
+        }
+    }
+    return head;
+}
+
 kiln_status kiln_pass_plan_memory(kiln_pass_ctx *ctx, kiln_error *err)
 {
     const kiln_graph *g = ctx->g;
@@ -117,17 +144,23 @@ kiln_status kiln_pass_plan_memory(kiln_pass_ctx *ctx, kiln_error *err)
     /* graph inputs stay intact for the whole run (a second run may reuse them) */
     for (int i = 0; i < g->n_inputs; i++)
         last[g->inputs[i]] = ng;
-    /* in-place concats: their inputs are slices of the output */
+    /* in-place concats: their inputs are slices of the chain head's output,
+     * shorter concats of the chain its leading bytes (fuse.c) */
     for (int r = 0; r < ng; r++) {
         const kiln_group *gr = &ctx->groups[r];
         if (gr->kind != KILN_GROUP_CONCAT_INPLACE)
             continue;
         const kiln_node *n = g->nodes[gr->anchor];
+        const kiln_node *head = concat_head(ctx, r);
         int64_t off = 0;
-        for (int k = 0; k < n->n_inputs; k++) {
-            concat_of[n->inputs[k]] = n->outputs[0];
-            member_off[n->inputs[k]] = off;
-            off += sto[n->inputs[k]].nbytes;
+        for (int k = 0; k < head->n_inputs; k++) {
+            concat_of[head->inputs[k]] = head->outputs[0];
+            member_off[head->inputs[k]] = off;
+            off += sto[head->inputs[k]].nbytes;
+        }
+        if (head != n) {
+            concat_of[n->outputs[0]] = head->outputs[0];
+            member_off[n->outputs[0]] = 0;
         }
     }
     /* 1. buffers */
@@ -145,7 +178,8 @@ kiln_status kiln_pass_plan_memory(kiln_pass_ctx *ctx, kiln_error *err)
             continue;
         }
         if (gr->kind == KILN_GROUP_CONCAT_INPLACE) {
-            sto[gr->outputs[0]].root = gr->outputs[0];
+            if (concat_of[gr->outputs[0]] < 0)
+                sto[gr->outputs[0]].root = gr->outputs[0];
             continue;
         }
         int n_out = a->n_outputs > 1 ? a->n_outputs : gr->n_outputs;

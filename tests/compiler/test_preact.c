@@ -4,7 +4,11 @@
  * atol 1e-4), batch 1 and 2, channel counts that fill whole blocks and one
  * that does not. Asserts the layouts and fusion that make it fast: the
  * standalone BN's Mul reads the blocked concat output (no transform to NCHW
- * and back) and its Mul, Add and Relu are one elementwise group. */
+ * and back) and its Mul, Add and Relu are one elementwise group; and, at
+ * batch 1 with whole blocks, that the two concatenations are written in
+ * place: every feature a slice of the longer one's buffer, the shorter one
+ * its leading bytes (a chain of prefixes, fuse.c); a third concat that
+ * breaks the chain (f1, f2) leaves them all as kernels. */
 #include "compiler_test.h"
 #include "pass/pass.h"
 #include "target/target.h"
@@ -37,8 +41,9 @@ static int relu(kiln_graph *g, int x)
 }
 
 /* features f0 (c0 channels) and f1, f2 (growth each), two concats reading
- * f0 (as a dense block does), BN-ReLU-conv after the second */
-static void check_block(int n, int c0, int growth, int h, int w)
+ * f0 (as a dense block does), BN-ReLU-conv after the second; broken: also
+ * Concat(f1, f2) as a second graph output */
+static void check_block(int n, int c0, int growth, int h, int w, bool broken)
 {
     kiln_graph *g;
     assert_int_equal(kiln_graph_create(&g), KILN_OK);
@@ -61,6 +66,12 @@ static void check_block(int n, int c0, int growth, int h, int w)
     kiln_node_set_float(g, bn, "epsilon", 1e-5f);
     int y = conv1x1(g, relu(g, kiln_graph_node_output(g, bn, 0)), c, 16, 50);
     assert_int_equal(kiln_graph_add_output(g, y), KILN_OK);
+    if (broken) {
+        int cat3_in[2] = {f1, f2};
+        int cat3 = kiln_graph_add_node(g, KILN_OP_CONCAT, NULL, cat3_in, 2, 1);
+        kiln_node_set_int(g, cat3, "axis", 1);
+        assert_int_equal(kiln_graph_add_output(g, kiln_graph_node_output(g, cat3, 0)), KILN_OK);
+    }
     kiln_error err = {0};
     assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
 
@@ -96,6 +107,39 @@ static void check_block(int n, int c0, int growth, int h, int w)
         if (!fused)
             fail_msg("case %d: BN Mul, Add and Relu are not one group", case_no);
     }
+    /* the dense concatenations: in place exactly when batch 1, whole blocks
+     * (or row-major) and the chain is not broken */
+    const kiln_node *cats[3] = {NULL, NULL, NULL};
+    int n_cats = 0, n_inplace = 0;
+    for (int k = 0; k < ctx->n_groups; k++) {
+        const kiln_group *gr = &ctx->groups[k];
+        const kiln_node *a = pg->nodes[gr->anchor];
+        if (a->op != KILN_OP_CONCAT)
+            continue;
+        assert_true(n_cats < 3);
+        cats[n_cats++] = a;
+        n_inplace += gr->kind == KILN_GROUP_CONCAT_INPLACE;
+    }
+    assert_int_equal(n_cats, broken ? 3 : 2);
+    bool want = n == 1 && !broken && (whole || tg.vec == 1);
+    if (n_inplace != (want ? 2 : 0))
+        fail_msg("case %d: %d concats in place, want %d", case_no, n_inplace, want ? 2 : 0);
+    if (want) {
+        const kiln_node *a = cats[0]->n_inputs == 2 ? cats[0] : cats[1];
+        const kiln_node *b = a == cats[0] ? cats[1] : cats[0];
+        const kiln_storage *sto = ctx->storage;
+        int bo = b->outputs[0];
+        assert_int_equal(sto[a->outputs[0]].root, sto[bo].root);
+        assert_int_equal(sto[a->outputs[0]].offset, sto[bo].offset);
+        int64_t off = sto[bo].offset;
+        for (int k = 0; k < b->n_inputs; k++) {
+            int v = b->inputs[k];
+            if (sto[v].root != sto[bo].root || sto[v].offset != off)
+                fail_msg("case %d: feature %d is not the concat's slice", case_no, k);
+            off += sto[v].nbytes;
+        }
+        assert_int_equal(off - sto[bo].offset, sto[bo].nbytes);
+    }
     kiln_pass_ctx_destroy(ctx);
     char tag[32];
     snprintf(tag, sizeof tag, "p%d", case_no);
@@ -107,9 +151,10 @@ static void check_block(int n, int c0, int growth, int h, int w)
 static void test_preact(void **state)
 {
     (void)state;
-    check_block(1, 32, 16, 7, 9);
-    check_block(2, 16, 32, 5, 6);
-    check_block(1, 24, 12, 6, 5); /* 48 channels in blocks of 16; 24 and 12 are not */
+    check_block(1, 32, 16, 7, 9, false);
+    check_block(2, 16, 32, 5, 6, false);
+    check_block(1, 24, 12, 6, 5, false); /* 48 channels in blocks of 16; 24 and 12 are not */
+    check_block(1, 32, 16, 7, 9, true);
 }
 
 int main(void)
