@@ -13,6 +13,7 @@
  * means the task is done. */
 #include <cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -34,6 +35,12 @@ struct kiln_records {
     char (*tpl_hash)[17];
     kiln_rec_task *tasks;
     int skipped;
+    /* every "tuned" line of this fingerprint and a current template hash,
+     * of any workload, and those appended by this run: warm starts */
+    struct tuned_rec {
+        char *tpl, *workload, *knobs; /* knobs: the JSON object's text */
+    } *tuned;
+    int n_tuned, cap_tuned;
 };
 
 static bool is_dir(const char *p)
@@ -83,6 +90,12 @@ void kiln_records_close(kiln_records *r)
         fclose(r->f);
     for (int i = 0; i < r->n && r->tasks; i++)
         free(r->tasks[i].measured);
+    for (int k = 0; k < r->n_tuned; k++) {
+        free(r->tuned[k].tpl);
+        free(r->tuned[k].workload);
+        free(r->tuned[k].knobs);
+    }
+    free(r->tuned);
     free(r->tasks);
     free(r->tpl_hash);
     free(r->path);
@@ -133,6 +146,54 @@ static const char *str_item(const cJSON *o, const char *name)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+static void add_tuned(kiln_records *r, const char *tpl, const char *wl, const cJSON *knobs)
+{
+    if (r->n_tuned == r->cap_tuned) {
+        int cap = r->cap_tuned ? 2 * r->cap_tuned : 16;
+        struct tuned_rec *m = realloc(r->tuned, sizeof *m * (size_t)cap);
+        if (!m)
+            return;
+        r->tuned = m;
+        r->cap_tuned = cap;
+    }
+    struct tuned_rec *t = &r->tuned[r->n_tuned];
+    t->tpl = strdup(tpl);
+    t->workload = strdup(wl);
+    t->knobs = cJSON_PrintUnformatted(knobs);
+    if (t->tpl && t->workload && t->knobs) {
+        r->n_tuned++;
+        return;
+    }
+    free(t->tpl);
+    free(t->workload);
+    free(t->knobs);
+}
+
+/* How far apart two workload keys are: both read as text with numbers in
+ * it, the text between the numbers must be the same (the same template,
+ * ops, attributes and layouts: only sizes differ), and the distance is the
+ * sum over the numbers of |ln(1 + a) - ln(1 + b)|. -1: not comparable. */
+static double key_distance(const char *a, const char *b)
+{
+    double d = 0;
+    while (*a && *b) {
+        bool da = *a >= '0' && *a <= '9', db = *b >= '0' && *b <= '9';
+        if (da != db)
+            return -1;
+        if (!da) {
+            if (*a++ != *b++)
+                return -1;
+            continue;
+        }
+        char *ea, *eb;
+        double x = strtod(a, &ea), y = strtod(b, &eb);
+        d += fabs(log1p(x) - log1p(y));
+        a = ea;
+        b = eb;
+    }
+    return *a || *b ? -1 : d;
+}
+
 static void read_line(kiln_records *r, const char *p, int lineno, FILE *log)
 {
     cJSON *rec = cJSON_Parse(p);
@@ -149,6 +210,13 @@ static void read_line(kiln_records *r, const char *p, int lineno, FILE *log)
     }
     const char *fp = str_item(rec, "fingerprint_id"), *th = str_item(rec, "template_hash");
     const char *st = str_item(rec, "status"), *role = str_item(rec, "role");
+    const char *tpl = str_item(rec, "template");
+    if (st && !strcmp(st, "tuned") && fp && !strcmp(fp, kiln_cpu_fingerprint_id()) && tpl && th) {
+        char h[17];
+        kiln_template_hash(tpl, h);
+        if (!strcmp(h, th))
+            add_tuned(r, tpl, wl, kn);
+    }
     for (int i = 0; i < r->n; i++) {
         if (strcmp(r->keys[i], wl) != 0)
             continue;
@@ -341,6 +409,7 @@ kiln_status kiln_records_append_tuned(kiln_records *r, int i, const kiln_trial *
 {
     kiln_sb sb = {0};
     cJSON *o = line_base(r, i, &chosen->cfg, "tuned");
+    add_tuned(r, r->templates[i], r->keys[i], cJSON_GetObjectItemCaseSensitive(o, "knobs"));
     cJSON_AddBoolToObject(o, "validated", true);
     cJSON_AddNumberToObject(o, "speedup", speedup);
     cJSON_AddNumberToObject(o, "median_us", kiln_tune_median(chosen->samples_us, chosen->n_samples));
@@ -349,4 +418,49 @@ kiln_status kiln_records_append_tuned(kiln_records *r, int i, const kiln_trial *
     if (!put_line(&sb, o))
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     return write_lines(r, &sb, err);
+}
+
+bool kiln_records_warm_start(const kiln_records *r, int i, const kiln_tune_space *sp,
+                             kiln_tune_cfg *out, double *distance)
+{
+    if (!r || i < 0 || i >= r->n)
+        return false;
+    int best = -1;
+    double bd = 0;
+    for (int k = 0; k < r->n_tuned; k++) {
+        const struct tuned_rec *t = &r->tuned[k];
+        if (strcmp(t->tpl, r->templates[i]) != 0 || !strcmp(t->workload, r->keys[i]))
+            continue;
+        double d = key_distance(t->workload, r->keys[i]);
+        if (d >= 0 && (best < 0 || d < bd)) {
+            best = k;
+            bd = d;
+        }
+    }
+    if (best < 0)
+        return false;
+    cJSON *kn = cJSON_Parse(r->tuned[best].knobs);
+    kiln_tune_cfg c = sp->deflt;
+    for (int k = 0; k < sp->n && k < r->n_knobs[i]; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(kn, r->names[i][k]);
+        if (sp->fixed[k] || !cJSON_IsNumber(v) || sp->n_choices[k] < 2)
+            continue;
+        /* the choice nearest to the value on a log scale (0 only for 0) */
+        double want = v->valuedouble, bestd = -1;
+        for (int q = 0; q < sp->n_choices[k]; q++) {
+            double x = sp->choices[k][q];
+            double dd = (x <= 0 || want <= 0) ? (x == want ? 0 : 1e9) : fabs(log(x / want));
+            if (bestd < 0 || dd < bestd) {
+                bestd = dd;
+                c.v[k] = sp->choices[k][q];
+            }
+        }
+    }
+    cJSON_Delete(kn);
+    if (kiln_tune_cfg_equal(&c, &sp->deflt))
+        return false;
+    *out = c;
+    if (distance)
+        *distance = bd;
+    return true;
 }

@@ -289,6 +289,18 @@ static kiln_status tune_task(run *r, int i, double budget_s, kiln_error *err)
     if (n_seen)
         fprintf(r->log, "[Task %2d/%2d] %-14s | resuming: %d configuration%s measured before\n",
                 i + 1, r->n, t->info.template_name, n_seen, n_seen == 1 ? "" : "s");
+    kiln_tune_cfg warm;
+    double warm_d = 0;
+    bool warm_ok = !o->no_warm_start && n_seen == 0 &&
+                   kiln_records_warm_start(r->rec, i, &t->sp, &warm, &warm_d);
+    if (warm_ok) {
+        char wj[1024];
+        cfg_json(t, &warm, wj, sizeof wj);
+        fprintf(r->log,
+                "[Task %2d/%2d] %-14s | warm start: %s, from the nearest tuned task (distance "
+                "%.2f)\n",
+                i + 1, r->n, t->info.template_name, wj, warm_d);
+    }
     for (;;) {
         bool inc_is_trial = !in_seen(seen, n_seen, &inc);
         int room = cap > 0 ? cap - trials - (inc_is_trial ? 1 : 0) : batch_sz;
@@ -297,6 +309,16 @@ static kiln_status tune_task(run *r, int i, double budget_s, kiln_error *err)
         kiln_tune_cfg cands[MAX_BATCH];
         int nc = room > 0 ? kiln_tune_next(&t->sp, o->tuner, &st, &inc, seen, n_seen, room, cands)
                           : 0;
+        if (batch == 0 && n_seen == 0 && room > 0 && warm_ok && !in_seen(cands, nc, &warm) &&
+            !kiln_tune_cfg_equal(&warm, &inc)) {
+            /* warm start: the nearest tuned task's configuration goes into
+             * the first batch, beside the default and its neighbours */
+            if (nc == room)
+                nc--;
+            memmove(&cands[1], &cands[0], sizeof *cands * (size_t)nc);
+            cands[0] = warm;
+            nc++;
+        }
         if (nc == 0 && !inc_is_trial)
             break; /* converged, or the trial cap reached */
         list[0].cfg = inc;

@@ -108,6 +108,16 @@ kiln_status kiln_records_append_batch(kiln_records *r, int i, int batch, const k
 kiln_status kiln_records_append_tuned(kiln_records *r, int i, const kiln_trial *chosen,
                                       const kiln_trial *deflt, double speedup, kiln_error *err);
 
+/* Warm start: the configuration of the tuned task nearest to task i (same
+ * template, fingerprint and template hash; its workload key equal but for
+ * the numbers in it, nearest by the sum of |ln(1+a) - ln(1+b)| over them),
+ * from the file or tuned earlier in this run, its knob values moved to the
+ * nearest choices of task i's space (block knobs stay). False when there is
+ * none or it is the default. */
+struct kiln_tune_space;
+bool kiln_records_warm_start(const kiln_records *r, int i, const struct kiln_tune_space *sp,
+                             kiln_tune_cfg *out, double *distance);
+
 /* ---- measurement ------------------------------------------------------------- */
 /* Injected faults (tests): the worker segfaults, hangs, or (die) is killed
  * with SIGKILL: the forked worker, or with MPI the rank serving the trial. */
@@ -213,6 +223,7 @@ typedef struct kiln_tune_options {
     int rounds;              /* interleaved rounds per batch; 0: 3 */
     int num_threads;         /* 0: the runtime's default */
     bool skip_e2e;           /* no end-to-end A/B at the end */
+    bool no_warm_start;      /* do not try the nearest tuned task's configuration */
     FILE *log;               /* progress lines (NULL: stderr) */
 } kiln_tune_options;
 

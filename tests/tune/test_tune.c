@@ -483,6 +483,66 @@ static void test_shipped_records(void **state)
     unsetenv("KILN_RECORDS_DIR");
 }
 
+/* Warm start: a task with no records of its own first measures the tuned
+ * configuration of the nearest task of its template (here mlp's first
+ * dense, tuned with n_tile 2 / n_group 8), moved to its own choices (task
+ * 2 has no n_group 8: 4), beside its default. */
+static void test_warm_start(void **state)
+{
+    (void)state;
+    kiln_error err = {0};
+    kiln_tasks *ts = NULL;
+    kiln_graph *g = NULL;
+    assert_int_equal(kiln_zoo_build("mlp", 0, 0, &g, &err), KILN_OK);
+    assert_int_equal(kiln_tasks_extract(g, NULL, &ts, &err), KILN_OK);
+    kiln_task_info ti;
+    assert_int_equal(kiln_tasks_info(ts, 0, &ti, &err), KILN_OK);
+    char th[17], rec[512], logp[512], text[8192];
+    kiln_template_hash("dense", th);
+    snprintf(rec, sizeof rec, "%s/warm.jsonl", g_dir);
+    snprintf(logp, sizeof logp, "%s/warm.log", g_dir);
+    snprintf(text, sizeof text,
+             "{\"version\":2,\"fingerprint_id\":\"%s\",\"template_hash\":\"%s\","
+             "\"workload\":\"%s\",\"template\":\"dense\",\"knobs\":{\"m_tile\":1,"
+             "\"n_tile\":2,\"m_group\":1,\"n_group\":8},\"status\":\"tuned\","
+             "\"samples_us\":[3]}\n",
+             kiln_cpu_fingerprint_id(), th, ti.workload);
+    write_text(rec, text, "w");
+    kiln_tasks_destroy(ts);
+    kiln_graph_destroy(g);
+    FILE *log = fopen(logp, "w");
+    kiln_tune_options o = base_opts(rec, log);
+    o.tasks = "2";
+    o.trials = 2; /* the default and the warm start */
+    kiln_tune_summary sum;
+    kiln_status s = kiln_tune_run("mlp", &o, &sum, &err);
+    fclose(log);
+    char *lg = read_text(logp), *after = read_text(rec);
+    if (s != KILN_OK)
+        fail_msg("%s\n%s", err.msg, lg);
+    assert_non_null(strstr(lg, "warm start: {\"m_tile\": 1, \"n_tile\": 2, \"m_group\": 1, "
+                               "\"n_group\": 4}"));
+    assert_int_equal(sum.trials, 2);
+    assert_int_equal(count(after, "\"role\":\"candidate\""), 2);
+    assert_non_null(strstr(after, "\"knobs\":{\"m_tile\":1,\"n_tile\":2,\"m_group\":1,"
+                                  "\"n_group\":4},\"status\":\"ok\",\"role\":\"candidate\""));
+    free(lg);
+    free(after);
+    /* --no-warm-start: the default's neighbours only */
+    snprintf(rec, sizeof rec, "%s/warm2.jsonl", g_dir);
+    write_text(rec, text, "w");
+    log = fopen(logp, "w");
+    o = base_opts(rec, log);
+    o.tasks = "2";
+    o.trials = 2;
+    o.no_warm_start = true;
+    assert_int_equal(kiln_tune_run("mlp", &o, &sum, &err), KILN_OK);
+    fclose(log);
+    lg = read_text(logp);
+    assert_null(strstr(lg, "warm start"));
+    free(lg);
+}
+
 int main(void)
 {
     g_dir = kt_tempdir();
@@ -490,6 +550,7 @@ int main(void)
         cmocka_unit_test(test_search_and_rule),
         cmocka_unit_test(test_compile_applies_tuned),
         cmocka_unit_test(test_shipped_records),
+        cmocka_unit_test(test_warm_start),
         cmocka_unit_test(test_corrupt_records),
         cmocka_unit_test(test_faults_cost_one_trial),
         cmocka_unit_test(test_kill9_resume),

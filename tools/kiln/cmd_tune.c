@@ -22,6 +22,7 @@ static void tune_help(void)
            "                 [--tuner droplet|random|grid] [--tasks PATTERN] [--workers 1|mpi]\n"
            "                 [--batch N] [--rounds N] [--timeout S] [--threads N]\n"
            "                 [--target T] [--seed N] [--cache-dir DIR] [--jobs N] [--no-e2e]\n"
+           "                 [--no-warm-start]\n"
            "\n"
            "Tunes the knobs of MODEL's tasks (see `kiln tasks`) on this machine and\n"
            "appends the measurements to R.jsonl; `kiln compile --records R.jsonl` then\n"
@@ -56,6 +57,8 @@ static void tune_help(void)
            "  --cache-dir DIR   object and model cache\n"
            "  --jobs N          parallel compiler processes\n"
            "  --no-e2e          skip the end-to-end A/B of the tuned and untuned builds\n"
+           "  --no-warm-start   do not measure the nearest tuned task's configuration\n"
+           "                    (same template, nearest shapes) in a task's first batch\n"
            "  -h, --help        show this message\n");
 }
 
@@ -161,6 +164,8 @@ int kiln_cmd_tune(int argc, char **argv)
             o.jobs = (int)u;
         } else if (!strcmp(argv[i], "--no-e2e")) {
             o.skip_e2e = true;
+        } else if (!strcmp(argv[i], "--no-warm-start")) {
+            o.no_warm_start = true;
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
             return cli_usage_error("tune", "unknown option '%s'", argv[i]);
         } else if (!model) {
