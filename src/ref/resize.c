@@ -78,6 +78,14 @@ static void dim_taps(const kiln_resize_params *p, int d, int64_t in, int64_t x, 
         break;
     }
     }
+    /* A dim that is not resized maps x to x in every mode but
+     * tf_crop_and_resize (whose roi may still crop it), as ONNX Runtime
+     * does: tf_half_pixel_for_nn's (x + 0.5) / 1 with nearest_mode ceil or
+     * round_prefer_ceil would otherwise read element x + 1 of a batch or
+     * channel dim. The other modes compute x there anyway (or, for
+     * pytorch_half_pixel with one element, taps that all clamp to it). */
+    if (scale == 1.0 && p->coord != KILN_COORD_TF_CROP_AND_RESIZE)
+        xo = xf;
     double fl = floor(xo), r = xo - fl;
     int64_t base = (int64_t)fl;
     if (r == 0.0) { /* prefer the left neighbour: ratio 1 */

@@ -14,7 +14,8 @@ semantics it must have:
   - ONNX Runtime, for what the ONNX spec defines beyond torch's semantics (NMS
     with several batches and classes, a score threshold, a per-class limit,
     flipped corners, center_point_box; negative indices; GatherND's batch_dims;
-    ScatterElements' reductions).
+    ScatterElements' reductions; Resize's tf_half_pixel_for_nn with ceil, where
+    the dims that are not resized are copied).
 
 Each case is NAME/model.onnx with NAME/test_data_set_0/input_K.pb and
 output_K.pb (TensorProto). Every expected output is also checked against ONNX
@@ -403,6 +404,17 @@ def resize_cases():
                                                align_corners=False).numpy()
         write_case(name, resize_model(shp, list(shp[:2]) + list(out), "linear", "half_pixel"),
                    [x], [want])
+    # dims that are not resized are copied in every mode (ONNX Runtime's
+    # result; the formula (x + 0.5) / 1 with ceil would shift the channels)
+    for nm in ("ceil", "round_prefer_ceil"):
+        shp, out = (1, 3, 4, 5), (1, 3, 7, 5)
+        x = RNG.standard_normal(shp).astype(np.float32)
+        m = resize_model(shp, list(out), "nearest", "tf_half_pixel_for_nn", nearest_mode=nm)
+        path = os.path.join(HERE, "tmp.onnx")
+        onnx.save_model(m, path)
+        want = ort_run(path, [x])[0]
+        os.remove(path)
+        write_case(f"resize_nearest_tf_half_pixel_for_nn_{nm}", m, [x], [want])
 
 
 def main():
