@@ -178,16 +178,15 @@ kiln_status kiln_pass_plan_memory(kiln_pass_ctx *ctx, kiln_error *err)
             continue;
         }
         if (gr->kind == KILN_GROUP_CONCAT_INPLACE) {
-            if (concat_of[gr->outputs[0]] < 0)
-                sto[gr->outputs[0]].root = gr->outputs[0];
+            sto[gr->outputs[0]].root = gr->outputs[0]; /* a chain member: resolved below */
             continue;
         }
         int n_out = a->n_outputs > 1 ? a->n_outputs : gr->n_outputs;
         for (int k = 0; k < n_out; k++) {
             int v = a->n_outputs > 1 ? a->outputs[k] : gr->outputs[k];
-            if (concat_of[v] >= 0)
-                continue; /* placed with its concat below */
             sto[v].root = v;
+            if (concat_of[v] >= 0)
+                continue; /* a slice of its concat: resolved below */
             if (k != 0 || !elementwise_group(ctx, gr))
                 continue;
             for (int j = 0; j < gr->n_inputs; j++) {
@@ -200,11 +199,16 @@ kiln_status kiln_pass_plan_memory(kiln_pass_ctx *ctx, kiln_error *err)
                     !kiln_shape_equal(&x->shape, &g->values[v]->shape) ||
                     !kiln_layout_equal(x->layout, g->values[v]->layout) || x->dtype != g->values[v]->dtype)
                     continue;
-                /* the root's buffer must be dead after this group */
+                /* the root's buffer must be dead after this group, the
+                 * slices of a concat buffer included (their roots are
+                 * still the members themselves here; they may be read
+                 * after the concat) */
                 bool dead = true;
-                for (int u = 0; u < nv && dead; u++)
-                    if (sto[u].root == root && last[u] > r)
+                for (int u = 0; u < nv && dead; u++) {
+                    int ur = sto[u].root;
+                    if (ur >= 0 && (ur == root || concat_of[ur] == root) && last[u] > r)
                         dead = false;
+                }
                 if (!dead)
                     continue;
                 sto[v].root = root;
@@ -214,7 +218,8 @@ kiln_status kiln_pass_plan_memory(kiln_pass_ctx *ctx, kiln_error *err)
         }
     }
     /* concat members: slices of their concat's buffer (the concat output is a
-     * root assigned above, or later; resolve now) */
+     * root assigned above, or later; resolve now), then the views of members
+     * (whose root is still the member) */
     for (int v = 0; v < nv; v++)
         if (concat_of[v] >= 0) {
             sto[v].root = concat_of[v];

@@ -8,7 +8,9 @@
  * batch 1 with whole blocks, that the two concatenations are written in
  * place: every feature a slice of the longer one's buffer, the shorter one
  * its leading bytes (a chain of prefixes, fuse.c); a third concat that
- * breaks the chain (f1, f2) leaves them all as kernels. */
+ * breaks the chain (f1, f2) leaves them all as kernels. With a feature also
+ * read after the block (Relu(f1) as a second output), the BN group must not
+ * write its output over the concat buffer (the values compared catch it). */
 #include "compiler_test.h"
 #include "pass/pass.h"
 #include "target/target.h"
@@ -40,11 +42,15 @@ static int relu(kiln_graph *g, int x)
     return kiln_graph_node_output(g, id, 0);
 }
 
+enum { PLAIN, BROKEN, LATE };
+
 /* features f0 (c0 channels) and f1, f2 (growth each), two concats reading
- * f0 (as a dense block does), BN-ReLU-conv after the second; broken: also
- * Concat(f1, f2) as a second graph output */
-static void check_block(int n, int c0, int growth, int h, int w, bool broken)
+ * f0 (as a dense block does), BN-ReLU-conv after the second; BROKEN: also
+ * Concat(f1, f2) as a second graph output; LATE: also Relu(f1) after the
+ * block as a second graph output */
+static void check_block(int n, int c0, int growth, int h, int w, int variant)
 {
+    bool broken = variant == BROKEN;
     kiln_graph *g;
     assert_int_equal(kiln_graph_create(&g), KILN_OK);
     kiln_shape xs = ks(4, n, 8, h, w);
@@ -72,6 +78,8 @@ static void check_block(int n, int c0, int growth, int h, int w, bool broken)
         kiln_node_set_int(g, cat3, "axis", 1);
         assert_int_equal(kiln_graph_add_output(g, kiln_graph_node_output(g, cat3, 0)), KILN_OK);
     }
+    if (variant == LATE)
+        assert_int_equal(kiln_graph_add_output(g, relu(g, f1)), KILN_OK);
     kiln_error err = {0};
     assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
 
@@ -151,10 +159,11 @@ static void check_block(int n, int c0, int growth, int h, int w, bool broken)
 static void test_preact(void **state)
 {
     (void)state;
-    check_block(1, 32, 16, 7, 9, false);
-    check_block(2, 16, 32, 5, 6, false);
-    check_block(1, 24, 12, 6, 5, false); /* 48 channels in blocks of 16; 24 and 12 are not */
-    check_block(1, 32, 16, 7, 9, true);
+    check_block(1, 32, 16, 7, 9, PLAIN);
+    check_block(2, 16, 32, 5, 6, PLAIN);
+    check_block(1, 24, 12, 6, 5, PLAIN); /* 48 channels in blocks of 16; 24 and 12 are not */
+    check_block(1, 32, 16, 7, 9, BROKEN);
+    check_block(1, 32, 16, 7, 9, LATE);
 }
 
 int main(void)
