@@ -543,6 +543,48 @@ static void test_warm_start(void **state)
     free(lg);
 }
 
+/* What an MPI rank does (src/tune/worker.c), in-process: build a
+ * configuration into the model cache (nothing runs), then measure it in the
+ * forked child; a configuration outside the space is an error, a crash one
+ * trial; another workload key replaces the task. */
+static void test_worker(void **state)
+{
+    (void)state;
+    kiln_error err = {0};
+    kiln_tasks *ts = NULL;
+    kiln_graph *g = NULL;
+    assert_int_equal(kiln_zoo_build("mlp", 0, 0, &g, &err), KILN_OK);
+    assert_int_equal(kiln_tasks_extract(g, NULL, &ts, &err), KILN_OK);
+    kiln_task_info t1, t3;
+    assert_int_equal(kiln_tasks_info(ts, 0, &t1, &err), KILN_OK);
+    assert_int_equal(kiln_tasks_info(ts, 2, &t3, &err), KILN_OK);
+    kiln_tune_worker *wk = NULL;
+    assert_int_equal(kiln_tune_worker_create(NULL, 2, 15, 1, &wk, &err), KILN_OK);
+    const char *cfg = "{\"n_tile\": 2, \"n_group\": 1}";
+    if (kiln_tune_worker_build(wk, t1.workload, cfg, &err) != KILN_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(kiln_tune_worker_build(wk, t1.workload, "{\"n_tile\": 7}", &err),
+                     KILN_ERR_INVALID_ARGUMENT);
+    kiln_trial t;
+    memset(&t, 0, sizeof t);
+    kiln_tune_worker_measure(wk, t1.workload, cfg, 3, 0.5, KILN_FAULT_NONE, &t);
+    assert_int_equal(t.status, KILN_TRIAL_OK);
+    assert_int_equal(t.n_samples, 3);
+    assert_true(t.samples_us[0] > 0);
+    kiln_tune_worker_measure(wk, t1.workload, cfg, 3, 0.5, KILN_FAULT_SEGV, &t);
+    assert_int_equal(t.status, KILN_TRIAL_CRASH);
+    kiln_tune_worker_measure(wk, t3.workload, "{}", 2, 0.5, KILN_FAULT_NONE, &t);
+    assert_int_equal(t.status, KILN_TRIAL_OK);
+    assert_int_equal(t.n_samples, 2);
+    kiln_tune_worker_measure(wk, "dense|not a key", "{}", 2, 0.5, KILN_FAULT_NONE, &t);
+    assert_int_equal(t.status, KILN_TRIAL_ERROR);
+    assert_true(strlen(t.error) > 0);
+    kiln_tune_worker_destroy(wk);
+    kiln_tune_worker_destroy(NULL);
+    kiln_tasks_destroy(ts);
+    kiln_graph_destroy(g);
+}
+
 int main(void)
 {
     g_dir = kt_tempdir();
@@ -551,6 +593,7 @@ int main(void)
         cmocka_unit_test(test_compile_applies_tuned),
         cmocka_unit_test(test_shipped_records),
         cmocka_unit_test(test_warm_start),
+        cmocka_unit_test(test_worker),
         cmocka_unit_test(test_corrupt_records),
         cmocka_unit_test(test_faults_cost_one_trial),
         cmocka_unit_test(test_kill9_resume),
