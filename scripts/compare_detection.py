@@ -17,12 +17,13 @@ detections are matched, in score order, to the other side's:
     order);
   - a detection left unpaired on either side is tolerated only at the cut:
     when its score is within the score tolerance of the lowest score of the
-    other side (it could have been dropped or kept by a score a tolerance
-    away). Anything else unpaired is a mismatch, and so is a difference in
-    count beyond those.
+    other side, or of the score threshold when one is given (it could have
+    been dropped or kept by a score a tolerance away). Anything else unpaired
+    is a mismatch, and so is a difference in count beyond those.
 
 Usage: /usr/bin/python3 scripts/compare_detection.py --got B S L --want B S L
        [--image-size PX] [--box-atol A] [--score-rtol R] [--score-atol A]
+       [--score-thresh T]
        /usr/bin/python3 scripts/compare_detection.py --self-test
 (B S L: TensorProto .pb or .npy files of boxes, scores and labels.) Prints one
 line (OK or MISMATCH with the first difference); exit 0 on a match, 1 on a
@@ -52,8 +53,10 @@ def _shape_ok(boxes, scores, labels):
     return boxes.ndim == 2 and boxes.shape == (n, 4) and labels.shape == (n,)
 
 
-def compare(got, want, box_atol, score_rtol=SCORE_RTOL, score_atol=SCORE_ATOL):
-    """got, want: (boxes, scores, labels) arrays. Returns a dict: ok,
+def compare(got, want, box_atol, score_rtol=SCORE_RTOL, score_atol=SCORE_ATOL,
+            score_thresh=None):
+    """got, want: (boxes, scores, labels) arrays; score_thresh: the
+    network's score threshold, if known. Returns a dict: ok,
     message, matched, max_box_err, max_score_err, tolerated (unpaired
     detections at the cut)."""
     res = {"ok": False, "message": "", "matched": 0, "max_box_err": 0.0,
@@ -108,23 +111,27 @@ def compare(got, want, box_atol, score_rtol=SCORE_RTOL, score_atol=SCORE_ATOL):
         return (f"nearest of that label: detection {j}, score {so[j]:.6g}, box error "
                 f"{np.abs(bo[j] - b[k]).max():.4g}")
 
+    def at_thresh(s):
+        return score_thresh is not None and abs(s - score_thresh) <= stol(s)
+
     bad = []
-    # unpaired at the cut: within the tolerance of the other side's lowest score
+    # unpaired at the cut: within the tolerance of the other side's lowest
+    # score or of the threshold
     for i in unpaired_w:
-        if len(gs) and abs(ws[i] - gs.min()) <= stol(ws[i]):
+        if len(gs) and abs(ws[i] - gs.min()) <= stol(ws[i]) or at_thresh(ws[i]):
             res["tolerated"] += 1
         else:
             bad.append(f"{describe('expected', i, wb, ws, wl)} is missing "
                        f"({nearest(wb, ws, wl, gb, gs, gl, i)})")
     for j in unpaired_g:
-        if len(ws) and abs(gs[j] - ws.min()) <= stol(ws.min()):
+        if len(ws) and abs(gs[j] - ws.min()) <= stol(ws.min()) or at_thresh(gs[j]):
             res["tolerated"] += 1
         else:
             bad.append(f"{describe('got', j, gb, gs, gl)} is extra "
                        f"({nearest(gb, gs, gl, wb, ws, wl, j)})")
     if bad:
-        res["message"] = (f"{len(bad)} of {len(ws)} expected / {len(gs)} got detections "
-                          f"unmatched; first: {bad[0]}")
+        res["message"] = (f"{len(bad)} detections unmatched ({len(ws)} expected, {len(gs)} "
+                          f"got); first: {bad[0]}")
         return res
     res["ok"] = True
     res["message"] = (f"{len(pairs)} detections match (got {len(gs)}, expected {len(ws)}"
@@ -175,7 +182,14 @@ def self_test():
          want=(boxes, cut, labels))
     case("the last one, not at the cut, missing", False, b=boxes[:-1], s=scores[:-1],
          lab=labels[:-1])
+    case("none got, all expected", False, b=boxes[:0], s=scores[:0], lab=labels[:0])
+    thr = scores.copy()
+    thr[-1] = np.float32(0.05)
     failures = []
+    r = compare((boxes[:-1], thr[:-1], labels[:-1]), (boxes, thr, labels), 0.32,
+                score_thresh=0.05 - 1e-5)
+    if not r["ok"]:
+        failures.append(f"the last one, at the threshold, missing: {r['message']}")
     for name, expect, got, want in cases:
         r = compare(got, want, 0.32)
         if r["ok"] != expect:
@@ -196,6 +210,8 @@ def main():
                     help=f"box tolerance in pixels (default {BOX_ATOL_OF_SIZE} x image size)")
     ap.add_argument("--score-rtol", type=float, default=SCORE_RTOL)
     ap.add_argument("--score-atol", type=float, default=SCORE_ATOL)
+    ap.add_argument("--score-thresh", type=float, default=None,
+                    help="the network's score threshold: a detection at it may be unpaired")
     args = ap.parse_args()
     if args.self_test:
         failures = self_test()
@@ -212,7 +228,7 @@ def main():
         print(f"compare_detection: {e}", file=sys.stderr)
         return 2
     box_atol = args.box_atol if args.box_atol is not None else BOX_ATOL_OF_SIZE * args.image_size
-    r = compare(got, want, box_atol, args.score_rtol, args.score_atol)
+    r = compare(got, want, box_atol, args.score_rtol, args.score_atol, args.score_thresh)
     print(("OK: " if r["ok"] else "MISMATCH: ") + r["message"])
     return 0 if r["ok"] else 1
 
