@@ -263,6 +263,26 @@ vm_src kiln_vm_resolve(const kiln_vm *vm, const char *name, int before)
     return (vm_src){.kind = -1};
 }
 
+/* Compiles g into a module (through the object cache, so a graph compiled
+ * before is only loaded). */
+static kiln_status compile_graph(const kiln_vm *vm, const kiln_graph *g, kiln_module **mod,
+                                 kiln_error *err)
+{
+    const char *tmp = getenv("TMPDIR");
+    char path[4096];
+    static _Atomic int counter;
+    snprintf(path, sizeof path, "%s/kiln-vm-%ld-%d.so", tmp && *tmp ? tmp : "/tmp",
+             (long)getpid(), counter++);
+    kiln_compile_options co = {.cache_dir = vm->cache_dir};
+    kiln_status s = kiln_compile(g, &co, path, err);
+    if (s == KILN_OK) {
+        kiln_module_options mo = {.num_threads = vm->num_threads, .bind_threads = -1};
+        s = kiln_module_load(path, &mo, mod, err);
+    }
+    unlink(path);
+    return s;
+}
+
 static kiln_status load_static(kiln_vm *vm, const kiln_vm_options *o, kiln_error *err)
 {
     kiln_graph *g = vm->sg;
@@ -281,21 +301,10 @@ static kiln_status load_static(kiln_vm *vm, const kiln_vm_options *o, kiln_error
     }
     for (int i = 0; i < vm->s_n_out; i++)
         kiln_graph_output_info(g, i, &vm->s_out_names[i], NULL, NULL);
+    (void)o;
     if (vm->reference)
         return kiln_ref_executor_create(g, &vm->sex, err);
-    const char *tmp = getenv("TMPDIR");
-    char path[4096];
-    static int counter;
-    snprintf(path, sizeof path, "%s/kiln-vm-%ld-%d.so", tmp && *tmp ? tmp : "/tmp",
-             (long)getpid(), counter++);
-    kiln_compile_options co = {.cache_dir = o->cache_dir};
-    kiln_status s = kiln_compile(g, &co, path, err);
-    if (s == KILN_OK) {
-        kiln_module_options mo = {.num_threads = o->num_threads, .bind_threads = -1};
-        s = kiln_module_load(path, &mo, &vm->smod, err);
-    }
-    unlink(path);
-    return s;
+    return compile_graph(vm, g, &vm->smod, err);
 }
 
 static kiln_status build_dynamic(kiln_vm *vm, const bool *dyn, kiln_error *err)
@@ -402,7 +411,13 @@ kiln_status kiln_vm_create(const char *path, const kiln_vm_options *opts, kiln_v
     if (!vm)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     vm->reference = o->reference;
-    kiln_status s = kiln_file_read(path, (size_t)INT32_MAX, &data, &size, err);
+    vm->num_threads = o->num_threads;
+    kiln_status s = KILN_OK;
+    if (o->cache_dir && !(vm->cache_dir = strdup(o->cache_dir))) {
+        kiln_vm_destroy(vm);
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    s = kiln_file_read(path, (size_t)INT32_MAX, &data, &size, err);
     if (s == KILN_OK)
         s = onnx_decode_model(data, size, &vm->m, err);
     free(data);
@@ -471,6 +486,7 @@ fail:
 
 static void free_class(vm_class *c)
 {
+    kiln_module_destroy(c->mod);
     kiln_ref_executor_destroy(c->ex);
     kiln_graph_destroy(c->g);
     free(c->in_slot);
@@ -512,6 +528,7 @@ void kiln_vm_destroy(kiln_vm *vm)
     free(vm->out_shape);
     free(vm->out_src);
     free(vm->base_dir);
+    free(vm->cache_dir);
     free(vm->cap_vi);
     for (size_t i = 0; vm->init_ok && i < vm->graph->n_initializer; i++)
         if (vm->init_ok[i])
@@ -736,6 +753,35 @@ done:
     return s;
 }
 
+/* Dynamic nodes of at least this many flops (a detection head's Gemm on
+ * its data-dependent number of proposals) are compiled per shape class, like
+ * the static part, instead of run on reference kernels. */
+#define HEAVY_FLOPS 2e7
+
+/* Flops of the Gemm, MatMul and Conv nodes of a converted one-node graph. */
+static double graph_flops(const kiln_graph *g)
+{
+    double f = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const kiln_node *nd = g->nodes[i];
+        if ((nd->op != KILN_OP_GEMM && nd->op != KILN_OP_MATMUL && nd->op != KILN_OP_CONV) ||
+            nd->n_inputs < 2 || nd->inputs[0] < 0 || nd->inputs[1] < 0)
+            continue;
+        const kiln_shape *x = &g->values[nd->inputs[0]]->shape;
+        const kiln_shape *w = &g->values[nd->inputs[1]]->shape;
+        double out = (double)kiln_shape_numel(&g->values[nd->outputs[0]]->shape);
+        if (x->rank < 1 || w->rank < 1)
+            continue;
+        if (nd->op == KILN_OP_CONV) /* 2 out (Cin / group) kh kw */
+            f += w->dims[0] > 0 ? 2 * out * (double)kiln_shape_numel(w) / (double)w->dims[0] : 0;
+        else if (nd->op == KILN_OP_GEMM && kiln_attr_int(nd, "transA", 0) && x->rank == 2)
+            f += 2 * out * (double)x->dims[0];
+        else
+            f += 2 * out * (double)x->dims[x->rank - 1];
+    }
+    return f;
+}
+
 static kiln_status run_node(kiln_vm *vm, vm_node *n, kiln_error *err)
 {
     const kiln_tensor **t = n->in;
@@ -776,6 +822,25 @@ static kiln_status run_node(kiln_vm *vm, vm_node *n, kiln_error *err)
             memcpy(c->key, n->key, len);
         c->key_len = len;
         vm->conversions++;
+        if (!vm->reference && graph_flops(c->g) >= HEAVY_FLOPS &&
+            compile_graph(vm, c->g, &c->mod, err) != KILN_OK) {
+            c->mod = NULL; /* the reference kernels still run it */
+            kiln_error_clear(err);
+        }
+    }
+    if (c->mod) {
+        c->used = ++vm->stamp;
+        kiln_status s = KILN_OK;
+        for (int k = 0; k < n->n_in && s == KILN_OK; k++)
+            if (c->in_slot[k] >= 0)
+                s = kiln_module_set_input(c->mod, c->in_slot[k], t[k], err);
+        if (s == KILN_OK)
+            s = kiln_module_run(c->mod, err);
+        if (s != KILN_OK)
+            return kiln_error_prefix(err, s, "node '%s' (%s): ", n->name, n->np->op_type);
+        for (int k = 0; k < n->n_out; k++)
+            n->out[k] = n->out_pos[k] >= 0 ? kiln_module_output(c->mod, n->out_pos[k]) : NULL;
+        return KILN_OK;
     }
     c->used = ++vm->stamp;
     for (int k = 0; k < n->n_in; k++) {

@@ -22,6 +22,7 @@ typedef struct vm_class {
     size_t key_len;
     kiln_graph *g;
     kiln_ref_executor *ex;
+    kiln_module *mod; /* a heavy node (vm.c: HEAVY_FLOPS) compiled for this class, or NULL */
     int *in_slot; /* per node input: the one-node graph's input index, -1: none */
     int64_t used; /* stamp of the last run that used it */
 } vm_class;
@@ -69,6 +70,8 @@ struct kiln_vm {
     bool *init_ok;
     char *base_dir;
     bool reference;
+    int num_threads;       /* of compiled parts (the static part, heavy nodes) */
+    char *cache_dir;       /* their object cache, or NULL: the default */
     int n_in, n_out;
     const Onnx__ValueInfoProto **in_vi, **out_vi;
     kiln_dtype *in_dt, *out_dt;

@@ -8,7 +8,9 @@
  * run-time input, each against values worked out here. New input values of
  * the same shape, and new output extents, convert nothing. A chain model
  * checks the split: nodes before the data-dependent one are static, the
- * ones after it dynamic, in one VM with a 70-input Concat. */
+ * ones after it dynamic, in one VM with a 70-input Concat. RoiAlign on rois
+ * that a run-time condition picks runs as the VM's kernel and must equal the
+ * reference kernel exactly (avg and max, adaptive and fixed sampling). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -502,12 +504,150 @@ static void test_split(void **state)
     kiln_vm_destroy(vm);
 }
 
+/* ---- RoiAlign -------------------------------------------------------------------- */
+
+/* rois and batch indices picked by Compress (a run-time condition), so the
+ * RoiAlign after them is dynamic and runs as the VM's kernel; the same
+ * model imported with the condition bound is static and runs the
+ * reference kernel: the outputs must agree exactly. */
+static void roialign_case(const char *mode, int64_t ratio, float scale)
+{
+    char path[4200];
+    char *dir = kt_tempdir();
+    snprintf(path, sizeof path, "%s/roialign.onnx", dir);
+    free(dir);
+    enum { R = 5 };
+    vi_store s[5];
+    io_spec xs = {"x", KILN_DTYPE_FLOAT32, 4, {2, 3, 9, 11}}, rs = {"rois", KILN_DTYPE_FLOAT32, 2, {R, 4}},
+            bs = {"bi", KILN_DTYPE_INT64, 1, {R}}, cs = {"cond", KILN_DTYPE_BOOL, 1, {R}},
+            ys = {"y", KILN_DTYPE_FLOAT32, -1, {0}};
+    Onnx__ValueInfoProto *gi[4] = {vi(&s[0], &xs), vi(&s[1], &rs), vi(&s[2], &bs), vi(&s[3], &cs)};
+    Onnx__ValueInfoProto *go[1] = {vi(&s[4], &ys)};
+    char *c1_in[] = {"rois", "cond"}, *c1_out[] = {"r2"}, *c2_in[] = {"bi", "cond"};
+    char *c2_out[] = {"b2"}, *ra_in[] = {"x", "r2", "b2"}, *ra_out[] = {"y"};
+    Onnx__AttributeProto ax = ONNX__ATTRIBUTE_PROTO__INIT, *axp[1] = {&ax};
+    ax.name = "axis", ax.has_type = 1, ax.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    ax.has_i = 1, ax.i = 0;
+    Onnx__AttributeProto ra[5], *rap[5];
+    const char *in_names[3] = {"output_height", "output_width", "sampling_ratio"};
+    int64_t in_vals[3] = {3, 4, ratio};
+    for (int i = 0; i < 5; i++) {
+        Onnx__AttributeProto a0 = ONNX__ATTRIBUTE_PROTO__INIT;
+        ra[i] = a0;
+        rap[i] = &ra[i];
+        ra[i].has_type = 1;
+        if (i < 3) {
+            ra[i].name = (char *)in_names[i];
+            ra[i].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+            ra[i].has_i = 1, ra[i].i = in_vals[i];
+        } else if (i == 3) {
+            ra[i].name = "spatial_scale";
+            ra[i].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+            ra[i].has_f = 1, ra[i].f = scale;
+        } else {
+            ra[i].name = "mode";
+            ra[i].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+            ra[i].has_s = 1, ra[i].s.data = (uint8_t *)mode, ra[i].s.len = strlen(mode);
+        }
+    }
+    Onnx__NodeProto nd[3];
+    char **ins[3] = {c1_in, c2_in, ra_in}, **outs[3] = {c1_out, c2_out, ra_out};
+    const char *ops[3] = {"Compress", "Compress", "RoiAlign"};
+    Onnx__NodeProto *np[3];
+    for (int i = 0; i < 3; i++) {
+        Onnx__NodeProto n0 = ONNX__NODE_PROTO__INIT;
+        nd[i] = n0;
+        nd[i].op_type = (char *)ops[i];
+        nd[i].n_input = i < 2 ? 2 : 3;
+        nd[i].input = ins[i];
+        nd[i].n_output = 1;
+        nd[i].output = outs[i];
+        nd[i].n_attribute = i < 2 ? 1 : 5;
+        nd[i].attribute = i < 2 ? axp : rap;
+        np[i] = &nd[i];
+    }
+    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
+    g.name = "roialign";
+    g.n_node = 3;
+    g.node = np;
+    g.n_input = 4;
+    g.input = gi;
+    g.n_output = 1;
+    g.output = go;
+    write_graph(path, &g);
+
+    float x[2 * 3 * 9 * 11];
+    kt_fill_random(x, 2 * 3 * 9 * 11, 5, -1, 1);
+    /* corners [x1, y1, x2, y2] in input pixels / scale: inside, partly
+     * outside, degenerate, reversed, the whole map */
+    float rois[R * 4] = {2, 1, 14, 10, 18, -4, 30, 12, 6, 6, 6, 6, 12, 9, 4, 3, 0, 0, 22, 18};
+    int64_t bi[R] = {0, 1, 1, 0, 1};
+    uint8_t cond[R] = {1, 1, 0, 1, 1};
+    kiln_tensor xt = {.dtype = KILN_DTYPE_FLOAT32, .shape = ks(4, 2, 3, 9, 11), .data = x};
+    kiln_tensor ct = {.dtype = KILN_DTYPE_BOOL, .shape = ks(1, R), .data = cond};
+    kiln_error err = {0};
+    kiln_vm *vm = NULL;
+    kiln_vm_options o = {.reference = true};
+    if (kiln_vm_create(path, &o, &vm, &err) != KILN_OK)
+        fail_msg("roialign: %s", err.msg);
+    assert_int_equal(kiln_vm_num_dynamic_nodes(vm), 3);
+    set(vm, 0, KILN_DTYPE_FLOAT32, xt.shape, x);
+    set(vm, 1, KILN_DTYPE_FLOAT32, ks(2, R, 4), rois);
+    set(vm, 2, KILN_DTYPE_INT64, ks(1, R), bi);
+    set(vm, 3, KILN_DTYPE_BOOL, ct.shape, cond);
+    run(vm);
+    const kiln_tensor *y = kiln_vm_output(vm, 0);
+    assert_int_equal(kiln_vm_num_conversions(vm), 0);
+    /* the reference: rois, indices and condition bound, RoiAlign static */
+    kiln_tensor rt = {.dtype = KILN_DTYPE_FLOAT32, .shape = ks(2, R, 4), .data = rois};
+    kiln_tensor bt = {.dtype = KILN_DTYPE_INT64, .shape = ks(1, R), .data = bi};
+    kiln_onnx_binding b[3] = {{.name = "cond", .value = &ct},
+                              {.name = "rois", .value = &rt},
+                              {.name = "bi", .value = &bt}};
+    kiln_onnx_options io = {.bindings = b, .n_bindings = 3};
+    kiln_graph *gr = NULL;
+    if (kiln_onnx_load_ex(path, &io, &gr, &err) != KILN_OK)
+        fail_msg("import: %s", err.msg);
+    kiln_ref_executor *ex = NULL;
+    assert_int_equal(kiln_ref_executor_create(gr, &ex, &err), KILN_OK);
+    assert_int_equal(kiln_graph_num_inputs(gr), 1);
+    assert_int_equal(kiln_ref_executor_set_input(ex, 0, &xt, &err), KILN_OK);
+    if (kiln_ref_executor_run(ex, &err) != KILN_OK)
+        fail_msg("ref: %s", err.msg);
+    const kiln_tensor *want = kiln_ref_executor_output(ex, 0);
+    assert_true(kiln_shape_equal(&y->shape, &want->shape));
+    assert_int_equal(y->shape.dims[0], 4);
+    int64_t n = kiln_shape_numel(&y->shape), nonzero = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float a = ((const float *)y->data)[i], e = ((const float *)want->data)[i];
+        if (a != e)
+            fail_msg("%s ratio %lld: element %lld: %g, reference %g", mode, (long long)ratio,
+                     (long long)i, a, e);
+        nonzero += a != 0;
+    }
+    if (nonzero <= n / 5) /* some rois fall partly outside the map */
+        fail_msg("%s ratio %lld: %lld of %lld nonzero", mode, (long long)ratio, (long long)nonzero, (long long)n);
+    kiln_ref_executor_destroy(ex);
+    kiln_graph_destroy(gr);
+    kiln_vm_destroy(vm);
+}
+
+static void test_roialign(void **state)
+{
+    (void)state;
+    roialign_case("avg", 0, 0.5f);
+    roialign_case("avg", 2, 0.5f);
+    roialign_case("max", 0, 0.5f);
+    roialign_case("max", 3, 1.0f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nonzero),  cmocka_unit_test(test_compress),
         cmocka_unit_test(test_nms),      cmocka_unit_test(test_nms_many),
         cmocka_unit_test(test_topk),     cmocka_unit_test(test_split),
+        cmocka_unit_test(test_roialign),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

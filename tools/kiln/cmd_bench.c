@@ -11,7 +11,8 @@ static void bench_help(void)
 {
     printf("usage: kiln bench MODEL [--number N] [--repeat R] [--min-repeat-ms M]\n"
            "                  [--cooldown-ms C] [--flush-cache] [--threads N]\n"
-           "                  [--executor graph|ref] [--seed N] [--json]\n"
+           "                  [--executor graph|ref] [--seed N] [--input FILE]...\n"
+           "                  [--json]\n"
            "\n"
            "Times MODEL (a compiled .so, a zoo network name or an .onnx file, compiled\n"
            "through the cache) on the default input of `kiln run`, like TVM's\n"
@@ -31,6 +32,9 @@ static void bench_help(void)
            "                     physical cores); KILN_BIND_THREADS=1 pins them\n"
            "  --executor E       graph (the default) or ref (reference kernels)\n"
            "  --seed N           seed of the zoo network's weights (default 0)\n"
+           "  --input FILE       input tensor (.npy or .pb) instead of the default input;\n"
+           "                     once per model input, in order (a detection network's\n"
+           "                     work depends on its input)\n"
            "  --json             print only a JSON object: {mean, median, min, max,\n"
            "                     std, results, number, repeat, threads}, times in\n"
            "                     seconds per run\n"
@@ -76,7 +80,8 @@ int kiln_cmd_bench(int argc, char **argv)
     kiln_bench_options o = {.number = 1, .repeat = 3};
     kiln_bench_result *res = NULL;
     kiln_tensor *inputs = NULL;
-    int n_inputs = 0;
+    int n_inputs = 0, n_input_paths = 0;
+    const char *input_paths[64];
     cli_model cm = {0};
     kiln_error err = {0};
 
@@ -114,6 +119,15 @@ int kiln_cmd_bench(int argc, char **argv)
                 cli_usage_error("bench", "--seed: '%s' is not a non-negative integer", v);
                 goto done;
             }
+        } else if ((r = cli_opt_value("bench", argc, argv, &i, "--input", &v)) != 0) {
+            if (r < 0)
+                goto done;
+            if (n_input_paths >= (int)(sizeof input_paths / sizeof *input_paths)) {
+                cli_usage_error("bench", "more than %d --input files",
+                                (int)(sizeof input_paths / sizeof *input_paths));
+                goto done;
+            }
+            input_paths[n_input_paths++] = v;
         } else if (strcmp(a, "--flush-cache") == 0) {
             o.flush_cache = 1;
         } else if (strcmp(a, "--json") == 0) {
@@ -141,8 +155,23 @@ int kiln_cmd_bench(int argc, char **argv)
         cli_error("out of memory");
         goto done;
     }
-    if (cli_model_default_inputs(&cm, inputs) != KILN_EXIT_OK)
+    if (n_input_paths && n_input_paths != n_inputs) {
+        cli_error("model '%s' has %d input%s but %d --input file%s given", model, n_inputs,
+                  n_inputs == 1 ? "" : "s", n_input_paths, n_input_paths == 1 ? " was" : "s were");
         goto done;
+    }
+    if (!n_input_paths && cli_model_default_inputs(&cm, inputs) != KILN_EXIT_OK)
+        goto done;
+    for (int i = 0; i < n_input_paths; i++) {
+        if (kiln_tensor_read(input_paths[i], &inputs[i], NULL, &err) != KILN_OK) {
+            cli_error("%s: %s", input_paths[i], err.msg);
+            goto done;
+        }
+        if (cli_model_set_input(&cm, i, &inputs[i], &err) != KILN_OK) {
+            cli_error("%s: input %d: %s", input_paths[i], i, err.msg);
+            goto done;
+        }
+    }
 
     kiln_status st = cm.mod ? kiln_module_bench(cm.mod, &o, res, &err)
                             : kiln_bench_function(run_cli_model, &cm, cm.threads, &o, res, &err);

@@ -12,6 +12,7 @@
  * constant ratio of 0 (also the identity). */
 #include <string.h>
 
+#include "import/onnx/convert_movement.h"
 #include "import/onnx/onnx.h"
 #include "util/error.h"
 
@@ -103,11 +104,14 @@ static kiln_status resize_common(onnx_ctx *c, bool legacy, kiln_error *err)
         scales = sa->floats;
         ns = (int)sa->n_floats;
     } else if (in_nonempty(c, k_scales)) {
-        if ((s = onnx_in_floats(c, k_scales, "scales", &scales, &ns, err)) != KILN_OK)
+        /* computed from constants or static shapes: folded first */
+        onnx_in_const_eval(c, k_scales, "scales", err, &s);
+        if (s != KILN_OK ||
+            (s = onnx_in_floats(c, k_scales, "scales", &scales, &ns, err)) != KILN_OK)
             return s;
     }
     if (k_sizes >= 0 && in_nonempty(c, k_sizes)) {
-        if ((s = onnx_in_ints(c, k_sizes, "sizes", &sizes, &nz, err)) != KILN_OK)
+        if ((s = onnx_in_ints_eval(c, k_sizes, "sizes", &sizes, &nz, err)) != KILN_OK)
             return s;
     }
     const char *ct = legacy ? "asymmetric"

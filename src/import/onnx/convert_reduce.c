@@ -71,12 +71,13 @@ CONV_SIMPLE(conv_argmax, KILN_OP_ARGMAX, "axis keepdims select_last_index")
 CONV_SIMPLE(conv_argmin, KILN_OP_ARGMIN, "axis keepdims select_last_index")
 
 /* Input 1, a constant 1-element vector of integers (CumSum's axis, TopK's K),
- * into *v. */
+ * into *v; computed first when it comes from constants or static shapes (a
+ * detection network's K = min(pre_nms_top_n, anchors)). */
 static kiln_status in_one_int(onnx_ctx *c, const char *what, int64_t *v, kiln_error *err)
 {
     const int64_t *p = NULL;
     int n = 0;
-    kiln_status s = onnx_in_ints(c, 1, what, &p, &n, err);
+    kiln_status s = onnx_in_ints_eval(c, 1, what, &p, &n, err);
     if (s != KILN_OK)
         return s;
     if (n != 1)
