@@ -3,12 +3,15 @@
  *
  * A task first packs K^T of its (batch, head) into the thread's workspace,
  * [D][Sk rounded up to 64] (zero past Sk; kept across consecutive tasks of
- * the same head). Per query row, whole-row softmax (Sk <= 4096: the row of
- * scores stays in L1): the scores scale * q . k_j as rank-1 updates along D
- * into 64-column register blocks, + the mask, max and sum in 16 partial
- * lanes, exp by kiln_kernels_math.h's vectorizable kiln_m_expf; then the
- * weighted sum of the V rows in 64-float register blocks, scaled by 1/sum
- * once. Q, K, V, mask and output are read and written through the strides
+ * the same head). Per block of ATTN_R (4) query rows, whole-row softmax
+ * (Sk <= 4096: the rows of scores stay in L1/L2): the scores scale * q . k_j
+ * as rank-1 updates along D into 4 rows x 64 columns of registers (each K^T
+ * vector loaded serves the 4 rows: half the loads per FMA of one row at a
+ * time), + the mask, max and sum in 16 partial lanes, exp by
+ * kiln_kernels_math.h's vectorizable kiln_m_expf; then the weighted sum of
+ * the V rows into 4 rows x 64 floats of registers (each V vector serves the 4
+ * rows), scaled by 1/sum once. A block past the task's last row repeats that
+ * row and stores nothing for it. Q, K, V, mask and output are read and written through the strides
  * the op's perms give (compile-time constants): the head split/merge
  * transposes of the exported graph are never materialised. */
 #include <stdio.h>
@@ -19,6 +22,9 @@
 
 #define MAX_SK KILN_ATTN_MAX_SK
 #define MAX_KT KILN_ATTN_MAX_KT /* K^T of one head in the workspace: at most 4 MiB */
+/* query rows per register block: 4 x 64 scores (or 4 x 64 outputs) are 16
+ * AVX-512 accumulators, and each K^T (V) vector loaded serves 4 rows */
+#define ATTN_R 4
 
 static bool geom(const kiln_graph *g, const kiln_node *n, kiln_attn_geom *a)
 {
@@ -58,12 +64,12 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     t->flops = 2.0 * a.B * a.H * a.Sq * a.Sk * (a.D + a.Dv);
     /* rows per task: enough to amortize packing K^T (Sk x D) over them, while
      * leaving >= 8 tasks to share */
-    int rpt = 1;
+    int rpt = a.Sq >= ATTN_R ? ATTN_R : 1;
     while (rpt * 2 <= a.Sq && rpt < 32 && a.B * a.H * ((a.Sq + rpt * 2 - 1) / (rpt * 2)) >= 8)
         rpt *= 2;
     kiln_knob *k = kiln_knob_add(t, "rows_per_task", KILN_KNOB_TILE, rpt, -1);
     kiln_knob_pow2(k, (int)(a.Sq < 64 ? a.Sq : 64), false);
-    t->workspace = (a.D + 1) * sk_padded(&a) * (int64_t)sizeof(float);
+    t->workspace = (a.D + ATTN_R) * sk_padded(&a) * (int64_t)sizeof(float);
     return KILN_OK;
 }
 
@@ -81,9 +87,9 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     kiln_emit_prologue(b, l, t, NULL, 0);
     kiln_sb_printf(b,
                    "enum { H_ = %lld, SQ_ = %lld, SK_ = %lld, SKP_ = %lld, D_ = %lld, DV_ = %lld, "
-                   "RPT_ = %d, MT_ = %lld };\n",
+                   "RPT_ = %d, MT_ = %lld, R_ = %d };\n",
                    (long long)a.H, (long long)a.Sq, (long long)a.Sk, (long long)sk_padded(&a),
-                   (long long)a.D, (long long)a.Dv, rpt, (long long)mt);
+                   (long long)a.D, (long long)a.Dv, rpt, (long long)mt, ATTN_R);
 #define S4(name, s)                                                                               \
     kiln_sb_printf(b, "#define " name "0 %lldll\n#define " name "1 %lldll\n#define " name          \
                       "2 %lldll\n#define " name "3 %lldll\n",                                     \
@@ -102,7 +108,9 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     kiln_sb_puts(b, KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
     /* workspace: K^T of the current (batch, head) [D][SKP] (zero past Sk), then
-     * one row of scores [SKP] */
+     * the scores of a block of R_ query rows [R_][SKP]. A block past the
+     * task's last row repeats that row (computed, not stored), so every block
+     * runs the one register-blocked path. */
     kiln_sb_printf(b,
                    "    float *kt = (float *)" KILN_TASK_WS ";\n"
                    "    float *s_ = kt + (int64_t)D_ * SKP_;\n"
@@ -122,87 +130,119 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                    "                    kt[c * SKP_ + j] = 0.0f;\n"
                    "            packed = bh;\n"
                    "        }\n"
-                   "        for (int64_t i = i0; i < i1; i++) {\n"
-                   "            const float *qi = a%d + bb * QS0 + hh * QS1 + i * QS2;\n"
+                   "        for (int64_t ib = i0; ib < i1; ib += R_) {\n"
+                   "            const int nr = (int)KILN_MIN_((int64_t)R_, i1 - ib);\n"
+                   "            const float *qr[R_];\n"
+                   "            for (int r = 0; r < R_; r++)\n"
+                   "                qr[r] = a%d + bb * QS0 + hh * QS1 + (ib + (r < nr ? r : nr - 1)) * QS2;\n"
+                   /* scores: R_ rows x 64 columns in 16 registers; per c, four
+                    * K^T vectors shared by the R_ broadcasts */
                    "            for (int64_t j0 = 0; j0 < SKP_; j0 += 64) {\n"
-                   "                kv16_ r0 = {0}, r1 = {0}, r2 = {0}, r3 = {0};\n"
+                   "                kv16_ r0[R_], r1[R_], r2[R_], r3[R_];\n"
+                   "                for (int r = 0; r < R_; r++)\n"
+                   "                    r0[r] = r1[r] = r2[r] = r3[r] = (kv16_){0};\n"
                    "                for (int64_t c = 0; c < D_; c++) {\n"
-                   "                    const kv16_ qc = (kv16_){0} + qi[c * QS3] * SCALE_;\n"
                    "                    const float *kc = kt + c * SKP_ + j0;\n"
-                   "                    r0 += qc * *(const kv16u_ *)(kc + 0);\n"
-                   "                    r1 += qc * *(const kv16u_ *)(kc + 16);\n"
-                   "                    r2 += qc * *(const kv16u_ *)(kc + 32);\n"
-                   "                    r3 += qc * *(const kv16u_ *)(kc + 48);\n"
+                   "                    const kv16_ k0 = *(const kv16u_ *)(kc + 0), k1 = *(const kv16u_ *)(kc + 16);\n"
+                   "                    const kv16_ k2 = *(const kv16u_ *)(kc + 32), k3 = *(const kv16u_ *)(kc + 48);\n"
+                   "                    for (int r = 0; r < R_; r++) {\n"
+                   "                        const kv16_ qc = (kv16_){0} + qr[r][c * QS3] * SCALE_;\n"
+                   "                        r0[r] += qc * k0;\n"
+                   "                        r1[r] += qc * k1;\n"
+                   "                        r2[r] += qc * k2;\n"
+                   "                        r3[r] += qc * k3;\n"
+                   "                    }\n"
                    "                }\n"
-                   "                *(kv16u_ *)(s_ + j0) = r0;\n"
-                   "                *(kv16u_ *)(s_ + j0 + 16) = r1;\n"
-                   "                *(kv16u_ *)(s_ + j0 + 32) = r2;\n"
-                   "                *(kv16u_ *)(s_ + j0 + 48) = r3;\n"
-                   "            }\n",
+                   "                for (int r = 0; r < R_; r++) {\n"
+                   "                    float *sr = s_ + r * SKP_ + j0;\n"
+                   "                    *(kv16u_ *)(sr + 0) = r0[r];\n"
+                   "                    *(kv16u_ *)(sr + 16) = r1[r];\n"
+                   "                    *(kv16u_ *)(sr + 32) = r2[r];\n"
+                   "                    *(kv16u_ *)(sr + 48) = r3[r];\n"
+                   "                }\n"
+                   "            }\n"
+                   "            float inv_[R_];\n"
+                   "            for (int r = 0; r < R_; r++) {\n"
+                   "                float *sr = s_ + r * SKP_;\n"
+                   "                const int64_t i = ib + (r < nr ? r : nr - 1);\n"
+                   "                (void)i;\n",
                    ka, va, qa);
     if (ma >= 0)
         kiln_sb_printf(b,
-                       "            {\n"
-                       "                const float *mi = a%d + bb * MS0 + hh * MS1 + i * MS2;\n"
-                       "                for (int64_t j = 0; j < SK_; j++)\n"
-                       "                    s_[j] += mi[j * MS3];\n"
-                       "            }\n",
+                       "                {\n"
+                       "                    const float *mi = a%d + bb * MS0 + hh * MS1 + i * MS2;\n"
+                       "                    for (int64_t j = 0; j < SK_; j++)\n"
+                       "                        sr[j] += mi[j * MS3];\n"
+                       "                }\n",
                        ma);
-    kiln_sb_puts(b, "            float m16[16];\n"
-                    "            for (int u = 0; u < 16; u++)\n"
-                    "                m16[u] = -INFINITY;\n"
-                    "            int64_t j = 0;\n"
-                    "            for (; j + 16 <= SK_; j += 16)\n"
+    kiln_sb_puts(b, "                float m16[16];\n"
                     "                for (int u = 0; u < 16; u++)\n"
-                    "                    m16[u] = s_[j + u] > m16[u] ? s_[j + u] : m16[u];\n"
-                    "            float mx = -INFINITY;\n"
-                    "            for (; j < SK_; j++)\n"
-                    "                mx = s_[j] > mx ? s_[j] : mx;\n"
-                    "            for (int u = 0; u < 16; u++)\n"
-                    "                mx = m16[u] > mx ? m16[u] : mx;\n"
-                    "            float z16[16] = {0};\n"
-                    "            for (j = 0; j + 16 <= SK_; j += 16)\n"
-                    "                for (int u = 0; u < 16; u++) {\n"
-                    "                    const float e = kiln_m_expf(s_[j + u] - mx);\n"
-                    "                    s_[j + u] = e;\n"
-                    "                    z16[u] += e;\n"
+                    "                    m16[u] = -INFINITY;\n"
+                    "                int64_t j = 0;\n"
+                    "                for (; j + 16 <= SK_; j += 16)\n"
+                    "                    for (int u = 0; u < 16; u++)\n"
+                    "                        m16[u] = sr[j + u] > m16[u] ? sr[j + u] : m16[u];\n"
+                    "                float mx = -INFINITY;\n"
+                    "                for (; j < SK_; j++)\n"
+                    "                    mx = sr[j] > mx ? sr[j] : mx;\n"
+                    "                for (int u = 0; u < 16; u++)\n"
+                    "                    mx = m16[u] > mx ? m16[u] : mx;\n"
+                    "                float z16[16] = {0};\n"
+                    "                for (j = 0; j + 16 <= SK_; j += 16)\n"
+                    "                    for (int u = 0; u < 16; u++) {\n"
+                    "                        const float e = kiln_m_expf(sr[j + u] - mx);\n"
+                    "                        sr[j + u] = e;\n"
+                    "                        z16[u] += e;\n"
+                    "                    }\n"
+                    "                float sum = 0.0f;\n"
+                    "                for (; j < SK_; j++) {\n"
+                    "                    sr[j] = kiln_m_expf(sr[j] - mx);\n"
+                    "                    sum += sr[j];\n"
                     "                }\n"
-                    "            float sum = 0.0f;\n"
-                    "            for (; j < SK_; j++) {\n"
-                    "                s_[j] = kiln_m_expf(s_[j] - mx);\n"
-                    "                sum += s_[j];\n"
+                    "                for (int u = 0; u < 16; u++)\n"
+                    "                    sum += z16[u];\n"
+                    "                inv_[r] = 1.0f / sum;\n"
                     "            }\n"
-                    "            for (int u = 0; u < 16; u++)\n"
-                    "                sum += z16[u];\n"
-                    "            const float inv = 1.0f / sum;\n"
-                    "            float *oi = o0 + bb * OS0 + hh * OS1 + i * OS2;\n"
                     "            int64_t c0 = 0;\n");
     if (a.vs[3] == 1 && a.os[3] == 1) /* V rows and output rows contiguous: 64-float blocks */
         kiln_sb_puts(b, "            for (; c0 + 64 <= DV_; c0 += 64) {\n"
-                        "                kv16_ a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};\n"
+                        "                kv16_ a0[R_], a1[R_], a2[R_], a3[R_];\n"
+                        "                for (int r = 0; r < R_; r++)\n"
+                        "                    a0[r] = a1[r] = a2[r] = a3[r] = (kv16_){0};\n"
                         "                for (int64_t jj = 0; jj < SK_; jj++) {\n"
-                        "                    const kv16_ pj = (kv16_){0} + s_[jj] * inv;\n"
                         "                    const float *vj = vb + jj * VS2 + c0;\n"
-                        "                    a0 += pj * *(const kv16u_ *)(vj + 0);\n"
-                        "                    a1 += pj * *(const kv16u_ *)(vj + 16);\n"
-                        "                    a2 += pj * *(const kv16u_ *)(vj + 32);\n"
-                        "                    a3 += pj * *(const kv16u_ *)(vj + 48);\n"
+                        "                    const kv16_ v0 = *(const kv16u_ *)(vj + 0), v1 = *(const kv16u_ *)(vj + 16);\n"
+                        "                    const kv16_ v2 = *(const kv16u_ *)(vj + 32), v3 = *(const kv16u_ *)(vj + 48);\n"
+                        "                    for (int r = 0; r < R_; r++) {\n"
+                        "                        const kv16_ pj = (kv16_){0} + s_[r * SKP_ + jj];\n"
+                        "                        a0[r] += pj * v0;\n"
+                        "                        a1[r] += pj * v1;\n"
+                        "                        a2[r] += pj * v2;\n"
+                        "                        a3[r] += pj * v3;\n"
+                        "                    }\n"
                         "                }\n"
-                        "                *(kv16u_ *)(oi + c0) = a0;\n"
-                        "                *(kv16u_ *)(oi + c0 + 16) = a1;\n"
-                        "                *(kv16u_ *)(oi + c0 + 32) = a2;\n"
-                        "                *(kv16u_ *)(oi + c0 + 48) = a3;\n"
+                        "                for (int r = 0; r < nr; r++) {\n"
+                        "                    float *oi = o0 + bb * OS0 + hh * OS1 + (ib + r) * OS2 + c0;\n"
+                        "                    *(kv16u_ *)(oi + 0) = a0[r] * inv_[r];\n"
+                        "                    *(kv16u_ *)(oi + 16) = a1[r] * inv_[r];\n"
+                        "                    *(kv16u_ *)(oi + 32) = a2[r] * inv_[r];\n"
+                        "                    *(kv16u_ *)(oi + 48) = a3[r] * inv_[r];\n"
+                        "                }\n"
                         "            }\n");
     kiln_sb_puts(b, "            for (; c0 < DV_; c0 += 64) {\n"
                     "                const int64_t cn = KILN_MIN_((int64_t)DV_ - c0, (int64_t)64);\n"
-                    "                float acc[64] = {0};\n"
-                    "                for (int64_t jj = 0; jj < SK_; jj++) {\n"
-                    "                    const float pj = s_[jj], *vj = vb + jj * VS2 + c0 * VS3;\n"
+                    "                for (int r = 0; r < nr; r++) {\n"
+                    "                    const float *sr = s_ + r * SKP_;\n"
+                    "                    float *oi = o0 + bb * OS0 + hh * OS1 + (ib + r) * OS2;\n"
+                    "                    float acc[64] = {0};\n"
+                    "                    for (int64_t jj = 0; jj < SK_; jj++) {\n"
+                    "                        const float pj = sr[jj], *vj = vb + jj * VS2 + c0 * VS3;\n"
+                    "                        for (int64_t u = 0; u < cn; u++)\n"
+                    "                            acc[u] += pj * vj[u * VS3];\n"
+                    "                    }\n"
                     "                    for (int64_t u = 0; u < cn; u++)\n"
-                    "                        acc[u] += pj * vj[u * VS3];\n"
+                    "                        oi[(c0 + u) * OS3] = acc[u] * inv_[r];\n"
                     "                }\n"
-                    "                for (int64_t u = 0; u < cn; u++)\n"
-                    "                    oi[(c0 + u) * OS3] = acc[u] * inv;\n"
                     "            }\n"
                     "        }\n"
                     "    }\n"
