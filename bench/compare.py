@@ -6,8 +6,9 @@ scripts/export_bert.py, scripts/export_detection.py: random weights from a
 fixed seed, batch 1, with the PyTorch reference input and output), each
 measurement in its own process:
 
-  kiln        `kiln bench MODEL.onnx --json` (compiled through the cache, no
-              tuning records, the input as run-time data; KILN_NUM_THREADS=N);
+  kiln        `kiln bench MODEL.onnx --json --input ...` (compiled through the
+              cache, no tuning records, the export's input as run-time data;
+              KILN_NUM_THREADS=N);
               its output is checked once, before the rounds, by `kiln check`
   ort         bench/peer_ort.py: ONNX Runtime, CPU EP, ORT_ENABLE_ALL,
               intra-op threads N, inter-op 1, sequential
@@ -259,8 +260,14 @@ def measure(engine, args, d, name):
     runner's JSON (median in seconds per run, check)."""
     base = ["--repeat", str(args.repeat), "--min-repeat-ms", str(args.min_repeat_ms)]
     if engine == "kiln":
+        # the export's inputs, as the peers run (a detection network's work
+        # depends on its input)
+        data = os.path.join(d, "test_data_set_0")
+        ins = sorted((f for f in os.listdir(data) if f.startswith("input_")),
+                     key=lambda f: int(f[6:-3]))
+        inputs = [x for f in ins for x in ("--input", os.path.join(data, f))]
         out = run([args.kiln, "bench", os.path.join(d, "model.onnx"), "--threads",
-                   str(args.threads), "--json"] + base, env=kiln_env(args.threads))
+                   str(args.threads), "--json"] + inputs + base, env=kiln_env(args.threads))
         return last_json(out)
     runner = ENGINES[engine][2]
     cmd = [args.python, os.path.join(HERE, runner[0]), d, "--threads", str(args.threads)]
