@@ -6,7 +6,8 @@
  * (portable), weights given [n][k] or [k][n], alpha and beta, every bias kind
  * (per column, scalar, per row, full), every epilogue flag combination, the
  * epilogue callback (each output visited exactly once, at its position),
- * random knobs and task splits. */
+ * random knobs and task splits; denormal operands (flushed, the caller's
+ * MXCSR restored). */
 #include "../ops/nn_helpers.h"
 #include "kernel_test_util.h"
 
@@ -162,6 +163,47 @@ static void test_dense_network_shapes(void **state)
     }
 }
 
+/* Denormal X and weights (GELU's tail, tiny trained weights): the kernel
+ * runs with flush-to-zero / denormals-are-zero, so they count as 0 (the
+ * result is within 1e-30 of the exact one), and the caller's MXCSR is
+ * restored, whatever it held. */
+static void test_dense_denormals(void **state)
+{
+    (void)state;
+    kiln_dense_params p = {.m = 13, .k = 40, .n = 37, .nb = 16, .w_kn = 1, .alpha = 1.0f,
+                           .beta = 1.0f, .epilogue = KILN_EPI_BIAS};
+    kiln_dense_default_params(&p, 96 << 10, 4 << 20, 1);
+    float x[13 * 40], w[40 * 37], b[37], y[13 * 37], ref[13 * 37];
+    for (int i = 0; i < 13 * 40; i++)
+        x[i] = i % 3 ? 1e-39f * (float)(i % 7 + 1) : 0.25f * (float)(i % 5) - 0.5f;
+    for (int i = 0; i < 40 * 37; i++)
+        w[i] = i % 4 ? 0.125f * (float)(i % 9) - 0.5f : -3e-40f;
+    for (int j = 0; j < 37; j++)
+        b[j] = 0.5f;
+    for (int i = 0; i < 13; i++)
+        for (int j = 0; j < 37; j++) {
+            double s = b[j];
+            for (int k = 0; k < 40; k++)
+                s += (double)x[i * 40 + k] * w[k * 37 + j];
+            ref[i * 37 + j] = (float)s;
+        }
+    float *wp = kt_alloc(kiln_dense_packed_weight_floats(&p));
+    kiln_dense_pack_weights(&p, w, wp);
+#if defined(__SSE__) && (defined(__x86_64__) || defined(__i386__))
+    const unsigned before = _mm_getcsr();
+    kiln_dense_run(&p, x, wp, b, NULL, y, 0, kiln_dense_tasks(&p));
+    assert_int_equal(_mm_getcsr(), before);
+    _mm_setcsr(before | 0x8040u); /* a caller that had set them keeps them */
+    kiln_dense_run(&p, x, wp, b, NULL, y, 0, kiln_dense_tasks(&p));
+    assert_int_equal(_mm_getcsr(), before | 0x8040u);
+    _mm_setcsr(before);
+#else
+    kiln_dense_run(&p, x, wp, b, NULL, y, 0, kiln_dense_tasks(&p));
+#endif
+    assert_allclose(y, ref, 13 * 37, 1e-5, 1e-30);
+    free(wp);
+}
+
 KT_END_SIMD
 
 int main(void)
@@ -169,6 +211,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         KT_RANDOM_UNIT_TESTS(test_dense_random),
         cmocka_unit_test(test_dense_network_shapes),
+        cmocka_unit_test(test_dense_denormals),
     };
     return KT_RUN_TESTS(tests);
 }

@@ -56,6 +56,25 @@
  * core against ~73% with this (16 and 8 alike; 4 and 32 a little worse). */
 #define KILN_DENSE_PFD 16
 
+/* Denormals. An FMA with a denormal operand or result takes a microcode
+ * assist, ~50x slower (a GEMM with a quarter of X denormal: 1% of peak), and
+ * trained networks make them: GELU's tail (x * Phi(x) for x below about -13),
+ * tiny weights. kiln_dense_run_epi runs with the x86 MXCSR's
+ * flush-to-zero and denormals-are-zero bits set and restores the caller's
+ * MXCSR before it returns (convnext_tiny's GEMMs after GELU were 10-40x
+ * slower than their shapes). The result differs from IEEE only where a value
+ * is below 2^-126 in magnitude. */
+#if defined(__SSE__) && (defined(__x86_64__) || defined(__i386__))
+#include <xmmintrin.h>
+#define KILN_DENSE_FTZ_BEGIN                                                                       \
+    const unsigned kiln_csr_ = _mm_getcsr();                                                       \
+    _mm_setcsr(kiln_csr_ | 0x8040u)
+#define KILN_DENSE_FTZ_END _mm_setcsr(kiln_csr_)
+#else
+#define KILN_DENSE_FTZ_BEGIN (void)0
+#define KILN_DENSE_FTZ_END (void)0
+#endif
+
 /* bias_kind: how the bias is indexed (with KILN_EPI_BIAS) */
 enum {
     KILN_DENSE_BIAS_COL = 0,    /* [n]: one per column (a dense layer's bias) */
@@ -176,15 +195,20 @@ static inline void kiln_dense_default_params(kiln_dense_params *p, int64_t l1_by
     p->m_tile = p->n_tile = 1;
     p->m_group = p->n_group = 0;
     kiln_dense_plan q = kiln_dense_plan_isa(p, isa);
-    /* register tile: the conv model over rows (pixels) and column blocks */
+    /* register tile: per k step, t * o FMAs (at least 8: the FMA latency
+     * times two ports), t broadcasts of X (half an FMA each: they share the
+     * load ports with the weights), and o weight vectors, which stream from
+     * L2 (two FMAs' worth each). Measured on vit-b-16's and convnext_tiny's
+     * GEMMs (one core, AVX-512): 9x3 ~ 14x2 ~ 12x2 > 7x4 > 16x1, the last
+     * 20-35% slower, which the model without the broadcasts had chosen */
     double best = 1e300;
     for (int o = 1; o <= KILN_CONV_MAXO && o <= q.nbn; o++) {
         int mt = kiln_conv_max_t(isa, o);
         for (int t = 1; t <= mt && (t <= p->m || t == 1); t++) {
             int64_t full = p->m / t, rem = p->m % t;
             int64_t tiles_o = kiln_k_cdiv(q.nbn, o);
-            double c = tiles_o * (full * (double)kiln_k_max64((int64_t)t * o, 8) + full * 0.5 * o +
-                                  (rem ? (double)kiln_k_max64(rem * o, 8) + 0.5 * o : 0.0));
+            double c = tiles_o * (full * ((double)kiln_k_max64((int64_t)t * o, 8) + 0.5 * t + 2.0 * o) +
+                                  (rem ? (double)kiln_k_max64(rem * o, 8) + 0.5 * rem + 2.0 * o : 0.0));
             if (c < best * 0.999) {
                 best = c;
                 p->m_tile = t;
@@ -544,6 +568,7 @@ static KILN_KINLINE void kiln_dense_run_epi(const kiln_dense_params *p, const fl
     const int64_t ng_last = q.nbn - (q.n_ng - 1) * q.n_group;
     const int t_rest = (int)(q.m_group % q.T), t_rest_last = (int)(mg_last % q.T);
     const int o_rest = (int)(q.n_group % q.O), o_rest_last = (int)(ng_last % q.O);
+    KILN_DENSE_FTZ_BEGIN;
     for (int64_t task = task_begin; task < task_end; task++) {
         int64_t ngi = task % q.n_ng, mgi = task / q.n_ng;
         int64_t m0 = mgi * q.m_group, m1 = m0 + q.m_group < p->m ? m0 + q.m_group : p->m;
@@ -558,6 +583,7 @@ static KILN_KINLINE void kiln_dense_run_epi(const kiln_dense_params *p, const fl
         else
             kiln_dense_rows(&c, &a, m0, m1, t_rest_last, b0, b1, o_rest_last);
     }
+    KILN_DENSE_FTZ_END;
 }
 
 /* kiln_dense_run_epi without a callback. */
