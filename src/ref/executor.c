@@ -15,12 +15,25 @@ struct kiln_ref_executor {
     const kiln_graph *g;
     kiln_tensor *tensors; /* one per value; constants borrow the graph's data */
     int *order;
+    void **own; /* per graph input bound in place (bind_input): its own buffer, else NULL */
 };
+
+/* Gives graph input `index` its own buffer back after bind_input. */
+static void unbind(kiln_ref_executor *ex, int index)
+{
+    if (ex->own && ex->own[index]) {
+        ex->tensors[ex->g->inputs[index]].data = ex->own[index];
+        ex->own[index] = NULL;
+    }
+}
 
 void kiln_ref_executor_destroy(kiln_ref_executor *ex)
 {
     if (!ex)
         return;
+    for (int i = 0; ex->own && i < ex->g->n_inputs; i++)
+        unbind(ex, i);
+    free(ex->own);
     if (ex->tensors)
         for (int i = 0; i < ex->g->n_values; i++)
             if (ex->g->values[i]->kind != KILN_VALUE_CONST)
@@ -98,7 +111,32 @@ kiln_status kiln_ref_executor_set_input(kiln_ref_executor *ex, int index, const 
     if (!kiln_shape_equal(&t->shape, &v->shape))
         return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "input '%s' has shape %s, got %s",
                            v->name, kiln_shape_fmt(&v->shape, &a), kiln_shape_fmt(&t->shape, &b));
+    unbind(ex, index);
     memcpy(dst->data, t->data, (size_t)kiln_tensor_nbytes(dst));
+    return KILN_OK;
+}
+
+kiln_status kiln_ref_executor_bind_input(kiln_ref_executor *ex, int index, const kiln_tensor *t,
+                                         kiln_error *err)
+{
+    const kiln_graph *g = ex->g;
+    if (index < 0 || index >= g->n_inputs)
+        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "input index %d out of range (%d inputs)",
+                           index, g->n_inputs);
+    const kiln_value *v = g->values[g->inputs[index]];
+    kiln_shape_buf a, b;
+    if (t->dtype != v->dtype)
+        return kiln_errorf(err, KILN_ERR_TYPE_MISMATCH, "input '%s' is %s, got %s", v->name,
+                           kiln_dtype_name(v->dtype), kiln_dtype_name(t->dtype));
+    if (!kiln_shape_equal(&t->shape, &v->shape))
+        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "input '%s' has shape %s, got %s",
+                           v->name, kiln_shape_fmt(&v->shape, &a), kiln_shape_fmt(&t->shape, &b));
+    if (!ex->own && !(ex->own = calloc((size_t)g->n_inputs + 1, sizeof *ex->own)))
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    kiln_tensor *dst = &ex->tensors[v->id];
+    if (!ex->own[index])
+        ex->own[index] = dst->data;
+    dst->data = t->data;
     return KILN_OK;
 }
 

@@ -129,4 +129,12 @@ static inline kiln_status kiln_ref_norm_index(int64_t v, int64_t dim, int64_t i,
     return KILN_OK;
 }
 
+/* Makes graph input `index` of ex read t's data in place, without the copy
+ * kiln_ref_executor_set_input makes, until the next bind or set_input of
+ * that input (or destroy). t's data must stay valid and unchanged through
+ * the runs that read it; the kernels never write it. Checks like
+ * set_input. (The VM binds the values its dynamic nodes read: src/vm.) */
+kiln_status kiln_ref_executor_bind_input(kiln_ref_executor *ex, int index, const kiln_tensor *t,
+                                         kiln_error *err);
+
 #endif

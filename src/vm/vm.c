@@ -1,12 +1,13 @@
 /* vm/vm.c: the VM for models whose shapes depend on run-time data (vm.h,
  * docs/VM.md).
  *
- * Create: split the ONNX graph. Start with every node static; import the
- * static part; when the import stops on a node whose parameter input is data
- * (kiln_onnx_failure.data_param), that node and everything downstream of it
- * move to the dynamic part, and the static part is imported again. The
- * static part's outputs are the model outputs it computes and the values the
- * dynamic part reads; its inputs, the graph inputs its nodes read.
+ * Create: split the ONNX graph. Control flow and sequence nodes are flagged
+ * dynamic; one import in split mode (kiln_onnx_options.split) flags every
+ * node whose parameter input is data and everything downstream; a second
+ * import builds the static part from the rest. The static part's outputs
+ * are the model outputs it computes and the values the dynamic part reads
+ * (its bodies' captured values too); its inputs, the graph inputs its nodes
+ * read.
  *
  * Run: the static part runs (compiled or reference), then each dynamic node
  * in ONNX order. A dynamic node's inputs come from the graph inputs, the
@@ -16,8 +17,11 @@
  * before reuses its converted one-node graph and reference executor (no
  * conversion, no allocation); a new one is converted: a one-node ONNX model
  * is packed and imported, binding the inputs the importer asks for as
- * constants (learned per node, kept for later classes). VM_CLASSES classes
- * are kept per node, the least recently used one replaced. */
+ * constants (learned per node, kept for later classes), and compiled when
+ * it is heavy (HEAVY_FLOPS). VM_CLASSES classes are kept per node, the least
+ * recently used one replaced. A class's reference executor reads its inputs
+ * in place (bound, not copied). The VM's own kernels (vm_kernels.c) need no
+ * class. */
 #include "vm/vm.h"
 
 #include <stdio.h>
@@ -28,6 +32,7 @@
 #include "import/onnx/onnx.h"
 #include "io/tensor_io.h"
 #include "ir/graph.h"
+#include "ref/ref.h"
 #include "util/error.h"
 #include "util/file.h"
 #include "vm/vm_internal.h"
@@ -846,7 +851,7 @@ static kiln_status run_node(kiln_vm *vm, vm_node *n, kiln_error *err)
     for (int k = 0; k < n->n_in; k++) {
         if (c->in_slot[k] < 0)
             continue;
-        kiln_status s = kiln_ref_executor_set_input(c->ex, c->in_slot[k], t[k], err);
+        kiln_status s = kiln_ref_executor_bind_input(c->ex, c->in_slot[k], t[k], err);
         if (s != KILN_OK)
             return kiln_error_prefix(err, s, "node '%s': ", n->name);
     }

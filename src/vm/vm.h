@@ -6,7 +6,8 @@
  * model has no static graph, and kiln_onnx_load fails on that node with "must
  * be a constant". The VM runs such a model anyway:
  *
- * - at create, the ONNX graph is split in two. The dynamic part is every node
+ * - at create, the ONNX graph is split in two (one classifying import). The
+ *   dynamic part is every node
  *   whose conversion needs a parameter that is data, and every node that
  *   depends on one of those; the static part is the rest. The static part
  *   is imported as usual and compiled into a .so (or, with `reference`, run
@@ -19,6 +20,9 @@
  *   These one-node graphs are cached per shape class (every input's dtype and
  *   shape, and the bound parameters' values): a run whose shapes and
  *   parameters were seen before converts nothing and allocates nothing.
+ *   NonZero, Compress, NonMaxSuppression, TopK and RoiAlign run as the VM's
+ *   own kernels instead (vm_kernels.c: output extents from the values, no
+ *   conversion), and a heavy Gemm/MatMul/Conv class is compiled.
  *
  * It lives in libkiln (it converts ONNX nodes at run time), not in the
  * runtime library. Not thread-safe: one run at a time per VM. */
