@@ -4,6 +4,7 @@
 
 #include "kiln/abi.h"
 #include "kiln/runtime.h"
+#include "runtime/fpenv.h"
 #include "runtime/pool.h"
 #include "runtime/ref_step.h"
 #include "util/arena.h"
@@ -30,7 +31,9 @@ static inline kiln_status kiln_module_exec_step(kiln_module *m, int s, kiln_erro
 {
     const kiln_abi_step *st = &m->desc->steps[s];
     if (st->fn) {
+        unsigned csr = kiln_fp_flush_begin(); /* runtime/fpenv.h */
         st->fn((void *const *)m->step_args[s], &m->rt);
+        kiln_fp_restore(csr);
         return KILN_OK;
     }
     return kiln_ref_step_run(m->ref[s], err);

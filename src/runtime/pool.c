@@ -30,6 +30,7 @@
  * Nothing is allocated per job.
  */
 #define _GNU_SOURCE
+#include "runtime/fpenv.h"
 #include "runtime/pool.h"
 
 #include <errno.h>
@@ -200,6 +201,7 @@ static void *worker_main(void *arg)
 #endif
     tls_pool = p;
     tls_tid = w->tid;
+    (void)kiln_fp_flush_begin(); /* this thread runs compiled kernels only: FTZ/DAZ for good */
     uint32_t seen = 0; /* gen starts at 0 and is only bumped once workers run */
     for (;;) {
         seen = wait_generation(p, seen);

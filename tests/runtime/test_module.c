@@ -3,9 +3,13 @@
  * with weights and workspace) for several thread counts, input dtype/shape
  * checks, descriptor strings and steps, KILN_NUM_THREADS / KILN_BIND_THREADS,
  * fallback steps (nodes run by their reference kernels) between kernels,
+ * denormals flushed inside compiled steps only,
  * and clear errors (no crash) for corrupt descriptors, a wrong ABI version, a
  * missing symbol, a file that is not a shared object and a missing file. */
 #include <dlfcn.h>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +98,40 @@ static void test_add_relu(void **state)
         kiln_module_destroy(m);
     }
     kiln_module_destroy(NULL);
+}
+
+/* Compiled steps run with flush-to-zero and denormals-are-zero (runtime/fpenv.h)
+ * on every thread, the pool's workers included, and the caller's MXCSR is its
+ * own again after kiln_module_run and kiln_module_run_step. */
+static void test_denormals(void **state)
+{
+    (void)state;
+#if defined(__x86_64__)
+    const float tiny = 1e-39f; /* below FLT_MIN: a denormal */
+    for (int threads = 1; threads <= 3; threads++) {
+        kiln_module *m = load("add_relu", threads);
+        float x[6] = {tiny, 3 * tiny, 2, 5 * tiny, 1, 7 * tiny}, y[6] = {0};
+        kiln_tensor tx = {KILN_DTYPE_FLOAT32, {2, {2, 3}}, x}, ty = {KILN_DTYPE_FLOAT32, {2, {2, 3}}, y};
+        kiln_error err = {0};
+        const unsigned before = _mm_getcsr();
+        assert_int_equal(before & 0x8040u, 0); /* the test starts with IEEE semantics */
+        for (int run_step = 0; run_step < 2; run_step++) {
+            assert_int_equal(kiln_module_set_input(m, 0, &tx, &err), KILN_OK);
+            assert_int_equal(kiln_module_set_input(m, 1, &ty, &err), KILN_OK);
+            if (run_step)
+                assert_int_equal(kiln_module_run_step(m, 0), KILN_OK);
+            else
+                assert_int_equal(kiln_module_run(m, &err), KILN_OK);
+            assert_int_equal(_mm_getcsr() & ~0x3Fu, before & ~0x3Fu); /* modes; 0-5 are sticky flags */
+            const float *o = kiln_module_output(m, 0)->data;
+            for (int i = 0; i < 6; i++)
+                assert_float_equal(o[i], x[i] >= 1 ? x[i] : 0.0f, 0);
+        }
+        volatile float keep = tiny; /* the caller still computes with denormals */
+        assert_true(keep * 2 > 0);
+        kiln_module_destroy(m);
+    }
+#endif
 }
 
 static void test_input_mismatch(void **state)
@@ -335,7 +373,8 @@ int main(void)
     unsetenv("KILN_NUM_THREADS");
     unsetenv("KILN_BIND_THREADS");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_add_relu),    cmocka_unit_test(test_input_mismatch),
+        cmocka_unit_test(test_add_relu),    cmocka_unit_test(test_denormals),
+        cmocka_unit_test(test_input_mismatch),
         cmocka_unit_test(test_two_step),    cmocka_unit_test(test_env_threads),
         cmocka_unit_test(test_corrupt),     cmocka_unit_test(test_not_a_model),
         cmocka_unit_test(test_ref_steps),
