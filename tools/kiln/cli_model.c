@@ -181,8 +181,8 @@ char *cli_model_describe(const cli_model *cm, char *buf, size_t size)
 {
     if (cm->vm)
         snprintf(buf, size,
-                 "vm (%d data-dependent node%s on reference kernels, per shape class; static "
-                 "part: %s)",
+                 "vm (%d data-dependent node%s: the VM's kernels, or converted per shape "
+                 "class; static part: %s)",
                  kiln_vm_num_dynamic_nodes(cm->vm),
                  kiln_vm_num_dynamic_nodes(cm->vm) == 1 ? "" : "s",
                  kiln_vm_static_part(cm->vm));
