@@ -863,25 +863,132 @@ static kiln_status run_node(kiln_vm *vm, vm_node *n, kiln_error *err)
     return KILN_OK;
 }
 
+/* ---- steps: one kiln_vm_run, one piece at a time (for the profiler) ---------
+ * Step 0 checks the inputs and hands them to the static part; steps 1..ns
+ * are the static part's (the compiled module's steps, or the reference
+ * executor's nodes); then one step per dynamic node, in ONNX order. Running
+ * every step once, in order, is kiln_vm_run (which does exactly that). */
+
+static int static_steps(const kiln_vm *vm)
+{
+    return vm->smod ? kiln_module_num_steps(vm->smod)
+           : vm->sex ? kiln_ref_executor_num_nodes(vm->sex)
+                     : 0;
+}
+
+int kiln_vm_num_steps(const kiln_vm *vm)
+{
+    return vm ? 1 + static_steps(vm) + vm->n_dyn : 0;
+}
+
+static const char *dyn_kind(const vm_node *n)
+{
+    switch (n->flow) {
+    case VM_KERNEL: return "vm kernel";
+    case VM_IF: case VM_LOOP: case VM_SCAN: return "vm control flow";
+    case VM_SEQ: return "vm sequence";
+    default: return "vm converted";
+    }
+}
+
+kiln_status kiln_vm_step_info(const kiln_vm *vm, int i, kiln_vm_step_desc *info, char *shapes,
+                              size_t size)
+{
+    int ns = vm ? static_steps(vm) : 0;
+    if (!vm || !info || i < 0 || i >= kiln_vm_num_steps(vm))
+        return KILN_ERR_INVALID_ARGUMENT;
+    memset(info, 0, sizeof *info);
+    if (shapes && size)
+        shapes[0] = '\0';
+    if (i == 0) {
+        info->name = "vm: inputs to the static part";
+        info->op = "vm";
+        info->kind = "vm";
+        return KILN_OK;
+    }
+    if (i <= ns) {
+        if (vm->smod) {
+            kiln_step_info si;
+            if (kiln_module_step_info(vm->smod, i - 1, &si) != KILN_OK)
+                return KILN_ERR_INTERNAL;
+            info->name = si.name, info->op = si.op, info->kind = "compiled";
+            info->flops = si.flops, info->workload_hash = si.workload_hash;
+            info->layouts = si.layouts;
+            if (shapes && size)
+                snprintf(shapes, size, "%s", si.shapes);
+        } else {
+            kiln_ref_node_info ni;
+            if (kiln_ref_executor_node_info(vm->sex, i - 1, &ni) != KILN_OK)
+                return KILN_ERR_INTERNAL;
+            info->name = ni.name, info->op = ni.op, info->kind = "reference";
+            info->flops = ni.flops;
+            if (shapes && size)
+                kiln_ref_executor_node_shapes(vm->sex, i - 1, shapes, size);
+        }
+        return KILN_OK;
+    }
+    const vm_node *n = &vm->dyn[i - 1 - ns];
+    info->name = n->name ? n->name : "";
+    info->op = n->np->op_type ? n->np->op_type : "";
+    info->kind = dyn_kind(n);
+    if (shapes && size) { /* the inputs as the last run saw them */
+        size_t len = 0;
+        for (int k = 0; k < n->n_in && len + 1 < size; k++) {
+            const kiln_tensor *t = kiln_vm_value(vm, n->src[k]);
+            if (!t)
+                continue;
+            len += (size_t)snprintf(shapes + len, size - len, "%s%s[", len ? ", " : "",
+                                    kiln_dtype_name(t->dtype));
+            for (int d = 0; d < t->shape.rank && len + 1 < size; d++)
+                len += (size_t)snprintf(shapes + len, size - len, "%s%lld", d ? ", " : "",
+                                        (long long)t->shape.dims[d]);
+            if (len + 1 < size)
+                len += (size_t)snprintf(shapes + len, size - len, "]");
+        }
+    }
+    return KILN_OK;
+}
+
+kiln_status kiln_vm_run_step(kiln_vm *vm, int i, kiln_error *err)
+{
+    if (!vm || i < 0 || i >= kiln_vm_num_steps(vm))
+        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "kiln_vm_run_step: no step %d", i);
+    int ns = static_steps(vm);
+    if (i == 0) {
+        for (int k = 0; k < vm->n_in; k++)
+            if (!vm->in_set[k])
+                return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "input %d ('%s') is not set",
+                                   k, vm->in_vi[k]->name);
+        kiln_status s = KILN_OK;
+        for (int k = 0; k < vm->s_n_in && s == KILN_OK; k++) {
+            const kiln_tensor *t = &vm->in_t[vm->s_in_map[k]];
+            s = vm->smod ? kiln_module_set_input(vm->smod, k, t, err)
+                         : kiln_ref_executor_set_input(vm->sex, k, t, err);
+        }
+        return s;
+    }
+    if (i <= ns)
+        return vm->smod ? kiln_module_run_step(vm->smod, i - 1) == KILN_OK
+                              ? KILN_OK
+                              : kiln_errorf(err, KILN_ERR_INTERNAL, "static step %d failed", i - 1)
+                        : kiln_ref_executor_run_node(vm->sex, i - 1, err);
+    int d = i - 1 - ns;
+    return vm->dyn[d].flow == VM_KERNEL ? kiln_vm_kernel_run(vm, &vm->dyn[d], err)
+           : vm->dyn[d].flow            ? kiln_vm_flow_run(vm, d, err)
+                                        : run_node(vm, &vm->dyn[d], err);
+}
+
 kiln_status kiln_vm_run(kiln_vm *vm, kiln_error *err)
 {
-    for (int i = 0; i < vm->n_in; i++)
-        if (!vm->in_set[i])
-            return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "input %d ('%s') is not set", i,
-                               vm->in_vi[i]->name);
-    kiln_status s = KILN_OK;
-    for (int i = 0; i < vm->s_n_in && s == KILN_OK; i++) {
-        const kiln_tensor *t = &vm->in_t[vm->s_in_map[i]];
-        s = vm->smod ? kiln_module_set_input(vm->smod, i, t, err)
-                     : kiln_ref_executor_set_input(vm->sex, i, t, err);
+    if (!vm)
+        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "kiln_vm_run: NULL VM");
+    const int n = kiln_vm_num_steps(vm);
+    for (int i = 0; i < n; i++) {
+        kiln_status s = kiln_vm_run_step(vm, i, err);
+        if (s != KILN_OK)
+            return s;
     }
-    if (s == KILN_OK && (vm->smod || vm->sex))
-        s = vm->smod ? kiln_module_run(vm->smod, err) : kiln_ref_executor_run(vm->sex, err);
-    for (int d = 0; d < vm->n_dyn && s == KILN_OK; d++)
-        s = vm->dyn[d].flow == VM_KERNEL ? kiln_vm_kernel_run(vm, &vm->dyn[d], err)
-            : vm->dyn[d].flow                ? kiln_vm_flow_run(vm, d, err)
-                                             : run_node(vm, &vm->dyn[d], err);
-    return s;
+    return KILN_OK;
 }
 
 /* ---- bodies of If, Loop and Scan --------------------------------------------- */

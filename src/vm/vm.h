@@ -30,6 +30,8 @@
 #define KILN_VM_VM_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "kiln/kiln.h"
 #include "kiln/runtime.h"
@@ -67,6 +69,26 @@ const kiln_tensor *kiln_vm_output(const kiln_vm *vm, int i);
 
 /* What runs where: nodes of the ONNX graph in the dynamic part, whether a
  * static part exists and whether it is compiled. */
+/* Steps of one run, for profilers (`kiln profile`): running steps 0..n-1 once,
+ * in order, is kiln_vm_run. Step 0 is the VM's own (inputs checked and handed
+ * to the static part), then the static part's steps (compiled kernels, or
+ * reference nodes), then one per data-dependent node: a VM kernel, a node
+ * converted per shape class, If/Loop/Scan (bodies included) or a sequence op.
+ * Strings live as long as the VM; `shapes` (may be NULL) gets the step's
+ * argument shapes (for a data-dependent node, its inputs at the last run). */
+typedef struct kiln_vm_step_info {
+    const char *name, *op;
+    const char *kind;    /* "vm", "compiled", "reference", "vm kernel", "vm converted",
+                            "vm control flow", "vm sequence" */
+    const char *layouts; /* compiled steps; NULL otherwise */
+    double flops;        /* 0 if unknown */
+    uint64_t workload_hash;
+} kiln_vm_step_desc;
+int kiln_vm_num_steps(const kiln_vm *vm);
+kiln_status kiln_vm_step_info(const kiln_vm *vm, int i, kiln_vm_step_desc *info, char *shapes,
+                              size_t size);
+kiln_status kiln_vm_run_step(kiln_vm *vm, int i, kiln_error *err);
+
 int kiln_vm_num_dynamic_nodes(const kiln_vm *vm);
 bool kiln_vm_static_compiled(const kiln_vm *vm);
 /* "compiled", "reference kernels" or "none" (every node is data-dependent). */

@@ -20,6 +20,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cJSON.h>
 
@@ -837,6 +838,43 @@ static void test_cli(void **state)
     assert_non_null(strstr(out, "Executor: ref"));
     assert_non_null(strstr(out, "relu1"));
     free(out);
+    /* a model on the VM (NonZero's output shape is data), its input given:
+     * the VM's own row and the NonZero run by the VM's kernel */
+    const char *nz = "/usr/share/libonnx-testdata/data/node/test_nonzero_example";
+    snprintf(cmd, sizeof cmd, "%s/model.onnx", nz);
+    if (access(cmd, R_OK) == 0) {
+        snprintf(cmd, sizeof cmd,
+                 "profile %s/model.onnx --input %s/test_data_set_0/input_0.pb --runs 3 "
+                 "--bench-repeat 2 --format json --output %s/vm.json",
+                 nz, nz, dir);
+        rc = kt_run_cli(cmd, &out);
+        if (rc != 0)
+            fail_msg("rc %d: %s", rc, out);
+        free(out);
+        char path[1024];
+        snprintf(path, sizeof path, "%s/vm.json", dir);
+        char *text = read_all(path);
+        kiln_report r = {0};
+        kiln_error err = {0};
+        assert_int_equal(kiln_report_parse_json(text, path, &r, &err), KILN_OK);
+        assert_int_equal(r.n_steps, 2);
+        assert_string_equal(r.cfg.executor, "vm");
+        int found = 0;
+        for (int i = 0; i < r.n_steps; i++)
+            found += strcmp(r.steps[i].op, "NonZero") == 0 &&
+                     strcmp(r.steps[i].layouts, "vm kernel") == 0 &&
+                     strcmp(r.steps[i].shapes, "bool[2, 2]") == 0;
+        assert_int_equal(found, 1);
+        kiln_report_free(&r);
+        free(text);
+        /* one --input for a model of one input, not two */
+        snprintf(cmd, sizeof cmd, "profile %s/model.onnx --input %s/test_data_set_0/input_0.pb "
+                 "--input %s/test_data_set_0/input_0.pb", nz, nz, nz);
+        rc = kt_run_cli(cmd, &out);
+        assert_int_equal(rc, 2);
+        assert_non_null(strstr(out, "has 1 input but 2 --input files were given"));
+        free(out);
+    }
     kt_rmdir(dir);
     free(dir);
 }

@@ -208,6 +208,42 @@ static void run_shapes(bool reference)
         assert_int_equal(kiln_vm_num_conversions(vm), conversions[r]);
         kiln_tensor_release(&sh);
     }
+
+    /* the profiler's steps: the VM's own, the static part's, one per dynamic
+     * node; running them in order is a run */
+    int n = kiln_vm_num_steps(vm);
+    assert_true(n >= 4);
+    kiln_vm_step_desc sd;
+    char sbuf[256];
+    assert_int_equal(kiln_vm_step_info(vm, 0, &sd, sbuf, sizeof sbuf), KILN_OK);
+    assert_string_equal(sd.kind, "vm");
+    for (int i = 1; i < n - 2; i++) {
+        assert_int_equal(kiln_vm_step_info(vm, i, &sd, sbuf, sizeof sbuf), KILN_OK);
+        assert_string_equal(sd.kind, reference ? "reference" : "compiled");
+    }
+    assert_int_equal(kiln_vm_step_info(vm, n - 2, &sd, sbuf, sizeof sbuf), KILN_OK);
+    assert_string_equal(sd.op, "Reshape");
+    assert_string_equal(sd.kind, "vm converted");
+    assert_string_equal(sbuf, "float32[2, 3, 4], int64[2]");
+    assert_int_equal(kiln_vm_step_info(vm, n - 1, &sd, NULL, 0), KILN_OK);
+    assert_string_equal(sd.op, "Add");
+    assert_int_not_equal(kiln_vm_step_info(vm, n, &sd, NULL, 0), KILN_OK);
+    assert_int_not_equal(kiln_vm_run_step(vm, n, &err), KILN_OK);
+    float *xv = x.data;
+    for (int i = 0; i < 24; i++)
+        xv[i] = -xv[i]; /* new data: the steps must compute it */
+    kiln_tensor sh = int64_vec(2, (const int64_t[]){6, -1});
+    assert_int_equal(kiln_vm_set_input(vm, 0, &x, &err), KILN_OK);
+    assert_int_equal(kiln_vm_set_input(vm, 1, &sh, &err), KILN_OK);
+    for (int i = 0; i < n; i++)
+        if (kiln_vm_run_step(vm, i, &err) != KILN_OK)
+            fail_msg("step %d: %s", i, err.msg);
+    const kiln_tensor *z = kiln_vm_output(vm, 0);
+    assert_int_equal(z->shape.dims[0], 6);
+    assert_int_equal(z->shape.dims[1], 4);
+    for (int i = 0; i < 24; i++)
+        assert_float_equal(((float *)z->data)[i], 2 * (xv[i] > 0 ? xv[i] : 0), 0);
+    kiln_tensor_release(&sh);
     kiln_tensor_release(&x);
     kiln_vm_destroy(vm);
 }

@@ -100,6 +100,11 @@ int cli_parse_threads(const char *cmd, const char *v, int *out);
  * input into inputs[0..n) and sets it; prints any error. */
 #define KILN_RUN_INPUT_SEED 0x6b696c6eULL /* ASCII "kiln" */
 int cli_model_default_inputs(cli_model *cm, kiln_tensor *inputs);
+/* The inputs of bench and profile: the default input when n_paths is 0, else
+ * one tensor file per model input, in order (read into inputs[], then set).
+ * Prints any error. */
+int cli_model_inputs(cli_model *cm, const char *model, const char *const *paths, int n_paths,
+                     kiln_tensor *inputs);
 
 /* ---- misc ---------------------------------------------------------------- */
 double cli_now_ms(void);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "runtime/pool.h"
 #include "util/rng.h"
 #include "vm/vm.h"
 
@@ -38,6 +39,9 @@ static int open_vm(cli_model *cm, const char *executor, int threads, double t0)
         return cli_lib_error(&err);
     }
     cm->executor = "vm";
+    /* the static part's threads: as a module resolves 0 ($KILN_NUM_THREADS, else the cores) */
+    if (!o.reference && threads <= 0 && kiln_threads_resolve(0, &threads, &err) != KILN_OK)
+        threads = kiln_runtime_physical_cores();
     cm->threads = o.reference ? 1 : threads;
     cm->load_ms = cli_now_ms() - t0;
     return KILN_EXIT_OK;
@@ -258,6 +262,31 @@ int cli_model_default_inputs(cli_model *cm, kiln_tensor *inputs)
         fill_default_input(&inputs[i], &rng);
         if (cli_model_set_input(cm, i, &inputs[i], &err) != KILN_OK) {
             cli_error("input %d '%s': %s", i, name, err.msg);
+            return KILN_EXIT_ERROR;
+        }
+    }
+    return KILN_EXIT_OK;
+}
+
+int cli_model_inputs(cli_model *cm, const char *model, const char *const *paths, int n_paths,
+                     kiln_tensor *inputs)
+{
+    int n_inputs = cli_model_num_inputs(cm);
+    kiln_error err = {0};
+    if (!n_paths)
+        return cli_model_default_inputs(cm, inputs);
+    if (n_paths != n_inputs) {
+        cli_error("model '%s' has %d input%s but %d --input file%s given", model, n_inputs,
+                  n_inputs == 1 ? "" : "s", n_paths, n_paths == 1 ? " was" : "s were");
+        return KILN_EXIT_ERROR;
+    }
+    for (int i = 0; i < n_paths; i++) {
+        if (kiln_tensor_read(paths[i], &inputs[i], NULL, &err) != KILN_OK) {
+            cli_error("%s: %s", paths[i], err.msg);
+            return KILN_EXIT_ERROR;
+        }
+        if (cli_model_set_input(cm, i, &inputs[i], &err) != KILN_OK) {
+            cli_error("%s: input %d: %s", paths[i], i, err.msg);
             return KILN_EXIT_ERROR;
         }
     }

@@ -155,23 +155,8 @@ int kiln_cmd_bench(int argc, char **argv)
         cli_error("out of memory");
         goto done;
     }
-    if (n_input_paths && n_input_paths != n_inputs) {
-        cli_error("model '%s' has %d input%s but %d --input file%s given", model, n_inputs,
-                  n_inputs == 1 ? "" : "s", n_input_paths, n_input_paths == 1 ? " was" : "s were");
+    if (cli_model_inputs(&cm, model, input_paths, n_input_paths, inputs) != KILN_EXIT_OK)
         goto done;
-    }
-    if (!n_input_paths && cli_model_default_inputs(&cm, inputs) != KILN_EXIT_OK)
-        goto done;
-    for (int i = 0; i < n_input_paths; i++) {
-        if (kiln_tensor_read(input_paths[i], &inputs[i], NULL, &err) != KILN_OK) {
-            cli_error("%s: %s", input_paths[i], err.msg);
-            goto done;
-        }
-        if (cli_model_set_input(&cm, i, &inputs[i], &err) != KILN_OK) {
-            cli_error("%s: input %d: %s", input_paths[i], i, err.msg);
-            goto done;
-        }
-    }
 
     kiln_status st = cm.mod ? kiln_module_bench(cm.mod, &o, res, &err)
                             : kiln_bench_function(run_cli_model, &cm, cm.threads, &o, res, &err);

@@ -20,6 +20,7 @@
 #include "report/report.h"
 #include "runtime/profile.h"
 #include "util/error.h"
+#include "vm/vm.h"
 
 #define DEFAULT_RUNS KILN_PROFILE_DEFAULT_RUNS
 #define DEFAULT_WARMUP KILN_PROFILE_DEFAULT_WARMUP
@@ -29,7 +30,7 @@
 
 static void profile_help(void)
 {
-    printf("usage: kiln profile MODEL [--runs N] [--warmup W] [--threads N]\n"
+    printf("usage: kiln profile MODEL [--input FILE]... [--runs N] [--warmup W] [--threads N]\n"
            "                    [--executor graph|ref] [--seed N]\n"
            "                    [--format table|csv|json|chrome|html] [--output FILE]\n"
            "                    [--save-json FILE] [--sort time|order|name]\n"
@@ -40,7 +41,7 @@ static void profile_help(void)
            "                    [--aggregate none|hash|op] [--top N] [--output FILE]\n"
            "\n"
            "Profiles MODEL (a compiled .so, a zoo network name or an .onnx file) per\n"
-           "fused kernel on the default input of `kiln run`: W warm-up runs, then N\n"
+           "fused kernel on the default input of `kiln run` (or --input): W warm-up runs, then N\n"
            "instrumented runs (each kernel timed with CLOCK_MONOTONIC; durations are\n"
            "per-kernel medians). Prints a table like TVM's debug executor (Name,\n"
            "Duration (us), Percent, Device, Count, Argument Shapes, Layouts, Hash,\n"
@@ -49,6 +50,8 @@ static void profile_help(void)
            "bench of the same module and threads run in the same process.\n"
            "\n"
            "Options:\n"
+           "  --input FILE       input tensor (.npy or .pb), once per model input, in order\n"
+           "                     (default: the pseudo-random input of `kiln run`)\n"
            "  --runs N           instrumented runs (default %d, more for fast models: about\n"
            "                     0.4 s of runs, at most 500)\n"
            "  --warmup W         warm-up runs (default %d)\n"
@@ -85,6 +88,8 @@ typedef struct prof_opts {
     int set_runs, set_warmup, set_number, set_repeat;
     double peak;
     uint64_t seed;
+    const char *input_paths[64];
+    int n_input_paths;
 } prof_opts;
 
 static int parse_int(const char *opt, const char *v, int lo, int hi, int *out)
@@ -126,7 +131,16 @@ static int parse_args(int argc, char **argv, prof_opts *o)
         }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if ((r = cli_opt_value("profile", argc, argv, &i, "--runs", &v)) != 0) {
+        if ((r = cli_opt_value("profile", argc, argv, &i, "--input", &v)) != 0) {
+            if (r < 0)
+                return 0;
+            if (o->n_input_paths >= (int)(sizeof o->input_paths / sizeof *o->input_paths)) {
+                cli_usage_error("profile", "more than %d --input files",
+                                (int)(sizeof o->input_paths / sizeof *o->input_paths));
+                return 0;
+            }
+            o->input_paths[o->n_input_paths++] = v;
+        } else if ((r = cli_opt_value("profile", argc, argv, &i, "--runs", &v)) != 0) {
             if (r < 0 || !parse_int("--runs", v, 1, 100000, &o->runs))
                 return 0;
             o->set_runs = 1;
@@ -276,6 +290,11 @@ static kiln_status ref_step(void *ctx, int i, kiln_error *err)
     return kiln_ref_executor_run_node(ctx, i, err);
 }
 
+static kiln_status vm_step(void *ctx, int i, kiln_error *err)
+{
+    return kiln_vm_run_step(ctx, i, err);
+}
+
 static kiln_status run_cli_model(void *ctx, kiln_error *err)
 {
     return cli_model_run(ctx, err);
@@ -311,6 +330,30 @@ static kiln_status describe(cli_model *cm, const prof_opts *o, kiln_report *r, k
                                            si.workload_hash, si.flops, err)) != KILN_OK)
                 return st;
         }
+    } else if (cm->vm) {
+        /* one run first: a data-dependent node's shapes are those of a run */
+        if ((st = kiln_vm_run(cm->vm, err)) != KILN_OK)
+            return st;
+        int n = kiln_vm_num_steps(cm->vm);
+        c->binding = kiln_report_strdup("off");
+        c->target = kiln_report_strdup(kiln_vm_static_compiled(cm->vm)
+                                           ? "vm: compiled static part, data-dependent nodes on the VM"
+                                           : "vm: reference static part, data-dependent nodes on the VM");
+        c->build_id = kiln_report_strdup("");
+        if ((st = kiln_report_alloc_steps(r, n, err)) != KILN_OK)
+            return st;
+        char shapes[2048];
+        for (int i = 0; i < n; i++) {
+            kiln_vm_step_desc sd;
+            if (kiln_vm_step_info(cm->vm, i, &sd, shapes, sizeof shapes) != KILN_OK)
+                return kiln_errorf(err, KILN_ERR_INTERNAL, "VM step %d: no info", i);
+            /* the layouts column says what ran a step that is not a compiled kernel */
+            const char *lay = strcmp(sd.kind, "compiled") == 0 ? sd.layouts : sd.kind;
+            if ((st = kiln_report_set_step(r, i, sd.name, sd.op, shapes, lay,
+                                           sd.workload_hash != 0, sd.workload_hash, sd.flops,
+                                           err)) != KILN_OK)
+                return st;
+        }
     } else {
         int n = kiln_ref_executor_num_nodes(cm->ex);
         c->binding = kiln_report_strdup("off");
@@ -338,6 +381,8 @@ static kiln_status describe(cli_model *cm, const prof_opts *o, kiln_report *r, k
 static kiln_status cm_profile(void *ctx, int runs, int64_t *stamps, kiln_error *err)
 {
     cli_model *cm = ctx;
+    if (cm->vm)
+        return kiln_profile_steps(vm_step, cm->vm, kiln_vm_num_steps(cm->vm), runs, stamps, err);
     return cm->mod ? kiln_module_profile(cm->mod, runs, stamps, err)
                    : kiln_profile_steps(ref_step, cm->ex, kiln_ref_executor_num_nodes(cm->ex),
                                         runs, stamps, err);
@@ -391,7 +436,7 @@ int kiln_cmd_profile(int argc, char **argv)
         cli_error("out of memory");
         goto done;
     }
-    if (cli_model_default_inputs(&cm, inputs) != KILN_EXIT_OK)
+    if (cli_model_inputs(&cm, o.model, o.input_paths, o.n_input_paths, inputs) != KILN_EXIT_OK)
         goto done;
     if (describe(&cm, &o, &r, &err) != KILN_OK) {
         cli_lib_error(&err);
