@@ -5,15 +5,36 @@
  * keeps its name: kiln_rewrite_finish re-adds a copy where needed). Two
  * chained Reshape/Flatten collapse into one Reshape of the first's input:
  * row-major reshapes compose. (Dropout never reaches the IR: the ONNX importer
- * turns inference-mode Dropout into Identity.) */
+ * turns inference-mode Dropout into Identity.) A Resize whose every scale is
+ * exactly 1 (given, or sizes equal to the input's extents) samples every
+ * element at its own coordinate in the half_pixel, pytorch_half_pixel,
+ * align_corners and asymmetric transforms, in every mode, so it goes too
+ * (the detection networks' transform resizes a 320x320 image to 320x320);
+ * the tf_* transforms shift or crop and are kept. */
 #include <stdlib.h>
 
+#include "ir/infer_nn.h"
 #include "pass/pass.h"
 #include "util/error.h"
 
 static bool is_reshape(kiln_op op)
 {
     return op == KILN_OP_RESHAPE || op == KILN_OP_FLATTEN;
+}
+
+static bool is_identity_resize(const kiln_node *n, const kiln_value *x)
+{
+    kiln_resize_params p;
+    kiln_error e = {0};
+    if (n->op != KILN_OP_RESIZE || kiln_resize_resolve(n, &x->shape, &p, &e) != KILN_OK)
+        return false;
+    if (p.coord != KILN_COORD_HALF_PIXEL && p.coord != KILN_COORD_PYTORCH_HALF_PIXEL &&
+        p.coord != KILN_COORD_ALIGN_CORNERS && p.coord != KILN_COORD_ASYMMETRIC)
+        return false;
+    for (int d = 0; d < p.rank; d++)
+        if (p.scale[d] != 1.0 || p.out[d] != x->shape.dims[d])
+            return false;
+    return true;
 }
 
 kiln_status kiln_pass_remove_identity(kiln_pass_ctx *ctx, kiln_error *err)
@@ -30,7 +51,7 @@ kiln_status kiln_pass_remove_identity(kiln_pass_ctx *ctx, kiln_error *err)
         const kiln_value *y = n->n_outputs == 1 ? g->values[n->outputs[0]] : NULL;
         bool same_layout = x && y && kiln_layout_equal(x->layout, y->layout);
         if (x && y && same_layout &&
-            (n->op == KILN_OP_IDENTITY ||
+            (n->op == KILN_OP_IDENTITY || is_identity_resize(n, x) ||
              (is_reshape(n->op) && kiln_shape_equal(&x->shape, &y->shape)))) {
             rw.map[y->id] = kiln_rewrite_value(&rw, x->id);
             removed++;

@@ -234,6 +234,59 @@ static void check_plan(const char *name)
     kiln_graph_destroy(g);
 }
 
+/* Resize with every scale exactly 1 goes (linear half_pixel by scales,
+ * nearest asymmetric by sizes); a scale of 1 in tf_half_pixel_for_nn (which
+ * shifts by half a pixel) and a scale just above 1 that floors to the same
+ * extent stay; the numbers are unchanged */
+static void test_remove_identity_resize(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *mode, *coord;
+        float scale_w; /* -1: sizes */
+        int removed;
+    } cases[] = {{"linear", "half_pixel", 1.0f, 1},
+                 {"nearest", "asymmetric", -1, 1},
+                 {"cubic", "align_corners", 1.0f, 1},
+                 {"nearest", "tf_half_pixel_for_nn", 1.0f, 0},
+                 {"linear", "half_pixel", 1.1f, 0}};
+    for (int c = 0; c < 5; c++) {
+        kiln_graph *g;
+        assert_int_equal(kiln_graph_create(&g), KILN_OK);
+        kiln_shape xs = ks(4, 1, 3, 5, 6);
+        int x = kiln_graph_add_input(g, "x", KILN_DTYPE_FLOAT32, &xs);
+        int rs = kiln_graph_add_node(g, KILN_OP_RESIZE, "resize", &x, 1, 1);
+        kiln_node_set_string(g, rs, "mode", cases[c].mode);
+        kiln_node_set_string(g, rs, "coordinate_transformation_mode", cases[c].coord);
+        if (cases[c].scale_w < 0) {
+            int64_t sizes[4] = {1, 3, 5, 6};
+            kiln_node_set_ints(g, rs, "sizes", sizes, 4);
+        } else {
+            float scales[4] = {1, 1, 1, cases[c].scale_w};
+            kiln_node_set_floats(g, rs, "scales", scales, 4);
+        }
+        int r = kiln_graph_node_output(g, rs, 0);
+        int relu = kiln_graph_add_node(g, KILN_OP_RELU, "out", &r, 1, 1);
+        assert_int_equal(kiln_graph_add_output(g, kiln_graph_node_output(g, relu, 0)), KILN_OK);
+        kiln_error err = {0};
+        assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+        int64_t n0, n1;
+        float *want = ref_run(g, &n0);
+        kiln_target t = host();
+        kiln_pass_ctx *ctx;
+        assert_int_equal(kiln_pass_ctx_create(g, &t, &ctx, &err), KILN_OK);
+        assert_int_equal(kiln_pass_run_until(ctx, "dce", &err), KILN_OK);
+        assert_int_equal(count_op(ctx->g, KILN_OP_RESIZE), cases[c].removed ? 0 : 1);
+        float *got = ref_run(ctx->g, &n1);
+        assert_int_equal(n0, n1);
+        assert_allclose(got, want, n0, 0, 0);
+        free(got);
+        free(want);
+        kiln_pass_ctx_destroy(ctx);
+        kiln_graph_destroy(g);
+    }
+}
+
 static void test_plan_memory(void **state)
 {
     (void)state;
@@ -522,6 +575,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fold_batchnorm),  cmocka_unit_test(test_fold_constant_and_dce),
+        cmocka_unit_test(test_remove_identity_resize),
         cmocka_unit_test(test_plan_memory),     cmocka_unit_test(test_alter_layout),
         cmocka_unit_test(test_fuse_groups),     cmocka_unit_test(test_fuse_silu_hardswish),
         cmocka_unit_test(test_alter_layout_squeeze_excite),     cmocka_unit_test(test_pipeline_and_print),
