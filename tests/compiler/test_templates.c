@@ -720,6 +720,29 @@ static void test_matmul_softmax_norm(void **state)
     ints(g, rx, "axes", 1, 1);
     kiln_node_set_int(g, rx, "keepdims", 0);
     check(g, out(g, rx), 5100);
+
+    /* contiguous lines long enough for the 16-lane blocks and a tail:
+     * softmax over 91 (a detection head's classes), log-softmax over 40,
+     * layer norm over exactly 32 (no tail) */
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    x = input(g, "x", ks(3, 3, 4, 91));
+    sm = node(g, KILN_OP_SOFTMAX, &x, 1);
+    kiln_node_set_int(g, sm, "axis", -1);
+    check(g, out(g, sm), 5200);
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    x = input(g, "x", ks(2, 7, 32));
+    int sc3 = param(g, "s", ks(1, 32), 5, 0.5f, 1.5f);
+    int ln3_in[3] = {x, sc3, -1};
+    ln = node(g, KILN_OP_LAYERNORM, ln3_in, 2);
+    kiln_node_set_int(g, ln, "axis", -1);
+    int y3 = out(g, ln);
+    int a3[2] = {y3, y3};
+    int y4 = out(g, node(g, KILN_OP_MUL, a3, 2));
+    int r4 = node(g, KILN_OP_RESHAPE, &y4, 1);
+    ints(g, r4, "shape", 2, 4, 56);
+    ls = node(g, KILN_OP_LOGSOFTMAX, (int[]){out(g, r4)}, 1);
+    kiln_node_set_int(g, ls, "axis", -1);
+    check(g, out(g, ls), 5300);
 }
 
 static void test_elemwise_movement(void **state)

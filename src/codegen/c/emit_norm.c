@@ -1,10 +1,13 @@
 /* codegen/c/emit_norm.c: softmax, layer normalization and reductions.
  *
  * softmax: lines along one axis (outer x len x inner); per line max, then
- *   sum of exp(x - max) in double, then exp(x - max) / sum (LogSoftmax:
- *   x - max - log(sum)), tasks of `rows_per_task` lines.
- * layernorm: rows of `size` = prod(dims[axis:]) elements; mean and variance
- *   in double (two passes), then (x - mean) * inv * scale (+ B).
+ *   sum of exp(x - max), then exp(x - max) / sum (LogSoftmax: x - max -
+ *   log(sum)), tasks of `rows_per_task` lines. Contiguous lines (inner 1)
+ *   keep 16 partial maxima and sums (vector registers; the sums added in
+ *   double) and use kiln_m_expf; strided lines are scalar with a double sum.
+ * layernorm: rows of `size` = prod(dims[axis:]) elements; mean, then the
+ *   variance about it (two passes, 16 float partial sums each, added in
+ *   double), then (x - mean) * inv * scale (+ B).
  * reduce: any set of axes: each output element walks its reduced elements
  *   (offsets through the reduced dims' coordinates); sums in double. */
 #include <stdio.h>
@@ -34,6 +37,56 @@ kiln_status kiln_emit_softmax(kiln_sb *b, const kiln_lowered *l, const kiln_task
                    (long long)len, (long long)inner, (long long)lines, rpt);
     kiln_sb_puts(b, KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
+    if (inner == 1) {
+        /* contiguous lines: 16 partial maxima and sums that the compiler keeps
+         * in vector registers, and the vectorizable exp (kiln_kernels_math.h) */
+        kiln_sb_printf(b,
+                       "    for (int64_t line = begin_ * RPT_; line < KILN_MIN_(end_ * RPT_, (int64_t)LINES_); line++) {\n"
+                       "        int64_t base = line * (int64_t)LEN_;\n"
+                       "        const float *xp = a%d + base;\n"
+                       "        float *yp = o0 + base;\n"
+                       "        float m16[16], s16[16] = {0};\n"
+                       "        for (int k = 0; k < 16; k++)\n"
+                       "            m16[k] = xp[0];\n"
+                       "        int64_t j = 0;\n"
+                       "        for (; j + 16 <= LEN_; j += 16)\n"
+                       "            for (int k = 0; k < 16; k++)\n"
+                       "                m16[k] = xp[j + k] > m16[k] ? xp[j + k] : m16[k];\n"
+                       "        float mx = m16[0];\n"
+                       "        for (int k = 1; k < 16; k++)\n"
+                       "            mx = m16[k] > mx ? m16[k] : mx;\n"
+                       "        for (; j < LEN_; j++)\n"
+                       "            mx = xp[j] > mx ? xp[j] : mx;\n"
+                       "        j = 0;\n"
+                       "        for (; j + 16 <= LEN_; j += 16)\n"
+                       "            for (int k = 0; k < 16; k++) {\n"
+                       "                float e = kiln_m_expf(xp[j + k] - mx);\n"
+                       "                s16[k] += e;\n"
+                       "                %s\n"
+                       "            }\n"
+                       "        double sum = 0.0;\n"
+                       "        for (int k = 0; k < 16; k++)\n"
+                       "            sum += s16[k];\n"
+                       "        for (; j < LEN_; j++) {\n"
+                       "            float e = kiln_m_expf(xp[j] - mx);\n"
+                       "            sum += e;\n"
+                       "            %s\n"
+                       "        }\n"
+                       "        const float f = %s;\n"
+                       "        for (j = 0; j < LEN_; j++) {\n"
+                       "            float v = %s;\n"
+                       "            int64_t idx = base + j;\n"
+                       "            (void)idx;\n",
+                       xa, logsm ? "" : "yp[j + k] = e;", logsm ? "" : "yp[j] = e;",
+                       logsm ? "(float)log(sum)" : "(float)(1.0 / sum)",
+                       logsm ? "xp[j] - mx - f" : "yp[j] * f");
+        kiln_emit_epilogue(b, l, t, "v", "idx");
+        kiln_sb_puts(b, "            yp[j] = v;\n        }\n    }\n}\n");
+        char nt[64];
+        snprintf(nt, sizeof nt, "%lld", (long long)ntasks);
+        kiln_emit_entry(b, t, nt, 1);
+        return KILN_OK;
+    }
     kiln_sb_printf(b,
                    "    for (int64_t line = begin_ * RPT_; line < KILN_MIN_(end_ * RPT_, (int64_t)LINES_); line++) {\n"
                    "        int64_t base = (line / INNER_) * (int64_t)LEN_ * INNER_ + line %% INNER_;\n"
@@ -84,17 +137,32 @@ kiln_status kiln_emit_layernorm(kiln_sb *b, const kiln_lowered *l, const kiln_ta
     kiln_sb_printf(b,
                    "    for (int64_t row = begin_ * RPT_; row < KILN_MIN_(end_ * RPT_, (int64_t)ROWS_); row++) {\n"
                    "        const float *xp = a%d + row * (int64_t)SIZE_;\n"
+                   "        /* two passes, 16 partial sums each (vector registers), added in double */\n"
+                   "        float s16[16] = {0}, v16[16] = {0};\n"
+                   "        int64_t i = 0;\n"
+                   "        for (; i + 16 <= SIZE_; i += 16)\n"
+                   "            for (int k = 0; k < 16; k++)\n"
+                   "                s16[k] += xp[i + k];\n"
                    "        double mean = 0.0, var = 0.0;\n"
-                   "        for (int64_t i = 0; i < SIZE_; i++)\n"
+                   "        for (int k = 0; k < 16; k++)\n"
+                   "            mean += s16[k];\n"
+                   "        for (; i < SIZE_; i++)\n"
                    "            mean += xp[i];\n"
                    "        mean /= (double)SIZE_;\n"
-                   "        for (int64_t i = 0; i < SIZE_; i++) {\n"
+                   "        const float mf = (float)mean;\n"
+                   "        for (i = 0; i + 16 <= SIZE_; i += 16)\n"
+                   "            for (int k = 0; k < 16; k++) {\n"
+                   "                float d = xp[i + k] - mf;\n"
+                   "                v16[k] += d * d;\n"
+                   "            }\n"
+                   "        for (int k = 0; k < 16; k++)\n"
+                   "            var += v16[k];\n"
+                   "        for (; i < SIZE_; i++) {\n"
                    "            double d = xp[i] - mean;\n"
                    "            var += d * d;\n"
                    "        }\n"
                    "        var /= (double)SIZE_;\n"
                    "        const float inv = (float)(1.0 / sqrt(var + %.17g));\n"
-                   "        const float mf = (float)mean;\n"
                    "        for (int64_t i = 0; i < SIZE_; i++) {\n"
                    "            float v = (xp[i] - mf) * inv * a%d[i]",
                    xa, eps, sa);
