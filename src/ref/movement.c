@@ -141,21 +141,39 @@ static kiln_status elements_walk(const kiln_node *n, const kiln_tensor *x, const
     size_t es = kiln_dtype_size(x->dtype);
     int64_t xst[KILN_MAX_RANK], idx[KILN_MAX_RANK] = {0};
     kiln_ref_strides(&x->shape, xst);
-    for (int64_t i = 0; i < numel; i++, kiln_ref_next_coord(&ix->shape, idx)) {
-        int64_t p = 0;
-        s = kiln_ref_norm_index(kiln_ref_load_index(ix, i), x->shape.dims[axis], i, axis, &p,
-                                err);
-        if (s != KILN_OK)
-            return s;
-        int64_t off = 0;
-        for (int d = 0; d < r; d++)
-            off += (d == axis ? p : idx[d]) * xst[d];
-        if (u)
-            reduce_into(x->dtype, red, (char *)y->data + (size_t)off * es,
-                        (const char *)u->data + (size_t)i * es, 1);
-        else
-            memcpy((char *)y->data + (size_t)i * es, (const char *)x->data + (size_t)off * es,
-                   es);
+    /* row by row along the last dim: the offset off the axis is computed once
+     * per row, and 4-byte elements without a reduction are moved directly
+     * (Faster R-CNN scatters 2 x 1.9M floats per run) */
+    const int64_t inner = ix->shape.dims[r - 1], rows = numel / inner;
+    const int64_t ax_dim = x->shape.dims[axis], ax_st = xst[axis];
+    const int64_t last_st = axis == r - 1 ? 0 : xst[r - 1];
+    const bool word = es == 4 && (!u || red == RED_NONE);
+    const int64_t *ix64 = ix->dtype == KILN_DTYPE_INT64 ? ix->data : NULL;
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t base = 0;
+        for (int d = 0; d < r - 1; d++)
+            if (d != axis)
+                base += idx[d] * xst[d];
+        for (int64_t j = 0, i = row * inner; j < inner; j++, i++) {
+            int64_t p = 0;
+            s = kiln_ref_norm_index(ix64 ? ix64[i] : kiln_ref_load_index(ix, i), ax_dim, i, axis,
+                                    &p, err);
+            if (s != KILN_OK)
+                return s;
+            int64_t off = base + p * ax_st + j * last_st;
+            if (word && u)
+                ((uint32_t *)y->data)[off] = ((const uint32_t *)u->data)[i];
+            else if (word)
+                ((uint32_t *)y->data)[i] = ((const uint32_t *)x->data)[off];
+            else if (u)
+                reduce_into(x->dtype, red, (char *)y->data + (size_t)off * es,
+                            (const char *)u->data + (size_t)i * es, 1);
+            else
+                memcpy((char *)y->data + (size_t)i * es,
+                       (const char *)x->data + (size_t)off * es, es);
+        }
+        idx[r - 1] = inner - 1; /* the next row */
+        kiln_ref_next_coord(&ix->shape, idx);
     }
     return KILN_OK;
 }
