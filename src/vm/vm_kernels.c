@@ -611,6 +611,22 @@ static kiln_status run_roialign(const kiln_vm *vm, vm_node *n, const kiln_tensor
                         p->o[2] = y1 * w + x0, p->o[3] = y1 * w + x1;
                         p->w[0] = hy * hx, p->w[1] = hy * lx, p->w[2] = ly * hx, p->w[3] = ly * lx;
                     }
+        if (f32 && avg) { /* the common case: no dtype switch, no per-tap loop */
+            for (int64_t cc = 0; cc < ch; cc++) {
+                const float *xf = (const float *)x->data + (b * ch + cc) * h * w;
+                float *yo = (float *)n->own[0].data + (r * ch + cc) * oh * ow;
+                const roi_tap *p = tap;
+                for (int64_t q = 0; q < oh * ow; q++) {
+                    double acc = 0;
+                    for (int64_t i = 0; i < per; i++, p++)
+                        if (p->o[0] >= 0)
+                            acc += p->w[0] * (double)xf[p->o[0]] + p->w[1] * (double)xf[p->o[1]] +
+                                   p->w[2] * (double)xf[p->o[2]] + p->w[3] * (double)xf[p->o[3]];
+                    yo[q] = (float)(acc / count);
+                }
+            }
+            continue;
+        }
         for (int64_t cc = 0; cc < ch; cc++) {
             int64_t plane = (b * ch + cc) * h * w, dst = (r * ch + cc) * oh * ow;
             const float *xf = (const float *)x->data + plane;
