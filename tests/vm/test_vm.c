@@ -21,91 +21,9 @@
 #include "test_support.h"
 #include "vm/vm.h"
 
+#include "onnx_build.h"
+
 /* ---- building small ONNX models -------------------------------------------- */
-
-typedef struct vi_store {
-    Onnx__ValueInfoProto vi;
-    Onnx__TypeProto tp;
-    Onnx__TypeProto__Tensor tt;
-    Onnx__TensorShapeProto sp;
-    Onnx__TensorShapeProto__Dimension d[KILN_MAX_RANK];
-    Onnx__TensorShapeProto__Dimension *dp[KILN_MAX_RANK];
-} vi_store;
-
-/* A tensor ValueInfo; dims < 0 are symbolic ("n"); rank < 0: no shape. */
-static Onnx__ValueInfoProto *vi(vi_store *s, const char *name, kiln_dtype dt, int rank,
-                                const int64_t *dims)
-{
-    Onnx__ValueInfoProto v0 = ONNX__VALUE_INFO_PROTO__INIT;
-    Onnx__TypeProto t0 = ONNX__TYPE_PROTO__INIT;
-    Onnx__TypeProto__Tensor tt0 = ONNX__TYPE_PROTO__TENSOR__INIT;
-    Onnx__TensorShapeProto sp0 = ONNX__TENSOR_SHAPE_PROTO__INIT;
-    s->vi = v0;
-    s->tp = t0;
-    s->tt = tt0;
-    s->sp = sp0;
-    s->vi.name = (char *)name;
-    s->vi.type = &s->tp;
-    s->tp.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-    s->tp.tensor_type = &s->tt;
-    s->tt.has_elem_type = 1;
-    s->tt.elem_type = kiln_dtype_to_onnx(dt);
-    if (rank >= 0) {
-        s->tt.shape = &s->sp;
-        s->sp.n_dim = (size_t)rank;
-        s->sp.dim = s->dp;
-        for (int i = 0; i < rank; i++) {
-            Onnx__TensorShapeProto__Dimension d0 = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
-            s->d[i] = d0;
-            if (dims[i] >= 0) {
-                s->d[i].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-                s->d[i].dim_value = dims[i];
-            } else {
-                s->d[i].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-                s->d[i].dim_param = "n";
-            }
-            s->dp[i] = &s->d[i];
-        }
-    }
-    return &s->vi;
-}
-
-static void node(Onnx__NodeProto *n, const char *op, char **ins, int n_in, char **outs,
-                 int n_out)
-{
-    Onnx__NodeProto n0 = ONNX__NODE_PROTO__INIT;
-    *n = n0;
-    n->op_type = (char *)op;
-    n->input = ins;
-    n->n_input = (size_t)n_in;
-    n->output = outs;
-    n->n_output = (size_t)n_out;
-}
-
-/* Packs a model of the given graph (opset 17) into path. */
-static void write_model(const char *path, Onnx__GraphProto *g)
-{
-    Onnx__OperatorSetIdProto op = ONNX__OPERATOR_SET_ID_PROTO__INIT;
-    op.domain = "";
-    op.has_version = 1;
-    op.version = 17;
-    Onnx__OperatorSetIdProto *ops[1] = {&op};
-    Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
-    m.has_ir_version = 1;
-    m.ir_version = 8;
-    m.n_opset_import = 1;
-    m.opset_import = ops;
-    m.graph = g;
-    size_t n = onnx__model_proto__get_packed_size(&m);
-    uint8_t *buf = malloc(n);
-    assert_non_null(buf);
-    onnx__model_proto__pack(&m, buf);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(buf, 1, n, f), n);
-    fclose(f);
-    free(buf);
-}
 
 static kiln_tensor tensor(kiln_dtype dt, kiln_shape s)
 {
@@ -133,17 +51,17 @@ static char *reshape_model(void)
     free(dir);
     vi_store s[4];
     int64_t xd[3] = {2, 3, 4}, sd[1] = {2};
-    Onnx__ValueInfoProto *ins[2] = {vi(&s[0], "x", KILN_DTYPE_FLOAT32, 3, xd),
-                                    vi(&s[1], "shape", KILN_DTYPE_INT64, 1, sd)};
-    Onnx__ValueInfoProto *outs[2] = {vi(&s[2], "z", KILN_DTYPE_FLOAT32, -1, NULL),
-                                     vi(&s[3], "r", KILN_DTYPE_FLOAT32, 3, xd)};
+    Onnx__ValueInfoProto *ins[2] = {kt_onnx_vi(&s[0], "x", KILN_DTYPE_FLOAT32, 3, xd),
+                                    kt_onnx_vi(&s[1], "shape", KILN_DTYPE_INT64, 1, sd)};
+    Onnx__ValueInfoProto *outs[2] = {kt_onnx_vi(&s[2], "z", KILN_DTYPE_FLOAT32, -1, NULL),
+                                     kt_onnx_vi(&s[3], "r", KILN_DTYPE_FLOAT32, 3, xd)};
     char *relu_in[] = {"x"}, *relu_out[] = {"r"};
     char *rs_in[] = {"r", "shape"}, *rs_out[] = {"y"};
     char *add_in[] = {"y", "y"}, *add_out[] = {"z"};
     Onnx__NodeProto nodes[3];
-    node(&nodes[0], "Relu", relu_in, 1, relu_out, 1);
-    node(&nodes[1], "Reshape", rs_in, 2, rs_out, 1);
-    node(&nodes[2], "Add", add_in, 2, add_out, 1);
+    kt_onnx_node(&nodes[0], "Relu", relu_in, 1, relu_out, 1);
+    kt_onnx_node(&nodes[1], "Reshape", rs_in, 2, rs_out, 1);
+    kt_onnx_node(&nodes[2], "Add", add_in, 2, add_out, 1);
     Onnx__NodeProto *np[3] = {&nodes[0], &nodes[1], &nodes[2]};
     Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
     g.name = "vm_test";
@@ -153,7 +71,7 @@ static char *reshape_model(void)
     g.input = ins;
     g.n_output = 2;
     g.output = outs;
-    write_model(path, &g);
+    kt_onnx_write(path, &g, 17);
     return path;
 }
 
@@ -274,19 +192,19 @@ static void test_vm_loop(void **state)
     vi_store s[12];
     int64_t two[1] = {2};
     /* the body */
-    Onnx__ValueInfoProto *bin[3] = {vi(&s[0], "i", KILN_DTYPE_INT64, 0, NULL),
-                                    vi(&s[1], "cond", KILN_DTYPE_BOOL, 0, NULL),
-                                    vi(&s[2], "c", KILN_DTYPE_FLOAT32, 1, two)};
-    Onnx__ValueInfoProto *bout[3] = {vi(&s[3], "cond_out", KILN_DTYPE_BOOL, 0, NULL),
-                                     vi(&s[4], "c_out", KILN_DTYPE_FLOAT32, 1, two),
-                                     vi(&s[5], "scan", KILN_DTYPE_FLOAT32, 1, two)};
+    Onnx__ValueInfoProto *bin[3] = {kt_onnx_vi(&s[0], "i", KILN_DTYPE_INT64, 0, NULL),
+                                    kt_onnx_vi(&s[1], "cond", KILN_DTYPE_BOOL, 0, NULL),
+                                    kt_onnx_vi(&s[2], "c", KILN_DTYPE_FLOAT32, 1, two)};
+    Onnx__ValueInfoProto *bout[3] = {kt_onnx_vi(&s[3], "cond_out", KILN_DTYPE_BOOL, 0, NULL),
+                                     kt_onnx_vi(&s[4], "c_out", KILN_DTYPE_FLOAT32, 1, two),
+                                     kt_onnx_vi(&s[5], "scan", KILN_DTYPE_FLOAT32, 1, two)};
     char *id_in[] = {"cond"}, *id_out[] = {"cond_out"};
     char *add_in[] = {"c", "y"}, *add_out[] = {"c_out"};
     char *cp_in[] = {"c_out"}, *cp_out[] = {"scan"};
     Onnx__NodeProto bn[3];
-    node(&bn[0], "Identity", id_in, 1, id_out, 1);
-    node(&bn[1], "Add", add_in, 2, add_out, 1);
-    node(&bn[2], "Identity", cp_in, 1, cp_out, 1);
+    kt_onnx_node(&bn[0], "Identity", id_in, 1, id_out, 1);
+    kt_onnx_node(&bn[1], "Add", add_in, 2, add_out, 1);
+    kt_onnx_node(&bn[2], "Identity", cp_in, 1, cp_out, 1);
     Onnx__NodeProto *bnp[3] = {&bn[0], &bn[1], &bn[2]};
     Onnx__GraphProto body = ONNX__GRAPH_PROTO__INIT;
     body.name = "body";
@@ -297,14 +215,14 @@ static void test_vm_loop(void **state)
     body.n_output = 3;
     body.output = bout;
     /* the model */
-    Onnx__ValueInfoProto *ins[3] = {vi(&s[6], "M", KILN_DTYPE_INT64, 0, NULL),
-                                    vi(&s[7], "x", KILN_DTYPE_FLOAT32, 1, two),
-                                    vi(&s[8], "y", KILN_DTYPE_FLOAT32, 1, two)};
-    Onnx__ValueInfoProto *outs[2] = {vi(&s[9], "final", KILN_DTYPE_FLOAT32, 1, two),
-                                     vi(&s[10], "rows", KILN_DTYPE_FLOAT32, -1, NULL)};
+    Onnx__ValueInfoProto *ins[3] = {kt_onnx_vi(&s[6], "M", KILN_DTYPE_INT64, 0, NULL),
+                                    kt_onnx_vi(&s[7], "x", KILN_DTYPE_FLOAT32, 1, two),
+                                    kt_onnx_vi(&s[8], "y", KILN_DTYPE_FLOAT32, 1, two)};
+    Onnx__ValueInfoProto *outs[2] = {kt_onnx_vi(&s[9], "final", KILN_DTYPE_FLOAT32, 1, two),
+                                     kt_onnx_vi(&s[10], "rows", KILN_DTYPE_FLOAT32, -1, NULL)};
     char *lp_in[] = {"M", "", "x"}, *lp_out[] = {"final", "rows"};
     Onnx__NodeProto lp;
-    node(&lp, "Loop", lp_in, 3, lp_out, 2);
+    kt_onnx_node(&lp, "Loop", lp_in, 3, lp_out, 2);
     Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT;
     a.name = "body";
     a.has_type = 1;
@@ -322,7 +240,7 @@ static void test_vm_loop(void **state)
     g.input = ins;
     g.n_output = 2;
     g.output = outs;
-    write_model(path, &g);
+    kt_onnx_write(path, &g, 17);
 
     kiln_error err = {0};
     kiln_vm *vm = NULL;
@@ -380,13 +298,13 @@ static kiln_graph *param_model(const char *op, int n_params, kiln_dtype pdt, int
     free(dir);
     vi_store s[4];
     int64_t xd[2] = {3, 4}, one[1] = {1};
-    Onnx__ValueInfoProto *ins[3] = {vi(&s[0], "x", KILN_DTYPE_FLOAT32, 2, xd),
-                                    vi(&s[1], "p1", pdt, prank, one),
-                                    vi(&s[2], "p2", pdt, prank, one)};
-    Onnx__ValueInfoProto *outs[1] = {vi(&s[3], "y", KILN_DTYPE_FLOAT32, 2, xd)};
+    Onnx__ValueInfoProto *ins[3] = {kt_onnx_vi(&s[0], "x", KILN_DTYPE_FLOAT32, 2, xd),
+                                    kt_onnx_vi(&s[1], "p1", pdt, prank, one),
+                                    kt_onnx_vi(&s[2], "p2", pdt, prank, one)};
+    Onnx__ValueInfoProto *outs[1] = {kt_onnx_vi(&s[3], "y", KILN_DTYPE_FLOAT32, 2, xd)};
     char *in[] = {"x", "p1", "p2"}, *out[] = {"y"};
     Onnx__NodeProto n;
-    node(&n, op, in, 1 + n_params, out, 1);
+    kt_onnx_node(&n, op, in, 1 + n_params, out, 1);
     Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT;
     Onnx__AttributeProto *ap[1] = {&a};
     if (attr_name) {
@@ -407,7 +325,7 @@ static kiln_graph *param_model(const char *op, int n_params, kiln_dtype pdt, int
     g.input = ins;
     g.n_output = 1;
     g.output = outs;
-    write_model(path, &g);
+    kt_onnx_write(path, &g, 17);
     kiln_graph *gr = NULL;
     kiln_error err = {0};
     if (kiln_onnx_load(path, &gr, &err) != KILN_OK)

@@ -21,6 +21,8 @@
 #include "test_support.h"
 #include "vm/vm.h"
 
+#include "onnx_build.h"
+
 /* ---- one-node models --------------------------------------------------------- */
 
 typedef struct io_spec {
@@ -30,65 +32,9 @@ typedef struct io_spec {
     int64_t dims[4];
 } io_spec;
 
-typedef struct vi_store {
-    Onnx__ValueInfoProto vi;
-    Onnx__TypeProto tp;
-    Onnx__TypeProto__Tensor tt;
-    Onnx__TensorShapeProto sp;
-    Onnx__TensorShapeProto__Dimension d[4];
-    Onnx__TensorShapeProto__Dimension *dp[4];
-} vi_store;
-
 static Onnx__ValueInfoProto *vi(vi_store *s, const io_spec *io)
 {
-    Onnx__ValueInfoProto v0 = ONNX__VALUE_INFO_PROTO__INIT;
-    Onnx__TypeProto t0 = ONNX__TYPE_PROTO__INIT;
-    Onnx__TypeProto__Tensor tt0 = ONNX__TYPE_PROTO__TENSOR__INIT;
-    Onnx__TensorShapeProto sp0 = ONNX__TENSOR_SHAPE_PROTO__INIT;
-    s->vi = v0, s->tp = t0, s->tt = tt0, s->sp = sp0;
-    s->vi.name = (char *)io->name;
-    s->vi.type = &s->tp;
-    s->tp.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-    s->tp.tensor_type = &s->tt;
-    s->tt.has_elem_type = 1;
-    s->tt.elem_type = kiln_dtype_to_onnx(io->dt);
-    if (io->rank >= 0) {
-        s->tt.shape = &s->sp;
-        s->sp.n_dim = (size_t)io->rank;
-        s->sp.dim = s->dp;
-        for (int i = 0; i < io->rank; i++) {
-            Onnx__TensorShapeProto__Dimension d0 = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
-            s->d[i] = d0;
-            s->d[i].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-            s->d[i].dim_value = io->dims[i];
-            s->dp[i] = &s->d[i];
-        }
-    }
-    return &s->vi;
-}
-
-static void write_graph(const char *path, Onnx__GraphProto *g)
-{
-    Onnx__OperatorSetIdProto op = ONNX__OPERATOR_SET_ID_PROTO__INIT;
-    op.domain = "";
-    op.has_version = 1;
-    op.version = 13;
-    Onnx__OperatorSetIdProto *ops[1] = {&op};
-    Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
-    m.has_ir_version = 1;
-    m.ir_version = 8;
-    m.n_opset_import = 1;
-    m.opset_import = ops;
-    m.graph = g;
-    size_t n = onnx__model_proto__get_packed_size(&m);
-    uint8_t *buf = malloc(n);
-    assert_non_null(buf);
-    onnx__model_proto__pack(&m, buf);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(buf, 1, n, f), n);
-    fclose(f);
-    free(buf);
+    return kt_onnx_vi(s, io->name, io->dt, io->rank, io->dims);
 }
 
 /* A model of one node `op` (int attributes names[i] = vals[i]) on graph
@@ -140,7 +86,7 @@ static kiln_vm *one_node(const char *op, const io_spec *ins, int n_in, const io_
     g.input = gi;
     g.n_output = (size_t)n_out;
     g.output = go;
-    write_graph(path, &g);
+    kt_onnx_write(path, &g, 13);
     kiln_error err = {0};
     kiln_vm *vm = NULL;
     kiln_vm_options o = {.reference = true};
@@ -464,7 +410,7 @@ static void test_split(void **state)
     g.input = gi;
     g.n_output = 2;
     g.output = go;
-    write_graph(path, &g);
+    kt_onnx_write(path, &g, 13);
     kiln_error err = {0};
     kiln_vm *vm = NULL;
     kiln_vm_options o = {.reference = true};
@@ -574,7 +520,7 @@ static void roialign_case(const char *mode, int64_t ratio, float scale)
     g.input = gi;
     g.n_output = 1;
     g.output = go;
-    write_graph(path, &g);
+    kt_onnx_write(path, &g, 13);
 
     float x[2 * 3 * 9 * 11];
     kt_fill_random(x, 2 * 3 * 9 * 11, 5, -1, 1);

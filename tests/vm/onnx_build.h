@@ -1,0 +1,95 @@
+/* tests/vm/onnx_build.h: building small ONNX models in C for the VM tests
+ * (test_vm.c, test_vm_kernels.c): tensor ValueInfos, nodes, and a graph
+ * packed into a model file. Header-only; the protos point into the caller's
+ * storage (vi_store) and strings. */
+#ifndef KILN_TESTS_VM_ONNX_BUILD_H
+#define KILN_TESTS_VM_ONNX_BUILD_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "import/onnx/onnx.h"
+#include "test_support.h"
+
+typedef struct vi_store {
+    Onnx__ValueInfoProto vi;
+    Onnx__TypeProto tp;
+    Onnx__TypeProto__Tensor tt;
+    Onnx__TensorShapeProto sp;
+    Onnx__TensorShapeProto__Dimension d[KILN_MAX_RANK];
+    Onnx__TensorShapeProto__Dimension *dp[KILN_MAX_RANK];
+} vi_store;
+
+/* A tensor ValueInfo; dims < 0 are symbolic ("n"); rank < 0: no shape. */
+static inline Onnx__ValueInfoProto *kt_onnx_vi(vi_store *s, const char *name, kiln_dtype dt,
+                                               int rank, const int64_t *dims)
+{
+    Onnx__ValueInfoProto v0 = ONNX__VALUE_INFO_PROTO__INIT;
+    Onnx__TypeProto t0 = ONNX__TYPE_PROTO__INIT;
+    Onnx__TypeProto__Tensor tt0 = ONNX__TYPE_PROTO__TENSOR__INIT;
+    Onnx__TensorShapeProto sp0 = ONNX__TENSOR_SHAPE_PROTO__INIT;
+    s->vi = v0, s->tp = t0, s->tt = tt0, s->sp = sp0;
+    s->vi.name = (char *)name;
+    s->vi.type = &s->tp;
+    s->tp.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    s->tp.tensor_type = &s->tt;
+    s->tt.has_elem_type = 1;
+    s->tt.elem_type = kiln_dtype_to_onnx(dt);
+    if (rank >= 0) {
+        s->tt.shape = &s->sp;
+        s->sp.n_dim = (size_t)rank;
+        s->sp.dim = s->dp;
+        for (int i = 0; i < rank; i++) {
+            Onnx__TensorShapeProto__Dimension d0 = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
+            s->d[i] = d0;
+            if (dims[i] >= 0) {
+                s->d[i].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+                s->d[i].dim_value = dims[i];
+            } else {
+                s->d[i].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+                s->d[i].dim_param = "n";
+            }
+            s->dp[i] = &s->d[i];
+        }
+    }
+    return &s->vi;
+}
+
+static inline void kt_onnx_node(Onnx__NodeProto *n, const char *op, char **ins, int n_in,
+                                char **outs, int n_out)
+{
+    Onnx__NodeProto n0 = ONNX__NODE_PROTO__INIT;
+    *n = n0;
+    n->op_type = (char *)op;
+    n->input = ins;
+    n->n_input = (size_t)n_in;
+    n->output = outs;
+    n->n_output = (size_t)n_out;
+}
+
+/* Packs a model of graph g (default domain at `opset`, IR version 8) into path. */
+static inline void kt_onnx_write(const char *path, Onnx__GraphProto *g, int64_t opset)
+{
+    Onnx__OperatorSetIdProto op = ONNX__OPERATOR_SET_ID_PROTO__INIT;
+    op.domain = "";
+    op.has_version = 1;
+    op.version = opset;
+    Onnx__OperatorSetIdProto *ops[1] = {&op};
+    Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
+    m.has_ir_version = 1;
+    m.ir_version = 8;
+    m.n_opset_import = 1;
+    m.opset_import = ops;
+    m.graph = g;
+    size_t n = onnx__model_proto__get_packed_size(&m);
+    uint8_t *buf = malloc(n);
+    assert_non_null(buf);
+    onnx__model_proto__pack(&m, buf);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, n, f), n);
+    fclose(f);
+    free(buf);
+}
+
+#endif
