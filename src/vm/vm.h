@@ -24,6 +24,13 @@
  *   own kernels instead (vm_kernels.c: output extents from the values, no
  *   conversion), and a heavy Gemm/MatMul/Conv class is compiled.
  *
+ * A model whose graph inputs have symbolic (dim_param) or unknown dims is
+ * accepted too: create imports nothing; each input-shape class (the shapes
+ * of all inputs at a run) gets a VM of its own, built as above with the
+ * inputs' shapes bound (its static part compiled through the object cache),
+ * at the first run of that class. The 4 most recently used are kept: a run
+ * of a class seen before imports, compiles and allocates nothing.
+ *
  * It lives in libkiln (it converts ONNX nodes at run time), not in the
  * runtime library. Not thread-safe: one run at a time per VM. */
 #ifndef KILN_VM_VM_H
@@ -60,11 +67,28 @@ kiln_status kiln_vm_input_info(const kiln_vm *vm, int i, const char **name, kiln
                                kiln_shape *shape);
 kiln_status kiln_vm_output_info(const kiln_vm *vm, int i, const char **name, kiln_dtype *dtype,
                                 kiln_shape *shape);
-/* Copies t into input i (dtype must match; the shape must match the declared
- * one where it is known). */
+/* Symbolic input dims: the name of input i's declared dim d (its dim_param,
+ * e.g. "batch"; "" for an unknown dim without a name), NULL where the dim is
+ * a number (or i, d are out of range). d = -1: "" when the input declares no
+ * shape at all (any rank), else NULL. */
+const char *kiln_vm_input_dim_param(const kiln_vm *vm, int i, int d);
+/* Whether some input has a symbolic or unknown dim (shapes come from the
+ * inputs set; one specialization per input-shape class). */
+bool kiln_vm_symbolic(const kiln_vm *vm);
+/* Specializations created so far (imports of the model with its input
+ * shapes bound; 0 for a model without symbolic dims). */
+int64_t kiln_vm_num_specializations(const kiln_vm *vm);
+
+/* Copies t into input i. Its dtype must match, and its shape the declared
+ * rank and every fixed dim (the error names the input and the dim); a
+ * symbolic dim takes any extent, the same for every input that names it. */
 kiln_status kiln_vm_set_input(kiln_vm *vm, int i, const kiln_tensor *t, kiln_error *err);
+/* Runs the model on the inputs set. With symbolic input dims, the first run
+ * of an input-shape class imports and compiles the model for it (a failure
+ * there, e.g. shapes the graph's ops refuse, names the input shapes). */
 kiln_status kiln_vm_run(kiln_vm *vm, kiln_error *err);
-/* Output i after a run, owned by the VM, valid until the next run. */
+/* Output i after a run, owned by the VM, valid until the next run (NULL
+ * before the first run of a model with symbolic input dims). */
 const kiln_tensor *kiln_vm_output(const kiln_vm *vm, int i);
 
 /* What runs where: nodes of the ONNX graph in the dynamic part, whether a
@@ -75,7 +99,9 @@ const kiln_tensor *kiln_vm_output(const kiln_vm *vm, int i);
  * reference nodes), then one per data-dependent node: a VM kernel, a node
  * converted per shape class, If/Loop/Scan (bodies included) or a sequence op.
  * Strings live as long as the VM; `shapes` (may be NULL) gets the step's
- * argument shapes (for a data-dependent node, its inputs at the last run). */
+ * argument shapes (for a data-dependent node, its inputs at the last run).
+ * With symbolic input dims, the steps are those of the last run's input-shape
+ * class (before any run: step 0 only), and step 0 picks the class. */
 typedef struct kiln_vm_step_info {
     const char *name, *op;
     const char *kind;    /* "vm", "compiled", "reference", "vm kernel", "vm converted",

@@ -7,6 +7,7 @@
 #include "vm/vm.h"
 
 #define VM_CLASSES 8
+#define VM_SPECS 4          /* specializations kept per input-shape class (symbolic inputs) */
 #define VM_MAX_CAPTURED 256 /* names a body reads from enclosing scopes */
 
 enum { SRC_NONE, SRC_INPUT, SRC_STATIC, SRC_DYN, SRC_INIT };
@@ -60,6 +61,14 @@ typedef struct vm_seq {
 
 enum { VM_CONVERT, VM_IF, VM_LOOP, VM_SCAN, VM_SEQ, VM_KERNEL };
 
+/* A model with symbolic or unknown input dims: one VM per input-shape class,
+ * imported with the inputs' shapes bound (vm.c: spec_*). */
+typedef struct vm_spec {
+    struct kiln_vm *vm;
+    kiln_shape *shapes; /* per input */
+    int64_t used;       /* stamp of the last run */
+} vm_spec;
+
 struct kiln_vm {
     Onnx__ModelProto *m;            /* owned, unless `parent` (a body: the parent's) */
     const Onnx__GraphProto *graph;  /* m->graph, or the body */
@@ -90,6 +99,19 @@ struct kiln_vm {
     int n_dyn;
     vm_node *dyn;
     int64_t stamp, conversions;
+    /* symbolic input dims (the generic VM): nothing is imported at create;
+     * each input-shape class gets a VM of its own (a specialization, whose
+     * ModelProto is borrowed from this one), VM_SPECS of them kept, the
+     * least recently used one replaced */
+    bool generic;
+    bool borrowed_m;       /* a specialization: m belongs to the generic VM */
+    size_t *in_cap;        /* generic: bytes allocated per input (grown, never shrunk) */
+    vm_spec spec[VM_SPECS];
+    int n_spec;
+    struct kiln_vm *active; /* the specialization of the last run (or step 0) */
+    int64_t n_specialized;  /* specializations created so far */
+    const kiln_onnx_binding *bind; /* during a specialization's create: its input shapes */
+    int n_bind;
 };
 
 /* Decodes initializer i of vm->graph into init_t[i] (once). */

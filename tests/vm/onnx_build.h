@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "import/onnx/onnx.h"
+#include "io/tensor_io.h"
 #include "test_support.h"
 
 typedef struct vi_store {
@@ -52,6 +53,26 @@ static inline Onnx__ValueInfoProto *kt_onnx_vi(vi_store *s, const char *name, ki
             s->dp[i] = &s->d[i];
         }
     }
+    return &s->vi;
+}
+
+/* A tensor ValueInfo with named dims: dims[i] >= 0 is a number; < 0 is
+ * symbolic, named params[i] (a dim_param), or unknown (no value) when
+ * params[i] is NULL. */
+static inline Onnx__ValueInfoProto *kt_onnx_vi_sym(vi_store *s, const char *name, kiln_dtype dt,
+                                                   int rank, const int64_t *dims,
+                                                   const char *const *params)
+{
+    kt_onnx_vi(s, name, dt, rank, dims);
+    for (int i = 0; i < rank; i++)
+        if (dims[i] < 0) {
+            Onnx__TensorShapeProto__Dimension d0 = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
+            s->d[i] = d0;
+            if (params[i]) {
+                s->d[i].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+                s->d[i].dim_param = (char *)params[i];
+            }
+        }
     return &s->vi;
 }
 

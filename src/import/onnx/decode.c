@@ -358,6 +358,29 @@ static kiln_status input_type(const Onnx__ValueInfoProto *vi, const kiln_onnx_bi
         if (bind->shape->rank < 0 || bind->shape->rank > KILN_MAX_RANK)
             return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "input '%s': bound rank %d", name,
                                (int)bind->shape->rank);
+        /* the bound shape must keep the declared rank and every fixed dim */
+        const Onnx__TensorShapeProto *sp = tt->shape;
+        if (sp && sp->n_dim != (size_t)bind->shape->rank)
+            return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
+                               "input '%s' has rank %zu, bound to a shape of rank %d", name,
+                               sp->n_dim, (int)bind->shape->rank);
+        for (int d = 0; d < bind->shape->rank; d++) {
+            const Onnx__TensorShapeProto__Dimension *dim = sp ? sp->dim[d] : NULL;
+            const char *param = dim && dim->value_case ==
+                                               ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM
+                                    ? dim->dim_param
+                                    : NULL;
+            if (bind->shape->dims[d] < 0)
+                return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
+                                   "input '%s' dim %d%s%s%s: bound to extent %lld", name, d,
+                                   param ? " ('" : "", param ? param : "", param ? "')" : "",
+                                   (long long)bind->shape->dims[d]);
+            if (dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                dim->dim_value != bind->shape->dims[d])
+                return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
+                                   "input '%s' dim %d is %lld, bound to %lld", name, d,
+                                   (long long)dim->dim_value, (long long)bind->shape->dims[d]);
+        }
         *shape = *bind->shape;
         return KILN_OK;
     }
@@ -374,13 +397,15 @@ static kiln_status input_type(const Onnx__ValueInfoProto *vi, const kiln_onnx_bi
         const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
         if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM)
             return kiln_errorf(err, KILN_ERR_UNSUPPORTED,
-                               "input '%s' has a symbolic dimension '%s' (dimension %zu): kiln "
-                               "needs static shapes; pass its shape in the import options",
+                               "input '%s' has a symbolic dimension '%s' (dim %zu): the "
+                               "import needs static shapes (bind the input's shape in the "
+                               "import options)",
                                name, dim->dim_param ? dim->dim_param : "", d);
         if (dim->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
             return kiln_errorf(err, KILN_ERR_UNSUPPORTED,
-                               "input '%s' has an unknown dimension %zu: kiln needs static "
-                               "shapes; pass its shape in the import options",
+                               "input '%s' has an unknown dimension (dim %zu): the import "
+                               "needs static shapes (bind the input's shape in the import "
+                               "options)",
                                name, d);
         if (dim->dim_value < 0)
             return kiln_errorf(err, KILN_ERR_PARSE, "input '%s': dimension %zu is %lld", name, d,
