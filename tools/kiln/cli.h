@@ -6,6 +6,7 @@
 #ifndef KILN_TOOLS_CLI_H
 #define KILN_TOOLS_CLI_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -58,6 +59,29 @@ char *cli_multi_index(const kiln_shape *shape, int64_t flat, char *buf, size_t s
 /* "float32 [1, 3, 224, 224]" */
 char *cli_type_str(kiln_dtype dt, const kiln_shape *s, char *buf, size_t size);
 
+/* ---- --input-shape NAME=DIMS ------------------------------------------------
+ * run, bench and profile: the shape of the default input of a model input
+ * whose declared shape has symbolic or unknown dims; compile: the shape that
+ * input is compiled for. DIMS is extents joined by 'x' ("1x3x224x224"); an
+ * empty DIMS is a scalar. */
+#define CLI_MAX_INPUT_SHAPES 64
+typedef struct cli_input_shapes {
+    int n;
+    char name[CLI_MAX_INPUT_SHAPES][256];
+    kiln_shape shape[CLI_MAX_INPUT_SHAPES];
+} cli_input_shapes;
+/* Adds one option value to s; prints the usage error and returns 0 when
+ * invalid (no '=', a bad extent, a name given twice, too many). */
+int cli_parse_input_shape(const char *cmd, const char *v, cli_input_shapes *s);
+/* The shape given for input `name`, or NULL. */
+const kiln_shape *cli_input_shape_find(const cli_input_shapes *s, const char *name);
+#define CLI_INPUT_SHAPE_HELP                                                                   \
+    "  --input-shape NAME=DIMS\n"                                                              \
+    "                   the shape of input NAME's default data when the model\n"               \
+    "                   declares it with symbolic or unknown dims (an ONNX\n"                  \
+    "                   export's dynamic axes): DIMS like 1x3x224x224; repeat it per\n"        \
+    "                   input. Not with --input (a file gives its own shape).\n"
+
 /* ---- models: one front for the runtime and the reference executor ---------
  * cli_model_open picks the executor (cli_model.c): MODEL ending in .so runs on
  * the runtime; a zoo name or .onnx is compiled through the cache and run by
@@ -76,6 +100,10 @@ typedef struct cli_model {
     kiln_graph *g;         /* ref executor */
     kiln_ref_executor *ex;
     struct kiln_vm *vm;    /* the VM: an .onnx whose shapes depend on data (src/vm) */
+    bool vm_reference;     /* the VM's static part on the reference executor */
+    /* --input-shape (set by the command after cli_model_open; may be NULL):
+     * shapes of the default inputs */
+    const cli_input_shapes *input_shapes;
 } cli_model;
 
 int cli_model_open(cli_model *cm, const char *cmd, const char *model, const char *executor,
@@ -100,9 +128,13 @@ int cli_parse_threads(const char *cmd, const char *v, int *out);
  * input into inputs[0..n) and sets it; prints any error. */
 #define KILN_RUN_INPUT_SEED 0x6b696c6eULL /* ASCII "kiln" */
 int cli_model_default_inputs(cli_model *cm, kiln_tensor *inputs);
+/* After every input is set: a model with symbolic input dims (on the VM) is
+ * imported and compiled for these shapes now (through step 0), so that a
+ * timed run does not include it; the time goes to load_ms. Prints any error. */
+int cli_model_prepare(cli_model *cm);
 /* The inputs of bench and profile: the default input when n_paths is 0, else
- * one tensor file per model input, in order (read into inputs[], then set).
- * Prints any error. */
+ * one tensor file per model input, in order (read into inputs[], then set),
+ * then cli_model_prepare. Prints any error. */
 int cli_model_inputs(cli_model *cm, const char *model, const char *const *paths, int n_paths,
                      kiln_tensor *inputs);
 

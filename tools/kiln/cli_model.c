@@ -9,7 +9,11 @@
  *   (a Reshape's shape, a Slice's starts, ...): the VM (src/vm, docs/VM.md),
  *   its static part compiled (or on the reference executor with --executor
  *   ref) and its data-dependent nodes converted per shape class and run by
- *   their reference kernels. */
+ *   their reference kernels;
+ * - an .onnx whose graph inputs have symbolic or unknown dims (dynamic axes):
+ *   the VM too, which imports and compiles the model per input-shape class at
+ *   its first run (the shapes come from --input files, or --input-shape for
+ *   the default input). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,11 +23,15 @@
 #include "vm/vm.h"
 
 /* Whether a failed import or compile of an .onnx stopped on a parameter
- * input that is run-time data, or on control flow: the VM runs such a model. */
+ * input that is run-time data, on control flow, or on a graph input with
+ * symbolic or unknown dims: the VM runs such a model. */
 static bool needs_vm(const char *model, const kiln_error *err)
 {
     return cli_ends_with(model, ".onnx") && err->status == KILN_ERR_UNSUPPORTED &&
            (strstr(err->msg, "must be a constant") || strstr(err->msg, "unsupported op 'If'") ||
+            strstr(err->msg, "has a symbolic dimension") ||
+            strstr(err->msg, "has an unknown dimension") ||
+            strstr(err->msg, "has no declared shape") ||
             strstr(err->msg, "unsupported op 'Loop'") || strstr(err->msg, "unsupported op 'Scan'") ||
             strstr(err->msg, "unsupported op 'Sequence") ||
             strstr(err->msg, "unsupported op 'ConcatFromSequence'") ||
@@ -39,6 +47,7 @@ static int open_vm(cli_model *cm, const char *executor, int threads, double t0)
         return cli_lib_error(&err);
     }
     cm->executor = "vm";
+    cm->vm_reference = o.reference;
     /* the static part's threads: as a module resolves 0 ($KILN_NUM_THREADS, else the cores) */
     if (!o.reference && threads <= 0 && kiln_threads_resolve(0, &threads, &err) != KILN_OK)
         threads = kiln_runtime_physical_cores();
@@ -183,10 +192,22 @@ const kiln_tensor *cli_model_output(const cli_model *cm, int i)
 
 char *cli_model_describe(const cli_model *cm, char *buf, size_t size)
 {
-    if (cm->vm)
+    if (cm->vm && kiln_vm_symbolic(cm->vm) && !kiln_vm_num_specializations(cm->vm))
         snprintf(buf, size,
-                 "vm (%d data-dependent node%s: the VM's kernels, or converted per shape "
+                 "vm (symbolic input dims: imported per input-shape class at its first "
+                 "run, the 4 last classes kept; static part: %s)",
+                 cm->vm_reference ? "reference kernels" : "compiled");
+    else if (cm->vm && kiln_vm_symbolic(cm->vm) && !kiln_vm_num_dynamic_nodes(cm->vm))
+        snprintf(buf, size, "vm (symbolic input dims, imported for these shapes: a static "
+                            "graph, static part: %s)",
+                 kiln_vm_static_part(cm->vm));
+    else if (cm->vm)
+        snprintf(buf, size,
+                 "vm (%s%d data-dependent node%s: the VM's kernels, or converted per shape "
                  "class; static part: %s)",
+                 kiln_vm_symbolic(cm->vm) ? "symbolic input dims, specialized for these "
+                                            "shapes; "
+                                          : "",
                  kiln_vm_num_dynamic_nodes(cm->vm),
                  kiln_vm_num_dynamic_nodes(cm->vm) == 1 ? "" : "s",
                  kiln_vm_static_part(cm->vm));
@@ -242,11 +263,68 @@ static void fill_default_input(kiln_tensor *t, kiln_rng *rng)
     }
 }
 
+/* Whether every --input-shape names a model input; prints the error. */
+static int check_shape_names(const cli_model *cm)
+{
+    const cli_input_shapes *s = cm->input_shapes;
+    for (int k = 0; s && k < s->n; k++) {
+        bool found = false;
+        for (int i = 0; i < cli_model_num_inputs(cm) && !found; i++) {
+            const char *name = "";
+            cli_model_input_info(cm, i, &name, NULL, NULL);
+            found = name && strcmp(name, s->name[k]) == 0;
+        }
+        if (!found) {
+            char list[512] = "";
+            for (int i = 0; i < cli_model_num_inputs(cm); i++) {
+                const char *name = "";
+                cli_model_input_info(cm, i, &name, NULL, NULL);
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s'%s'", i ? ", " : "",
+                         name ? name : "");
+            }
+            cli_error("--input-shape: the model has no input named '%s' (its inputs: %s)",
+                      s->name[k], list);
+            return KILN_EXIT_ERROR;
+        }
+    }
+    return KILN_EXIT_OK;
+}
+
+/* A VM input with a symbolic or unknown dim and no --input-shape: the error
+ * names the dim and the two ways to give the shape. */
+static int symbolic_input_error(const cli_model *cm, int i, const char *name, const kiln_shape *s)
+{
+    char ex[256] = "";
+    const char *any = kiln_vm_input_dim_param(cm->vm, i, -1);
+    int d = 0;
+    while (!any && d < s->rank && !kiln_vm_input_dim_param(cm->vm, i, d))
+        d++;
+    for (int k = 0; !any && k < s->rank; k++) /* an example: 1 for each symbolic dim */
+        snprintf(ex + strlen(ex), sizeof ex - strlen(ex), "%s%lld", k ? "x" : "",
+                 (long long)(s->dims[k] >= 0 ? s->dims[k] : 1));
+    if (any)
+        cli_error("input %d '%s' declares no shape: give its data (--input FILE, once per "
+                  "input) or its shape (--input-shape %s=DIMS, e.g. %s=1x3x224x224)",
+                  i, name, name, name);
+    else {
+        const char *p = kiln_vm_input_dim_param(cm->vm, i, d);
+        char pn[300] = "";
+        if (p && *p)
+            snprintf(pn, sizeof pn, " ('%s')", p);
+        cli_error("input %d '%s' dim %d%s is symbolic: give its data (--input FILE, once per "
+                  "input) or its shape (--input-shape %s=DIMS, e.g. --input-shape %s=%s)",
+                  i, name, d, pn, name, name, ex);
+    }
+    return KILN_EXIT_ERROR;
+}
+
 int cli_model_default_inputs(cli_model *cm, kiln_tensor *inputs)
 {
     kiln_rng rng;
     kiln_error err = {0};
     kiln_rng_seed(&rng, KILN_RUN_INPUT_SEED);
+    if (check_shape_names(cm) != KILN_EXIT_OK)
+        return KILN_EXIT_ERROR;
     for (int i = 0; i < cli_model_num_inputs(cm); i++) {
         const char *name = "?";
         kiln_dtype dt;
@@ -255,17 +333,90 @@ int cli_model_default_inputs(cli_model *cm, kiln_tensor *inputs)
             cli_error("cannot query input %d", i);
             return KILN_EXIT_ERROR;
         }
+        const kiln_shape *given = cli_input_shape_find(cm->input_shapes, name);
+        if (given)
+            shape = *given;
+        else if (cm->vm && kiln_vm_symbolic(cm->vm)) {
+            bool sym = kiln_vm_input_dim_param(cm->vm, i, -1) != NULL;
+            for (int d = 0; d < shape.rank && !sym; d++)
+                sym = kiln_vm_input_dim_param(cm->vm, i, d) != NULL;
+            if (sym)
+                return symbolic_input_error(cm, i, name, &shape);
+        }
         if (kiln_tensor_alloc(&inputs[i], dt, &shape, &err) != KILN_OK) {
             cli_error("input %d '%s': %s", i, name, err.msg);
             return KILN_EXIT_ERROR;
         }
         fill_default_input(&inputs[i], &rng);
         if (cli_model_set_input(cm, i, &inputs[i], &err) != KILN_OK) {
-            cli_error("input %d '%s': %s", i, name, err.msg);
+            cli_error("input %d '%s'%s: %s", i, name, given ? " (--input-shape)" : "", err.msg);
             return KILN_EXIT_ERROR;
         }
     }
     return KILN_EXIT_OK;
+}
+
+int cli_model_prepare(cli_model *cm)
+{
+    if (!cm->vm || !kiln_vm_symbolic(cm->vm))
+        return KILN_EXIT_OK;
+    kiln_error err = {0};
+    double t0 = cli_now_ms();
+    if (kiln_vm_run_step(cm->vm, 0, &err) != KILN_OK)
+        return cli_lib_error(&err);
+    cm->load_ms += cli_now_ms() - t0;
+    return KILN_EXIT_OK;
+}
+
+int cli_parse_input_shape(const char *cmd, const char *v, cli_input_shapes *s)
+{
+    const char *eq = strrchr(v, '=');
+    char name[sizeof s->name[0]];
+    kiln_shape sh = {.rank = 0};
+    if (!eq || eq == v || (size_t)(eq - v) >= sizeof name) {
+        cli_usage_error(cmd, "--input-shape: expected NAME=DIMS (e.g. x=1x3x224x224), got '%s'",
+                        v);
+        return 0;
+    }
+    if (s->n >= CLI_MAX_INPUT_SHAPES) {
+        cli_usage_error(cmd, "more than %d --input-shape options", CLI_MAX_INPUT_SHAPES);
+        return 0;
+    }
+    snprintf(name, sizeof name, "%.*s", (int)(eq - v), v);
+    if (cli_input_shape_find(s, name)) {
+        cli_usage_error(cmd, "--input-shape: input '%s' given twice", name);
+        return 0;
+    }
+    for (const char *p = eq + 1; *p;) {
+        char num[32];
+        size_t n = strcspn(p, "x,");
+        uint64_t e = 0;
+        if (n > 0 && n < sizeof num) {
+            memcpy(num, p, n);
+            num[n] = '\0';
+        }
+        if (n == 0 || n >= sizeof num || sh.rank >= KILN_MAX_RANK || !cli_parse_u64(num, &e) ||
+            e > ((uint64_t)1 << 40) || (p[n] && !p[n + 1])) {
+            cli_usage_error(cmd,
+                            "--input-shape %s: '%s' is not extents joined by 'x' (at most %d, "
+                            "e.g. 1x3x224x224)",
+                            name, eq + 1, KILN_MAX_RANK);
+            return 0;
+        }
+        sh.dims[sh.rank++] = (int64_t)e;
+        p += n + (p[n] != '\0');
+    }
+    snprintf(s->name[s->n], sizeof s->name[0], "%s", name);
+    s->shape[s->n++] = sh;
+    return 1;
+}
+
+const kiln_shape *cli_input_shape_find(const cli_input_shapes *s, const char *name)
+{
+    for (int k = 0; s && name && k < s->n; k++)
+        if (strcmp(s->name[k], name) == 0)
+            return &s->shape[k];
+    return NULL;
 }
 
 int cli_model_inputs(cli_model *cm, const char *model, const char *const *paths, int n_paths,
@@ -274,7 +425,8 @@ int cli_model_inputs(cli_model *cm, const char *model, const char *const *paths,
     int n_inputs = cli_model_num_inputs(cm);
     kiln_error err = {0};
     if (!n_paths)
-        return cli_model_default_inputs(cm, inputs);
+        return cli_model_default_inputs(cm, inputs) != KILN_EXIT_OK ? KILN_EXIT_ERROR
+                                                                    : cli_model_prepare(cm);
     if (n_paths != n_inputs) {
         cli_error("model '%s' has %d input%s but %d --input file%s given", model, n_inputs,
                   n_inputs == 1 ? "" : "s", n_paths, n_paths == 1 ? " was" : "s were");
@@ -290,7 +442,7 @@ int cli_model_inputs(cli_model *cm, const char *model, const char *const *paths,
             return KILN_EXIT_ERROR;
         }
     }
-    return KILN_EXIT_OK;
+    return cli_model_prepare(cm);
 }
 
 int cli_parse_threads(const char *cmd, const char *v, int *out)

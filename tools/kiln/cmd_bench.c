@@ -12,7 +12,7 @@ static void bench_help(void)
     printf("usage: kiln bench MODEL [--number N] [--repeat R] [--min-repeat-ms M]\n"
            "                  [--cooldown-ms C] [--flush-cache] [--threads N]\n"
            "                  [--executor graph|ref] [--seed N] [--input FILE]...\n"
-           "                  [--json]\n"
+           "                  [--input-shape NAME=DIMS]... [--json]\n"
            "\n"
            "Times MODEL (a compiled .so, a zoo network name or an .onnx file, compiled\n"
            "through the cache) on the default input of `kiln run`, like TVM's\n"
@@ -35,6 +35,7 @@ static void bench_help(void)
            "  --input FILE       input tensor (.npy or .pb) instead of the default input;\n"
            "                     once per model input, in order (a detection network's\n"
            "                     work depends on its input)\n"
+           CLI_INPUT_SHAPE_HELP
            "  --json             print only a JSON object: {mean, median, min, max,\n"
            "                     std, results, number, repeat, threads}, times in\n"
            "                     seconds per run\n"
@@ -83,6 +84,7 @@ int kiln_cmd_bench(int argc, char **argv)
     int n_inputs = 0, n_input_paths = 0;
     const char *input_paths[64];
     cli_model cm = {0};
+    cli_input_shapes shapes = {0};
     kiln_error err = {0};
 
     for (int i = 1; i < argc; i++) {
@@ -128,6 +130,9 @@ int kiln_cmd_bench(int argc, char **argv)
                 goto done;
             }
             input_paths[n_input_paths++] = v;
+        } else if ((r = cli_opt_value("bench", argc, argv, &i, "--input-shape", &v)) != 0) {
+            if (r < 0 || !cli_parse_input_shape("bench", v, &shapes))
+                goto done;
         } else if (strcmp(a, "--flush-cache") == 0) {
             o.flush_cache = 1;
         } else if (strcmp(a, "--json") == 0) {
@@ -146,8 +151,14 @@ int kiln_cmd_bench(int argc, char **argv)
         cli_usage_error("bench", "no MODEL given");
         goto done;
     }
+    if (shapes.n && n_input_paths) {
+        cli_usage_error("bench", "--input-shape shapes the default input: not with --input "
+                                 "(a file gives its own shape)");
+        goto done;
+    }
     if (cli_model_open(&cm, "bench", model, executor, seed, threads) != KILN_EXIT_OK)
         goto done;
+    cm.input_shapes = &shapes;
     n_inputs = cli_model_num_inputs(&cm);
     inputs = calloc((size_t)(n_inputs > 0 ? n_inputs : 1), sizeof *inputs);
     res = calloc(1, sizeof *res);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "import/onnx/onnx.h"
 #include "pass/pass.h"
 #include "tune/tune.h"
 
@@ -16,6 +17,7 @@ static void compile_help(void)
     printf("usage: kiln compile MODEL -o model.so [--target T] [--records R]\n"
            "                    [--dump-code DIR] [--print-ir-after PASS] [--jobs N]\n"
            "                    [--seed N] [--cache-dir DIR] [--quiet]\n"
+           "                    [--input-shape NAME=DIMS]...\n"
            "\n"
            "Compiles MODEL (a zoo name or an .onnx file) into one shared object that\n"
            "`kiln run`, `kiln check` and `kiln bench` (or kiln_module_load) run.\n"
@@ -36,6 +38,13 @@ static void compile_help(void)
            "  --seed N              weight seed of zoo networks (default 0)\n"
            "  --cache-dir DIR       object cache (default $XDG_CACHE_HOME/kiln or ~/.cache/kiln)\n"
            "  --quiet               do not print the stage times\n"
+           "  --input-shape NAME=DIMS\n"
+           "                        compile an .onnx whose input NAME has symbolic or\n"
+           "                        unknown dims (dynamic axes) for this shape, e.g.\n"
+           "                        --input-shape x=1x3x224x224; once per such input.\n"
+           "                        The .so takes exactly that shape (`kiln run` on the\n"
+           "                        .onnx instead specializes per input shape at run\n"
+           "                        time). Without it such a model does not compile.\n"
            "  -h, --help            show this message\n"
            "\n"
            "The C compiler is $CC, else cc, gcc or clang from PATH.\n");
@@ -47,6 +56,7 @@ int kiln_cmd_compile(int argc, char **argv)
     kiln_compile_options opts = {0};
     uint64_t seed = 0;
     bool quiet = false, records_given = false;
+    cli_input_shapes shapes = {0};
     for (int i = 1; i < argc; i++) {
         int r;
         if (cli_is_help(argv[i])) {
@@ -93,6 +103,9 @@ int kiln_cmd_compile(int argc, char **argv)
                 return KILN_EXIT_ERROR;
             if (!cli_parse_u64(v, &seed))
                 return cli_usage_error("compile", "--seed: expected a number, got '%s'", v);
+        } else if ((r = cli_opt_value("compile", argc, argv, &i, "--input-shape", &v)) != 0) {
+            if (r < 0 || !cli_parse_input_shape("compile", v, &shapes))
+                return KILN_EXIT_ERROR;
         } else if (strcmp(argv[i], "--quiet") == 0) {
             quiet = true;
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
@@ -117,8 +130,35 @@ int kiln_cmd_compile(int argc, char **argv)
     kiln_error err = {0};
     double t0 = cli_now_ms();
     kiln_graph *g = NULL;
-    if (kiln_model_load(model, seed, &g, &err) != KILN_OK)
+    if (shapes.n && !cli_ends_with(model, ".onnx"))
+        return cli_usage_error("compile", "--input-shape applies to an .onnx model");
+    kiln_onnx_binding binds[CLI_MAX_INPUT_SHAPES];
+    for (int k = 0; k < shapes.n; k++)
+        binds[k] = (kiln_onnx_binding){.name = shapes.name[k], .shape = &shapes.shape[k]};
+    kiln_onnx_options io = {.bindings = binds, .n_bindings = shapes.n};
+    kiln_status ls = shapes.n ? kiln_onnx_load_ex(model, &io, &g, &err)
+                              : kiln_model_load(model, seed, &g, &err);
+    if (ls != KILN_OK) {
+        if (ls == KILN_ERR_UNSUPPORTED &&
+            (strstr(err.msg, "has a symbolic dimension") ||
+             strstr(err.msg, "has an unknown dimension") ||
+             strstr(err.msg, "has no declared shape"))) {
+            /* the input's name: the message starts "...input 'NAME' has ..." */
+            const char *q = strstr(err.msg, "input '");
+            int len = 0;
+            if (q) {
+                q += 7;
+                while (q[len] && q[len] != '\'')
+                    len++;
+            }
+            cli_error("%s; kiln compile needs static input shapes: pass --input-shape "
+                      "%.*s=DIMS (extents joined by 'x', e.g. 1x3x224x224; once per such "
+                      "input)",
+                      err.msg, q ? len : 4, q ? q : "NAME");
+            return KILN_EXIT_ERROR;
+        }
         return cli_lib_error(&err);
+    }
     double t1 = cli_now_ms();
     if (!quiet)
         fprintf(stderr, "kiln compile: import %.2f s (%s)\n", (t1 - t0) / 1e3, model);

@@ -36,7 +36,7 @@ static void profile_help(void)
            "                    [--save-json FILE] [--sort time|order|name]\n"
            "                    [--aggregate none|hash|op] [--top N]\n"
            "                    [--bench-number N] [--bench-repeat R] [--no-bench]\n"
-           "                    [--peak-gflops G]\n"
+           "                    [--peak-gflops G] [--input-shape NAME=DIMS]...\n"
            "       kiln profile --compare A.json B.json [--format table|csv|json]\n"
            "                    [--aggregate none|hash|op] [--top N] [--output FILE]\n"
            "\n"
@@ -52,6 +52,7 @@ static void profile_help(void)
            "Options:\n"
            "  --input FILE       input tensor (.npy or .pb), once per model input, in order\n"
            "                     (default: the pseudo-random input of `kiln run`)\n"
+           CLI_INPUT_SHAPE_HELP
            "  --runs N           instrumented runs (default %d, more for fast models: about\n"
            "                     0.4 s of runs, at most 500)\n"
            "  --warmup W         warm-up runs (default %d)\n"
@@ -90,6 +91,7 @@ typedef struct prof_opts {
     uint64_t seed;
     const char *input_paths[64];
     int n_input_paths;
+    cli_input_shapes shapes; /* --input-shape */
 } prof_opts;
 
 static int parse_int(const char *opt, const char *v, int lo, int hi, int *out)
@@ -140,6 +142,9 @@ static int parse_args(int argc, char **argv, prof_opts *o)
                 return 0;
             }
             o->input_paths[o->n_input_paths++] = v;
+        } else if ((r = cli_opt_value("profile", argc, argv, &i, "--input-shape", &v)) != 0) {
+            if (r < 0 || !cli_parse_input_shape("profile", v, &o->shapes))
+                return 0;
         } else if ((r = cli_opt_value("profile", argc, argv, &i, "--runs", &v)) != 0) {
             if (r < 0 || !parse_int("--runs", v, 1, 100000, &o->runs))
                 return 0;
@@ -428,8 +433,14 @@ int kiln_cmd_profile(int argc, char **argv)
     kiln_report r = {0};
     kiln_error err = {0};
     FILE *f = NULL;
+    if (o.shapes.n && o.n_input_paths) {
+        cli_usage_error("profile", "--input-shape shapes the default input: not with --input "
+                                   "(a file gives its own shape)");
+        goto done;
+    }
     if (cli_model_open(&cm, "profile", o.model, o.executor, o.seed, o.threads) != KILN_EXIT_OK)
         goto done;
+    cm.input_shapes = &o.shapes;
     n_inputs = cli_model_num_inputs(&cm);
     inputs = calloc((size_t)(n_inputs > 0 ? n_inputs : 1), sizeof *inputs);
     if (!inputs) {

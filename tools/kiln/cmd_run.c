@@ -11,7 +11,7 @@
 static void run_help(void)
 {
     printf("usage: kiln run MODEL [--input FILE]... [--output FILE]... [--seed N]\n"
-           "                [--executor graph|ref] [--threads N]\n"
+           "                [--executor graph|ref] [--threads N] [--input-shape NAME=DIMS]...\n"
            "\n"
            "Runs MODEL once and prints its inputs and outputs, the top-5 elements of\n"
            "the first output (index and value; all elements if it has fewer than 5),\n"
@@ -23,13 +23,20 @@ static void run_help(void)
            "cached) and run by the graph executor, or run by the reference executor\n"
            "with --executor ref.\n"
            "\n"
+           "An .onnx whose inputs have symbolic or unknown dims (dynamic axes of a\n"
+           "PyTorch export) runs on the VM: the shapes come from the --input files\n"
+           "(or --input-shape for the default input); the model is imported and\n"
+           "compiled for them (cached: a later run of the same shapes only loads it).\n"
+           "\n"
            "Options:\n"
            "  --input FILE     input tensor (.npy or ONNX TensorProto .pb); give it once\n"
            "                   per model input, in order. Its dtype and shape must match\n"
-           "                   the model input exactly. Default: pseudo-random data,\n"
+           "                   the model input exactly (a symbolic dim takes any\n"
+           "                   extent). Default: pseudo-random data,\n"
            "                   uniform in [-1, 1) for floating-point inputs (zeros for\n"
            "                   integer and bool inputs), from a fixed seed: the same on\n"
            "                   every run and independent of --seed.\n"
+           CLI_INPUT_SHAPE_HELP
            "  --output FILE    write the first output to FILE: NumPy if FILE ends in\n"
            "                   .npy, otherwise ONNX TensorProto (named after the output).\n"
            "                   Given k times, the k-th writes output k (at most one per\n"
@@ -54,6 +61,7 @@ int kiln_cmd_run(int argc, char **argv)
     int n_input_paths = 0, n_output_paths = 0, rc = KILN_EXIT_ERROR, r, threads = 0;
     uint64_t seed = 0;
     cli_model cm = {0};
+    cli_input_shapes shapes = {0};
     kiln_tensor *inputs = NULL;
     int n_inputs = 0;
     kiln_error err = {0};
@@ -81,6 +89,9 @@ int kiln_cmd_run(int argc, char **argv)
             if (r < 0)
                 goto done;
             output_paths[n_output_paths++] = v;
+        } else if ((r = cli_opt_value("run", argc, argv, &i, "--input-shape", &v)) != 0) {
+            if (r < 0 || !cli_parse_input_shape("run", v, &shapes))
+                goto done;
         } else if ((r = cli_opt_value("run", argc, argv, &i, "--seed", &v)) != 0) {
             if (r < 0)
                 goto done;
@@ -109,8 +120,14 @@ int kiln_cmd_run(int argc, char **argv)
         cli_usage_error("run", "no MODEL given");
         goto done;
     }
+    if (shapes.n && n_input_paths) {
+        cli_usage_error("run", "--input-shape shapes the default input: not with --input "
+                               "(a file gives its own shape)");
+        goto done;
+    }
     if (cli_model_open(&cm, "run", model, executor, seed, threads) != KILN_EXIT_OK)
         goto done;
+    cm.input_shapes = &shapes;
 
     n_inputs = cli_model_num_inputs(&cm);
     if (n_input_paths && n_input_paths != n_inputs) {
@@ -156,7 +173,9 @@ int kiln_cmd_run(int argc, char **argv)
                 goto done;
             }
         }
-        printf("input:   %s %s  <- %s\n", name, cli_type_str(dt, &shape, tb, sizeof tb),
+        /* the shape given (a symbolic dim has its extent from the data) */
+        printf("input:   %s %s  <- %s\n", name,
+               cli_type_str(dt, inputs[i].data ? &inputs[i].shape : &shape, tb, sizeof tb),
                n_input_paths ? input_paths[i]
                : (dt == KILN_DTYPE_FLOAT32 || dt == KILN_DTYPE_FLOAT16 ||
                   dt == KILN_DTYPE_FLOAT64)
@@ -164,6 +183,8 @@ int kiln_cmd_run(int argc, char **argv)
                    : "zeros");
     }
 
+    if (cli_model_prepare(&cm) != KILN_EXIT_OK)
+        goto done;
     double t0 = cli_now_ms();
     if (cli_model_run(&cm, &err) != KILN_OK) {
         cli_lib_error(&err);
