@@ -190,11 +190,13 @@ static kiln_status split(vm_node *n, vm_seq *q, const kiln_tensor *x, const kiln
     int64_t nsp = sp ? kiln_shape_numel(&sp->shape) : 0;
     size_t es = kiln_dtype_size(x->dtype);
     q->n = 0;
-    for (int64_t start = 0, i = 0; start < len; i++) {
-        int64_t size = !sp ? 1
-                       : sp->shape.rank == 0 ? kiln_ew_load_i64(sp->dtype, sp->data, 0)
-                       : i < nsp ? kiln_ew_load_i64(sp->dtype, sp->data, i) : -1;
-        if (size < 1 && !(sp && sp->shape.rank && i < nsp && size == 0))
+    /* a list of sizes: one piece per entry (empty ones too), summing to the
+     * axis; a scalar size or none: pieces until the axis is covered */
+    bool listed = sp && sp->shape.rank > 0;
+    int64_t start = 0;
+    for (int64_t i = 0; listed ? i < nsp : start < len; i++) {
+        int64_t size = !sp ? 1 : kiln_ew_load_i64(sp->dtype, sp->data, listed ? i : 0);
+        if (listed ? size < 0 || start + size > len : size < 1)
             return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
                                "node '%s': split sizes do not cover the axis", n->name);
         if (start + size > len)
@@ -219,6 +221,10 @@ static kiln_status split(vm_node *n, vm_seq *q, const kiln_tensor *x, const kiln
         q->n++;
         start += size;
     }
+    if (listed && start != len)
+        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
+                           "node '%s': split sizes sum to %lld, the axis has %lld", n->name,
+                           (long long)start, (long long)len);
     return KILN_OK;
 }
 
