@@ -21,8 +21,11 @@
  *    ops, binary elementwise ops over two activations of the same shape and
  *    layout (the residual Add), Mul/Add/Sub of a blocked activation and a
  *    per-channel [1, C, 1, 1] value in any layout (squeeze-and-excitation's
- *    scale: neither side is transformed), 2-D Max/AveragePool, spatial Pad, and Concat along the
- *    channels when every input is blocked alike with whole blocks.
+ *    scale; or [C, 1, 1], ConvNeXt's layer scale: neither side is
+ *    transformed), 2-D Max/AveragePool, spatial Pad, and Concat along the
+ *    channels when every input is blocked alike with whole blocks. A
+ *    Transpose between NCHW{b}c and channels-last chooses its layouts as a
+ *    template (codegen/c/tpl_transpose.c).
  *    GlobalAveragePool reads blocks and writes row-major.
  *  - Anything else reads row-major: a blocked input first goes through a
  *    layout transform (an Identity node whose output layout differs from its
@@ -100,7 +103,8 @@ static bool spatial_pad(const kiln_node *n)
 
 /* The input (0 or 1) of a float Mul/Add/Sub that is a blocked activation of
  * the output's shape while the other is per-channel, [1, C, 1, 1] in any
- * layout: squeeze-and-excitation's scale. -1 if n is not such a node. */
+ * layout (squeeze-and-excitation's scale) or [C, 1, 1] (ConvNeXt's layer
+ * scale). -1 if n is not such a node. */
 static int channel_operand_of(const kiln_graph *g, const kiln_node *n, const int *in,
                               const kiln_value *y)
 {
@@ -110,8 +114,9 @@ static int channel_operand_of(const kiln_graph *g, const kiln_node *n, const int
     for (int k = 0; k < 2; k++) {
         const kiln_value *x = g->values[in[k]], *c = g->values[in[1 - k]];
         if (x->layout.kind == KILN_LAYOUT_NCHWC && kiln_shape_equal(&x->shape, &y->shape) &&
-            c->dtype == KILN_DTYPE_FLOAT32 && c->shape.rank == 4 && c->shape.dims[0] == 1 &&
-            c->shape.dims[1] == y->shape.dims[1] && c->shape.dims[2] == 1 && c->shape.dims[3] == 1)
+            c->dtype == KILN_DTYPE_FLOAT32 && c->shape.rank >= 3 &&
+            kiln_shape_numel(&c->shape) == y->shape.dims[1] &&
+            kiln_epilogue_bcast_kind(&c->shape, &y->shape, ROW_MAJOR) == 2)
             return k;
     }
     return -1;
