@@ -561,8 +561,8 @@ void kiln_vm_destroy(kiln_vm *vm)
     kiln_graph_destroy(vm->sg);
     free(vm->s_in_map);
     free(vm->s_out_names);
-    for (int i = 0; vm->in_t && i < vm->n_in; i++)
-        kiln_tensor_release(&vm->in_t[i]);
+    for (int i = 0; vm->in_t && !vm->borrowed_m && i < vm->n_in; i++)
+        kiln_tensor_release(&vm->in_t[i]); /* a specialization's are the generic VM's */
     free(vm->in_t);
     free(vm->in_set);
     free(vm->in_vi);
@@ -812,10 +812,11 @@ static kiln_status spec_select(kiln_vm *vm, kiln_error *err)
     }
     sp->used = ++vm->stamp;
     vm->active = sp->vm;
+    /* its inputs are ours (the class's shapes by construction): aliased,
+     * not copied; a later realloc of ours is aliased again at the next run */
     for (int k = 0; k < vm->n_in; k++) {
-        kiln_status s = kiln_vm_set_input(sp->vm, k, &vm->in_t[k], err);
-        if (s != KILN_OK)
-            return s;
+        sp->vm->in_t[k] = vm->in_t[k];
+        sp->vm->in_set[k] = true;
     }
     return KILN_OK;
 }

@@ -104,7 +104,8 @@ struct kiln_vm {
      * ModelProto is borrowed from this one), VM_SPECS of them kept, the
      * least recently used one replaced */
     bool generic;
-    bool borrowed_m;       /* a specialization: m belongs to the generic VM */
+    bool borrowed_m;       /* a specialization: m belongs to the generic VM, and so
+                              does in_t's data (aliased at each run, not copied) */
     size_t *in_cap;        /* generic: bytes allocated per input (grown, never shrunk) */
     vm_spec spec[VM_SPECS];
     int n_spec;
