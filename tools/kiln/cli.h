@@ -75,12 +75,13 @@ typedef struct cli_input_shapes {
 int cli_parse_input_shape(const char *cmd, const char *v, cli_input_shapes *s);
 /* The shape given for input `name`, or NULL. */
 const kiln_shape *cli_input_shape_find(const cli_input_shapes *s, const char *name);
-#define CLI_INPUT_SHAPE_HELP                                                                   \
-    "  --input-shape NAME=DIMS\n"                                                              \
-    "                   the shape of input NAME's default data when the model\n"               \
-    "                   declares it with symbolic or unknown dims (an ONNX\n"                  \
-    "                   export's dynamic axes): DIMS like 1x3x224x224; repeat it per\n"        \
-    "                   input. Not with --input (a file gives its own shape).\n"
+/* The option's --help lines, descriptions indented by I (a string of spaces). */
+#define CLI_INPUT_SHAPE_HELP(I)                                                                \
+    "  --input-shape NAME=DIMS\n" I "the shape of input NAME's default data when the\n" I      \
+    "model declares it with symbolic or unknown dims\n" I                                     \
+    "(an ONNX export's dynamic axes): DIMS like\n" I                                          \
+    "1x3x224x224, once per such input. Not with --input\n" I                                  \
+    "(a file gives its own shape).\n"
 
 /* ---- models: one front for the runtime and the reference executor ---------
  * cli_model_open picks the executor (cli_model.c): MODEL ending in .so runs on

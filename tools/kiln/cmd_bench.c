@@ -35,7 +35,7 @@ static void bench_help(void)
            "  --input FILE       input tensor (.npy or .pb) instead of the default input;\n"
            "                     once per model input, in order (a detection network's\n"
            "                     work depends on its input)\n"
-           CLI_INPUT_SHAPE_HELP
+           CLI_INPUT_SHAPE_HELP("                     ")
            "  --json             print only a JSON object: {mean, median, min, max,\n"
            "                     std, results, number, repeat, threads}, times in\n"
            "                     seconds per run\n"

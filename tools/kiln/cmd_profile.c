@@ -52,7 +52,7 @@ static void profile_help(void)
            "Options:\n"
            "  --input FILE       input tensor (.npy or .pb), once per model input, in order\n"
            "                     (default: the pseudo-random input of `kiln run`)\n"
-           CLI_INPUT_SHAPE_HELP
+           CLI_INPUT_SHAPE_HELP("                     ")
            "  --runs N           instrumented runs (default %d, more for fast models: about\n"
            "                     0.4 s of runs, at most 500)\n"
            "  --warmup W         warm-up runs (default %d)\n"

@@ -36,7 +36,7 @@ static void run_help(void)
            "                   uniform in [-1, 1) for floating-point inputs (zeros for\n"
            "                   integer and bool inputs), from a fixed seed: the same on\n"
            "                   every run and independent of --seed.\n"
-           CLI_INPUT_SHAPE_HELP
+           CLI_INPUT_SHAPE_HELP("                   ")
            "  --output FILE    write the first output to FILE: NumPy if FILE ends in\n"
            "                   .npy, otherwise ONNX TensorProto (named after the output).\n"
            "                   Given k times, the k-th writes output k (at most one per\n"
