@@ -6,8 +6,8 @@
  *   keep 16 partial maxima and sums (vector registers; the sums added in
  *   double) and use kiln_m_expf; strided lines are scalar with a double sum.
  * layernorm: rows of `size` = prod(dims[axis:]) elements; mean, then the
- *   variance about it (two passes, 16 float partial sums each, added in
- *   double), then (x - mean) * inv * scale (+ B).
+ *   variance about it (two passes, 16 float partial sums each, folded in
+ *   halves to 4 and added in double), then (x - mean) * inv * scale (+ B).
  * reduce: any set of axes: each output element walks its reduced elements
  *   (offsets through the reduced dims' coordinates); sums in double. */
 #include <stdio.h>
@@ -143,9 +143,13 @@ kiln_status kiln_emit_layernorm(kiln_sb *b, const kiln_lowered *l, const kiln_ta
                    "        for (; i + 16 <= SIZE_; i += 16)\n"
                    "            for (int k = 0; k < 16; k++)\n"
                    "                s16[k] += xp[i + k];\n"
-                   "        double mean = 0.0, var = 0.0;\n"
-                   "        for (int k = 0; k < 16; k++)\n"
-                   "            mean += s16[k];\n"
+                   "        /* the 16 partials folded in vector halves (a serial double\n"
+                   "         * chain of 16 adds was most of a short row's time) */\n"
+                   "        for (int k = 0; k < 8; k++)\n"
+                   "            s16[k] += s16[k + 8];\n"
+                   "        for (int k = 0; k < 4; k++)\n"
+                   "            s16[k] += s16[k + 4];\n"
+                   "        double mean = (double)(s16[0] + s16[2]) + (double)(s16[1] + s16[3]), var = 0.0;\n"
                    "        for (; i < SIZE_; i++)\n"
                    "            mean += xp[i];\n"
                    "        mean /= (double)SIZE_;\n"
@@ -155,8 +159,11 @@ kiln_status kiln_emit_layernorm(kiln_sb *b, const kiln_lowered *l, const kiln_ta
                    "                float d = xp[i + k] - mf;\n"
                    "                v16[k] += d * d;\n"
                    "            }\n"
-                   "        for (int k = 0; k < 16; k++)\n"
-                   "            var += v16[k];\n"
+                   "        for (int k = 0; k < 8; k++)\n"
+                   "            v16[k] += v16[k + 8];\n"
+                   "        for (int k = 0; k < 4; k++)\n"
+                   "            v16[k] += v16[k + 4];\n"
+                   "        var = (double)(v16[0] + v16[2]) + (double)(v16[1] + v16[3]);\n"
                    "        for (; i < SIZE_; i++) {\n"
                    "            double d = xp[i] - mean;\n"
                    "            var += d * d;\n"
