@@ -202,6 +202,8 @@ static void test_fixed(void **state)
         {1, 1, 1, 1, 1, 1, 0, 0},
         {1, 2, 33, 33, 17, 17, 2, 1},
         {1, 3, 20, 20, 9, 70, 2, 2},
+        {1, 2, 70, 150, 32, 128, 1, 0},   /* two 64-column V blocks, P V in three key blocks */
+        {1, 1, 100, 65, 16, 64, 3, 1},    /* one key past a whole score block */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i]);

@@ -25,6 +25,9 @@
 /* query rows per register block: 4 x 64 scores (or 4 x 64 outputs) are 16
  * AVX-512 accumulators, and each K^T (V) vector loaded serves 4 rows */
 #define ATTN_R 4
+/* V rows per block of the P V product: 64 rows x 64 columns (16 KiB) stay in
+ * L1 while every row block of the task reads them */
+#define ATTN_JB 64
 
 static bool geom(const kiln_graph *g, const kiln_node *n, kiln_attn_geom *a)
 {
@@ -35,10 +38,18 @@ static bool geom(const kiln_graph *g, const kiln_node *n, kiln_attn_geom *a)
                              &e) == KILN_OK;
 }
 
-/* Sk rounded up to the score block (64 columns: four AVX-512 registers). */
+/* Sk rounded up to a 16-column vector: whole 64-column score blocks, then a
+ * tail block of one to three vectors (Sk = 197: 208 columns computed, where
+ * whole 64-column blocks computed 256). */
 static int64_t sk_padded(const kiln_attn_geom *a)
 {
-    return (a->Sk + 63) / 64 * 64;
+    return (a->Sk + 15) / 16 * 16;
+}
+
+/* the task's rows rounded up to whole R_ blocks (the score rows kept) */
+static int rows_blocked(int rpt)
+{
+    return (rpt + ATTN_R - 1) / ATTN_R * ATTN_R;
 }
 
 static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
@@ -69,8 +80,41 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
         rpt *= 2;
     kiln_knob *k = kiln_knob_add(t, "rows_per_task", KILN_KNOB_TILE, rpt, -1);
     kiln_knob_pow2(k, (int)(a.Sq < 64 ? a.Sq : 64), false);
-    t->workspace = (a.D + ATTN_R) * sk_padded(&a) * (int64_t)sizeof(float);
+    /* the workspace is sized for the largest rows_per_task the knob allows
+     * (a tuned config may pick it) */
+    int rmax = rows_blocked(a.Sq < 64 ? (int)a.Sq : 64);
+    if (rmax < rows_blocked(rpt))
+        rmax = rows_blocked(rpt);
+    t->workspace = ((a.D + rmax) * sk_padded(&a) + (int64_t)rmax * 64) * (int64_t)sizeof(float);
     return KILN_OK;
+}
+
+/* The scores of R_ rows x NV_ 16-column vectors (NV_ a literal, 1..4) at
+ * column j0, over D: per c, NV_ K^T vectors shared by the R_ broadcasts. */
+static void emit_score_block(kiln_sb *b, int nv)
+{
+    kiln_sb_printf(b, "                {\n"
+                      "                    kv16_ acc_[R_][%d];\n"
+                      "                    for (int r = 0; r < R_; r++)\n"
+                      "                        for (int v = 0; v < %d; v++)\n"
+                      "                            acc_[r][v] = (kv16_){0};\n"
+                      "                    for (int64_t c = 0; c < D_; c++) {\n"
+                      "                        const float *kc = kt + c * SKP_ + j0;\n"
+                      "                        kv16_ kv_[%d];\n"
+                      "                        for (int v = 0; v < %d; v++)\n"
+                      "                            kv_[v] = *(const kv16u_ *)(kc + 16 * v);\n"
+                      "                        for (int r = 0; r < R_; r++) {\n"
+                      "                            const kv16_ qc = (kv16_){0} + qr[r][c * QS3];\n"
+                      "                            for (int v = 0; v < %d; v++)\n"
+                      "                                acc_[r][v] += qc * kv_[v];\n"
+                      "                        }\n"
+                      "                    }\n"
+                      "                    for (int r = 0; r < R_; r++)\n"
+                      "                        for (int v = 0; v < %d; v++)\n"
+                      "                            *(kv16u_ *)(s_ + (ib - i0 + r) * SKP_ + j0 + 16 * v) =\n"
+                      "                                acc_[r][v] * SCALE_;\n"
+                      "                }\n",
+                   nv, nv, nv, nv, nv, nv);
 }
 
 static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
@@ -84,12 +128,15 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     int qa = kiln_task_arg(t, n->inputs[0]), ka = kiln_task_arg(t, n->inputs[1]);
     int va = kiln_task_arg(t, n->inputs[2]);
     int ma = a.has_mask ? kiln_task_arg(t, n->inputs[3]) : -1;
+    const int64_t skp = sk_padded(&a);
+    const int tail_nv = (int)((skp - a.Sk / 64 * 64) / 16); /* 16-column vectors past the last whole 64 */
     kiln_emit_prologue(b, l, t, NULL, 0);
     kiln_sb_printf(b,
                    "enum { H_ = %lld, SQ_ = %lld, SK_ = %lld, SKP_ = %lld, D_ = %lld, DV_ = %lld, "
-                   "RPT_ = %d, MT_ = %lld, R_ = %d };\n",
-                   (long long)a.H, (long long)a.Sq, (long long)a.Sk, (long long)sk_padded(&a),
-                   (long long)a.D, (long long)a.Dv, rpt, (long long)mt, ATTN_R);
+                   "RPT_ = %d, RB_ = %d, MT_ = %lld, R_ = %d, JB_ = %d };\n",
+                   (long long)a.H, (long long)a.Sq, (long long)a.Sk, (long long)skp,
+                   (long long)a.D, (long long)a.Dv, rpt, rows_blocked(rpt), (long long)mt, ATTN_R,
+                   ATTN_JB);
 #define S4(name, s)                                                                               \
     kiln_sb_printf(b, "#define " name "0 %lldll\n#define " name "1 %lldll\n#define " name          \
                       "2 %lldll\n#define " name "3 %lldll\n",                                     \
@@ -107,13 +154,16 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                     "typedef float kv16u_ __attribute__((vector_size(64), aligned(4), may_alias));\n\n");
     kiln_sb_puts(b, KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
-    /* workspace: K^T of the current (batch, head) [D][SKP] (zero past Sk), then
-     * the scores of a block of R_ query rows [R_][SKP]. A block past the
-     * task's last row repeats that row (computed, not stored), so every block
-     * runs the one register-blocked path. */
+    /* workspace: K^T of the current (batch, head) [D][SKP] (zero past Sk),
+     * the scores of the task's rows [RB_][SKP], the partial sums of P V for
+     * one 64-column block of the output [RB_][64]. Rows past the task's last
+     * one (up to a whole R_ block) repeat that row (computed, not stored), so
+     * every block runs the one register-blocked path. */
     kiln_sb_printf(b,
                    "    float *kt = (float *)" KILN_TASK_WS ";\n"
                    "    float *s_ = kt + (int64_t)D_ * SKP_;\n"
+                   "    float *pv_ = s_ + (int64_t)RB_ * SKP_;\n"
+                   "    (void)pv_;\n"
                    "    int64_t packed = -1;\n"
                    "    for (int64_t task = begin_; task < end_; task++) {\n"
                    "        const int64_t bh = task / MT_, i0 = (task %% MT_) * RPT_;\n"
@@ -121,128 +171,147 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                    "        const int64_t i1 = KILN_MIN_((int64_t)SQ_, i0 + RPT_);\n"
                    "        const float *kb = a%d + bb * KS0 + hh * KS1;\n"
                    "        const float *vb = a%d + bb * VS0 + hh * VS1;\n"
+                   "        float inv_[RB_];\n"
                    "        if (packed != bh) {\n"
-                   "            for (int64_t j = 0; j < SK_; j++)\n"
+                   /* in blocks of 16 keys: the 16 rows of K stay in L1 while
+                    * each c writes 16 contiguous floats of K^T */
+                   "            for (int64_t j0 = 0; j0 < SK_; j0 += 16) {\n"
+                   "                const int64_t jn = KILN_MIN_((int64_t)SK_ - j0, (int64_t)16);\n"
                    "                for (int64_t c = 0; c < D_; c++)\n"
-                   "                    kt[c * SKP_ + j] = kb[j * KS2 + c * KS3];\n"
+                   "                    for (int64_t j = 0; j < jn; j++)\n"
+                   "                        kt[c * SKP_ + j0 + j] = kb[(j0 + j) * KS2 + c * KS3];\n"
+                   "            }\n"
                    "            for (int64_t c = 0; c < D_; c++)\n"
                    "                for (int64_t j = SK_; j < SKP_; j++)\n"
                    "                    kt[c * SKP_ + j] = 0.0f;\n"
                    "            packed = bh;\n"
                    "        }\n"
-                   "        for (int64_t ib = i0; ib < i1; ib += R_) {\n"
-                   "            const int nr = (int)KILN_MIN_((int64_t)R_, i1 - ib);\n"
-                   "            const float *qr[R_];\n"
-                   "            for (int r = 0; r < R_; r++)\n"
-                   "                qr[r] = a%d + bb * QS0 + hh * QS1 + (ib + (r < nr ? r : nr - 1)) * QS2;\n"
-                   /* scores: R_ rows x 64 columns in 16 registers; per c, four
-                    * K^T vectors shared by the R_ broadcasts */
-                   "            for (int64_t j0 = 0; j0 < SKP_; j0 += 64) {\n"
-                   "                kv16_ r0[R_], r1[R_], r2[R_], r3[R_];\n"
+                   /* scores: column blocks outer, the task's row blocks inner,
+                    * so a block of K^T (D x 64) stays in L1 for all the rows */
+                   "        for (int64_t j0 = 0; j0 < SKP_; j0 += 64) {\n"
+                   "            for (int64_t ib = i0; ib < i1; ib += R_) {\n"
+                   "                const int nr = (int)KILN_MIN_((int64_t)R_, i1 - ib);\n"
+                   "                const float *qr[R_];\n"
                    "                for (int r = 0; r < R_; r++)\n"
-                   "                    r0[r] = r1[r] = r2[r] = r3[r] = (kv16_){0};\n"
-                   "                for (int64_t c = 0; c < D_; c++) {\n"
-                   "                    const float *kc = kt + c * SKP_ + j0;\n"
-                   "                    const kv16_ k0 = *(const kv16u_ *)(kc + 0), k1 = *(const kv16u_ *)(kc + 16);\n"
-                   "                    const kv16_ k2 = *(const kv16u_ *)(kc + 32), k3 = *(const kv16u_ *)(kc + 48);\n"
-                   "                    for (int r = 0; r < R_; r++) {\n"
-                   "                        const kv16_ qc = (kv16_){0} + qr[r][c * QS3] * SCALE_;\n"
-                   "                        r0[r] += qc * k0;\n"
-                   "                        r1[r] += qc * k1;\n"
-                   "                        r2[r] += qc * k2;\n"
-                   "                        r3[r] += qc * k3;\n"
-                   "                    }\n"
-                   "                }\n"
-                   "                for (int r = 0; r < R_; r++) {\n"
-                   "                    float *sr = s_ + r * SKP_ + j0;\n"
-                   "                    *(kv16u_ *)(sr + 0) = r0[r];\n"
-                   "                    *(kv16u_ *)(sr + 16) = r1[r];\n"
-                   "                    *(kv16u_ *)(sr + 32) = r2[r];\n"
-                   "                    *(kv16u_ *)(sr + 48) = r3[r];\n"
-                   "                }\n"
-                   "            }\n"
-                   "            float inv_[R_];\n"
-                   "            for (int r = 0; r < R_; r++) {\n"
-                   "                float *sr = s_ + r * SKP_;\n"
-                   "                const int64_t i = ib + (r < nr ? r : nr - 1);\n"
-                   "                (void)i;\n",
+                   "                    qr[r] = a%d + bb * QS0 + hh * QS1 + (ib + (r < nr ? r : nr - 1)) * QS2;\n"
+                   "                if (j0 + 64 <= SKP_)\n",
                    ka, va, qa);
+    emit_score_block(b, 4);
+    if (tail_nv > 0 && tail_nv < 4) {
+        kiln_sb_puts(b, "                else\n");
+        emit_score_block(b, tail_nv);
+    }
+    kiln_sb_puts(b, "            }\n"
+                    "        }\n"
+                    "        for (int64_t i = i0; i < i1; i++) {\n"
+                    "            float *sr = s_ + (i - i0) * SKP_;\n");
     if (ma >= 0)
         kiln_sb_printf(b,
-                       "                {\n"
-                       "                    const float *mi = a%d + bb * MS0 + hh * MS1 + i * MS2;\n"
-                       "                    for (int64_t j = 0; j < SK_; j++)\n"
-                       "                        sr[j] += mi[j * MS3];\n"
-                       "                }\n",
+                       "            {\n"
+                       "                const float *mi = a%d + bb * MS0 + hh * MS1 + i * MS2;\n"
+                       "                for (int64_t j = 0; j < SK_; j++)\n"
+                       "                    sr[j] += mi[j * MS3];\n"
+                       "            }\n",
                        ma);
-    kiln_sb_puts(b, "                float m16[16];\n"
+    kiln_sb_puts(b, "            float m16[16];\n"
+                    "            for (int u = 0; u < 16; u++)\n"
+                    "                m16[u] = -INFINITY;\n"
+                    "            int64_t j = 0;\n"
+                    "            for (; j + 16 <= SK_; j += 16)\n"
                     "                for (int u = 0; u < 16; u++)\n"
-                    "                    m16[u] = -INFINITY;\n"
-                    "                int64_t j = 0;\n"
-                    "                for (; j + 16 <= SK_; j += 16)\n"
-                    "                    for (int u = 0; u < 16; u++)\n"
-                    "                        m16[u] = sr[j + u] > m16[u] ? sr[j + u] : m16[u];\n"
-                    "                float mx = -INFINITY;\n"
-                    "                for (; j < SK_; j++)\n"
-                    "                    mx = sr[j] > mx ? sr[j] : mx;\n"
-                    "                for (int u = 0; u < 16; u++)\n"
-                    "                    mx = m16[u] > mx ? m16[u] : mx;\n"
-                    "                float z16[16] = {0};\n"
-                    "                for (j = 0; j + 16 <= SK_; j += 16)\n"
-                    "                    for (int u = 0; u < 16; u++) {\n"
-                    "                        const float e = kiln_m_expf(sr[j + u] - mx);\n"
-                    "                        sr[j + u] = e;\n"
-                    "                        z16[u] += e;\n"
-                    "                    }\n"
-                    "                float sum = 0.0f;\n"
-                    "                for (; j < SK_; j++) {\n"
-                    "                    sr[j] = kiln_m_expf(sr[j] - mx);\n"
-                    "                    sum += sr[j];\n"
+                    "                    m16[u] = sr[j + u] > m16[u] ? sr[j + u] : m16[u];\n"
+                    "            float mx = -INFINITY;\n"
+                    "            for (; j < SK_; j++)\n"
+                    "                mx = sr[j] > mx ? sr[j] : mx;\n"
+                    "            for (int u = 0; u < 16; u++)\n"
+                    "                mx = m16[u] > mx ? m16[u] : mx;\n"
+                    "            float z16[16] = {0};\n"
+                    "            for (j = 0; j + 16 <= SK_; j += 16)\n"
+                    "                for (int u = 0; u < 16; u++) {\n"
+                    "                    const float e = kiln_m_expf(sr[j + u] - mx);\n"
+                    "                    sr[j + u] = e;\n"
+                    "                    z16[u] += e;\n"
                     "                }\n"
-                    "                for (int u = 0; u < 16; u++)\n"
-                    "                    sum += z16[u];\n"
-                    "                inv_[r] = 1.0f / sum;\n"
+                    "            float sum = 0.0f;\n"
+                    "            for (; j < SK_; j++) {\n"
+                    "                sr[j] = kiln_m_expf(sr[j] - mx);\n"
+                    "                sum += sr[j];\n"
                     "            }\n"
-                    "            int64_t c0 = 0;\n");
+                    "            for (int u = 0; u < 16; u++)\n"
+                    "                sum += z16[u];\n"
+                    "            inv_[i - i0] = 1.0f / sum;\n"
+                    "        }\n"
+                    "        for (int64_t i = i1; i < i0 + RB_; i++) /* the repeated rows' */\n"
+                    "            inv_[i - i0] = inv_[i1 - 1 - i0];\n"
+                    "        int64_t c0 = 0;\n");
     if (a.vs[3] == 1 && a.os[3] == 1) /* V rows and output rows contiguous: 64-float blocks */
-        kiln_sb_puts(b, "            for (; c0 + 64 <= DV_; c0 += 64) {\n"
-                        "                kv16_ a0[R_], a1[R_], a2[R_], a3[R_];\n"
-                        "                for (int r = 0; r < R_; r++)\n"
-                        "                    a0[r] = a1[r] = a2[r] = a3[r] = (kv16_){0};\n"
-                        "                for (int64_t jj = 0; jj < SK_; jj++) {\n"
-                        "                    const float *vj = vb + jj * VS2 + c0;\n"
-                        "                    const kv16_ v0 = *(const kv16u_ *)(vj + 0), v1 = *(const kv16u_ *)(vj + 16);\n"
-                        "                    const kv16_ v2 = *(const kv16u_ *)(vj + 32), v3 = *(const kv16u_ *)(vj + 48);\n"
-                        "                    for (int r = 0; r < R_; r++) {\n"
-                        "                        const kv16_ pj = (kv16_){0} + s_[r * SKP_ + jj];\n"
-                        "                        a0[r] += pj * v0;\n"
-                        "                        a1[r] += pj * v1;\n"
-                        "                        a2[r] += pj * v2;\n"
-                        "                        a3[r] += pj * v3;\n"
-                        "                    }\n"
-                        "                }\n"
-                        "                for (int r = 0; r < nr; r++) {\n"
-                        "                    float *oi = o0 + bb * OS0 + hh * OS1 + (ib + r) * OS2 + c0;\n"
-                        "                    *(kv16u_ *)(oi + 0) = a0[r] * inv_[r];\n"
-                        "                    *(kv16u_ *)(oi + 16) = a1[r] * inv_[r];\n"
-                        "                    *(kv16u_ *)(oi + 32) = a2[r] * inv_[r];\n"
-                        "                    *(kv16u_ *)(oi + 48) = a3[r] * inv_[r];\n"
-                        "                }\n"
-                        "            }\n");
-    kiln_sb_puts(b, "            for (; c0 < DV_; c0 += 64) {\n"
-                    "                const int64_t cn = KILN_MIN_((int64_t)DV_ - c0, (int64_t)64);\n"
-                    "                for (int r = 0; r < nr; r++) {\n"
-                    "                    const float *sr = s_ + r * SKP_;\n"
-                    "                    float *oi = o0 + bb * OS0 + hh * OS1 + (ib + r) * OS2;\n"
-                    "                    float acc[64] = {0};\n"
-                    "                    for (int64_t jj = 0; jj < SK_; jj++) {\n"
-                    "                        const float pj = sr[jj], *vj = vb + jj * VS2 + c0 * VS3;\n"
-                    "                        for (int64_t u = 0; u < cn; u++)\n"
-                    "                            acc[u] += pj * vj[u * VS3];\n"
-                    "                    }\n"
+        kiln_sb_puts(b,
+                     /* P V: per 64 output columns, blocks of JB_ V rows outer
+                      * (64 x JB_ floats of V stay in L1 for all the task's
+                      * rows), row blocks inner; partial sums in pv_ */
+                     "        for (; c0 + 64 <= DV_; c0 += 64) {\n"
+                     "            for (int64_t j0 = 0; j0 < SK_; j0 += JB_) {\n"
+                     "                const int64_t j1 = KILN_MIN_((int64_t)SK_, j0 + JB_);\n"
+                     "                for (int64_t ib = i0; ib < i1; ib += R_) {\n"
+                     "                    const int nr = (int)KILN_MIN_((int64_t)R_, i1 - ib);\n"
+                     "                    float *pr = pv_ + (ib - i0) * 64;\n"
+                     "                    kv16_ a0[R_], a1[R_], a2[R_], a3[R_];\n"
+                     "                    for (int r = 0; r < R_; r++) {\n"
+                     "                        if (j0 == 0) {\n"
+                     "                            a0[r] = a1[r] = a2[r] = a3[r] = (kv16_){0};\n"
+                     "                        } else {\n"
+                     "                            a0[r] = *(const kv16u_ *)(pr + r * 64 + 0);\n"
+                     "                            a1[r] = *(const kv16u_ *)(pr + r * 64 + 16);\n"
+                     "                            a2[r] = *(const kv16u_ *)(pr + r * 64 + 32);\n"
+                     "                            a3[r] = *(const kv16u_ *)(pr + r * 64 + 48);\n"
+                     "                        }\n"
+                     "                    }\n"
+                     "                    const float *srow = s_ + (ib - i0) * SKP_;\n"
+                     "                    for (int64_t jj = j0; jj < j1; jj++) {\n"
+                     "                        const float *vj = vb + jj * VS2 + c0;\n"
+                     "                        const kv16_ v0 = *(const kv16u_ *)(vj + 0), v1 = *(const kv16u_ *)(vj + 16);\n"
+                     "                        const kv16_ v2 = *(const kv16u_ *)(vj + 32), v3 = *(const kv16u_ *)(vj + 48);\n"
+                     "                        for (int r = 0; r < R_; r++) {\n"
+                     "                            const kv16_ pj = (kv16_){0} + srow[r * SKP_ + jj];\n"
+                     "                            a0[r] += pj * v0;\n"
+                     "                            a1[r] += pj * v1;\n"
+                     "                            a2[r] += pj * v2;\n"
+                     "                            a3[r] += pj * v3;\n"
+                     "                        }\n"
+                     "                    }\n"
+                     "                    if (j1 < SK_) {\n"
+                     "                        for (int r = 0; r < R_; r++) {\n"
+                     "                            *(kv16u_ *)(pr + r * 64 + 0) = a0[r];\n"
+                     "                            *(kv16u_ *)(pr + r * 64 + 16) = a1[r];\n"
+                     "                            *(kv16u_ *)(pr + r * 64 + 32) = a2[r];\n"
+                     "                            *(kv16u_ *)(pr + r * 64 + 48) = a3[r];\n"
+                     "                        }\n"
+                     "                        continue;\n"
+                     "                    }\n"
+                     "                    for (int r = 0; r < nr; r++) {\n"
+                     "                        const float iv = inv_[ib - i0 + r];\n"
+                     "                        float *oi = o0 + bb * OS0 + hh * OS1 + (ib + r) * OS2 + c0;\n"
+                     "                        *(kv16u_ *)(oi + 0) = a0[r] * iv;\n"
+                     "                        *(kv16u_ *)(oi + 16) = a1[r] * iv;\n"
+                     "                        *(kv16u_ *)(oi + 32) = a2[r] * iv;\n"
+                     "                        *(kv16u_ *)(oi + 48) = a3[r] * iv;\n"
+                     "                    }\n"
+                     "                }\n"
+                     "            }\n"
+                     "        }\n");
+    kiln_sb_puts(b, "        for (; c0 < DV_; c0 += 64) {\n"
+                    "            const int64_t cn = KILN_MIN_((int64_t)DV_ - c0, (int64_t)64);\n"
+                    "            for (int64_t i = i0; i < i1; i++) {\n"
+                    "                const float *sr = s_ + (i - i0) * SKP_;\n"
+                    "                float *oi = o0 + bb * OS0 + hh * OS1 + i * OS2;\n"
+                    "                float acc[64] = {0};\n"
+                    "                for (int64_t jj = 0; jj < SK_; jj++) {\n"
+                    "                    const float pj = sr[jj], *vj = vb + jj * VS2 + c0 * VS3;\n"
                     "                    for (int64_t u = 0; u < cn; u++)\n"
-                    "                        oi[(c0 + u) * OS3] = acc[u] * inv_[r];\n"
+                    "                        acc[u] += pj * vj[u * VS3];\n"
                     "                }\n"
+                    "                for (int64_t u = 0; u < cn; u++)\n"
+                    "                    oi[(c0 + u) * OS3] = acc[u] * inv_[i - i0];\n"
                     "            }\n"
                     "        }\n"
                     "    }\n"
