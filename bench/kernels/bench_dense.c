@@ -6,7 +6,10 @@
  * the knobs a compiled model gets (kiln_dense_default_params with this
  * machine's caches and 2 threads, as the dense template asks), printed last.
  *
- * Usage: bench_dense [--reps N] [--knobs T,O,mg,ng] [--only SUBSTRING] */
+ * --cold N cycles the runs through N copies of the weights (N x the weights
+ * beyond the last-level cache: weights streamed from memory, as in a network).
+ *
+ * Usage: bench_dense [--reps N] [--knobs T,O,mg,ng] [--cold N] [--only SUBSTRING] */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -116,7 +119,7 @@ static float *rand_buf(int64_t n)
 
 int main(int argc, char **argv)
 {
-    int reps = 20, knobs[4], have = 0;
+    int reps = 20, knobs[5] = {0}, have = 0, cold = 1;
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc)
@@ -125,6 +128,9 @@ int main(int argc, char **argv)
             only = argv[++i];
         else if (!strcmp(argv[i], "--knobs") && i + 1 < argc)
             have = sscanf(argv[++i], "%d,%d,%d,%d", &knobs[0], &knobs[1], &knobs[2], &knobs[3]) == 4;
+        else if (!strcmp(argv[i], "--cold") && i + 1 < argc)
+            cold = atoi(argv[++i]) > 1 ? atoi(argv[i]) : 1;
+
     }
     pthread_t th;
     pthread_create(&th, NULL, helper_main, NULL);
@@ -156,7 +162,11 @@ int main(int argc, char **argv)
                 j.p.m_group = knobs[2];
                 j.p.n_group = knobs[3];
             }
-            float *x = rand_buf((int64_t)s->m * s->k), *w = rand_buf(kiln_dense_packed_weight_floats(&j.p));
+
+            float *x = rand_buf((int64_t)s->m * s->k), *ws[64];
+            for (int c = 0; c < cold && c < 64; c++)
+                ws[c] = rand_buf(kiln_dense_packed_weight_floats(&j.p));
+            float *w = ws[0];
             float *b = rand_buf(s->n), *y = rand_buf((int64_t)s->m * s->n);
             j.x = x;
             j.w = w;
@@ -171,6 +181,7 @@ int main(int argc, char **argv)
             n = n < reps ? reps : n > 2000 ? 2000 : n;
             double *ts = malloc(sizeof(double) * (size_t)n);
             for (int r = 0; r < n; r++) {
+                j.w = ws[r % (cold < 64 ? cold : 64)];
                 double a = now_s();
                 run(&j, t);
                 ts[r] = now_s() - a;
@@ -181,7 +192,9 @@ int main(int argc, char **argv)
                    (double)s->k * s->n * 4 / med * 1e-9);
             free(ts);
             free(x);
-            free(w);
+            for (int c = 0; c < cold && c < 64; c++)
+                free(ws[c]);
+            (void)w;
             free(b);
             free(y);
         }
