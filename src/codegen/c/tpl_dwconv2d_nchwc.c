@@ -105,6 +105,7 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
     if (tid < 0)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     t->args[kiln_task_arg(t, wv->id)] = tid;
+    t->workspace = (int64_t)kiln_dwconv_workspace_bytes(p); /* gathered border windows */
     return KILN_OK;
 }
 
@@ -135,7 +136,8 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     kiln_emit_arg_or_null(b, ba, false);
     kiln_sb_puts(b, ", ");
     kiln_emit_arg_or_null(b, t->residual_arg, false);
-    kiln_sb_printf(b, ", o0, %s, NULL);\n", epi ? "tk_, tk_ + 1" : "begin_, end_");
+    kiln_sb_printf(b, ", o0, %s, %s);\n", epi ? "tk_, tk_ + 1" : "begin_, end_",
+                   t->workspace > 0 ? KILN_TASK_WS : "NULL");
     if (epi) {
         /* the rest of the fused epilogue on the task's output, still in cache */
         kiln_sb_puts(b, "        int64_t f_, len_;\n"

@@ -13,8 +13,11 @@
  * rows. In an output row, the pixels whose filter window lies inside the
  * image columns run in tiles of ow_tile pixels held in registers (for each
  * filter tap one weight vector times ow_tile input vectors); the few border
- * pixels run one at a time with the taps clipped; filter rows outside the
- * image are skipped. Bias starts the accumulators; residual, relu and clip
+ * pixels run one at a time with the taps clipped, except in rows of at most
+ * 16 (AVX-512) or 8 pixels, a third or more of them border pixels, whose
+ * input columns are copied, zero padded, into the workspace and run as one
+ * register tile (kiln_dwconv_gathered);
+ * filter rows outside the image are skipped. Bias starts the accumulators; residual, relu and clip
  * are applied before the only store.
  *
  * Microkernels: kiln_f32_dwconv_nchw16c_{T}x16__avx512,
@@ -62,10 +65,49 @@ static KILN_KINLINE int64_t kiln_dwconv_tasks(const kiln_dwconv_params *p)
     return (int64_t)p->n * kiln_k_cdiv(p->c, p->cb) * kiln_k_cdiv(p->oh, kiln_dwconv_ohb(p));
 }
 
+/* Pixels of a gathered border tile: as many accumulators as the ISA's
+ * registers hold with room for the weight and the loads. */
+static KILN_KINLINE int kiln_dwconv_gather_t(const kiln_dwconv_params *p)
+{
+    return p->cb >= 16 ? 16 : 8;
+}
+
+/* Per thread, when rows run gathered: their zero-padded input columns,
+ * [kh][(ow - 1) * sw + (kw - 1) * dw + 1][cb] (0 otherwise, and when that
+ * exceeds 256 KB: very large filters; border pixels then run one at a time
+ * with clipped taps). */
+/* Output columns [*lo, *hi) whose whole filter window is inside the image. */
+static KILN_KINLINE void kiln_dwconv_interior(const kiln_dwconv_params *p, int64_t *lo,
+                                              int64_t *hi)
+{
+    const int64_t OW = p->ow, W = p->w;
+    int64_t ow_lo = kiln_k_min64(OW, kiln_k_cdiv(p->pad_l, p->sw));
+    int64_t ow_hi = kiln_k_fdiv(W - 1 - (int64_t)(p->kw - 1) * p->dw + p->pad_l, p->sw) + 1;
+    ow_hi = kiln_k_min64(OW, ow_hi);
+    if (ow_hi < ow_lo)
+        ow_hi = ow_lo;
+    *lo = ow_lo;
+    *hi = ow_hi;
+}
+
+/* Whether rows run as one gathered tile (kiln_dwconv_gathered): at most
+ * gather_t pixels, of which border pixels are a third or more (a 7x7 filter
+ * on 7 or 14 columns, 5x5 on 7; not 3x3 on 7 or 14, where the interior tile
+ * and two short border chains were as fast). */
+static KILN_KINLINE int kiln_dwconv_gathers(const kiln_dwconv_params *p)
+{
+    int64_t lo, hi;
+    kiln_dwconv_interior(p, &lo, &hi);
+    return p->ow <= kiln_dwconv_gather_t(p) && 3 * (p->ow - (hi - lo)) >= p->ow;
+}
+
 static inline size_t kiln_dwconv_workspace_bytes(const kiln_dwconv_params *p)
 {
-    (void)p;
-    return 0;
+    if (!kiln_dwconv_gathers(p))
+        return 0;
+    size_t span = (size_t)(p->ow - 1) * (size_t)p->sw + (size_t)(p->kw - 1) * (size_t)p->dw + 1;
+    size_t b = sizeof(float) * (size_t)p->kh * span * (size_t)p->cb;
+    return b <= (256u << 10) ? b : 0;
 }
 
 static inline int64_t kiln_dwconv_packed_weight_floats(const kiln_dwconv_params *p)
@@ -251,23 +293,68 @@ static KILN_KINLINE void kiln_dwconv_task_out(const kiln_dwconv_params *p, int64
     *len = (oh1 - oh0) * OW * p->cb;
 }
 
-/* Runs tasks [task_begin, task_end); workspace is unused (may be NULL). */
+/* Pixels [ow0, ow0 + T) of an output row, T <= gather_t: the input columns
+ * their windows span (the row's nkh filter rows, zeros outside the image)
+ * copied into ws as [nkh][span][cb], then one register tile over it with
+ * every tap, T independent accumulator chains. Used for rows of at most
+ * gather_t pixels, a third or more of them border pixels (kiln_dwconv_gathers):
+ * as an interior tile plus border
+ * pixels one at a time with clipped taps (each a chain of kh*kw dependent
+ * FMAs) a 7x7 conv on 7x7 and 14x14 images ran at 16-30% of peak; gathered,
+ * 44 against 73 us and 79 against 91 us (convnext_tiny, 2 threads, loaded
+ * machine). Wider rows keep the clipped border pixels: there out-of-order
+ * execution overlaps their chains, and gathering them was 10% slower. */
+static KILN_KINLINE int64_t kiln_dwconv_span(const kiln_dwconv_params *p, int T)
+{
+    return (int64_t)(T - 1) * p->sw + (int64_t)(p->kw - 1) * p->dw + 1;
+}
+
+static KILN_KINLINE void kiln_dwconv_gathered(const kiln_dwconv_params *p, const float *row,
+                                              int64_t ow0, int T, kiln_dwconv_tile_args *a,
+                                              float *ws, float *orow, const float *rrow)
+{
+    const int64_t cb = p->cb, W = p->w, row_rs = (int64_t)p->dh * W * cb;
+    const int64_t span = kiln_dwconv_span(p, T), c0 = ow0 * p->sw - p->pad_l;
+    for (int r = 0; r < a->nkh; r++) {
+        float *d = ws + (int64_t)r * span * cb;
+        const float *sr = row + r * row_rs;
+        /* memcpy/memset of one block: lane loops here were vectorized
+         * wrongly by gcc 12 -O3 (clang, gcc -O2 and the sanitizer builds
+         * were right; compiler/test_channels_last, which compiles it as a
+         * model does, caught it) */
+        for (int64_t j = 0; j < span; j++) {
+            int64_t iw = c0 + j;
+            if (iw >= 0 && iw < W)
+                memcpy(d + j * cb, sr + iw * cb, sizeof(float) * (size_t)cb);
+            else
+                memset(d + j * cb, 0, sizeof(float) * (size_t)cb);
+        }
+    }
+    kiln_dwconv_tile_args g = *a;
+    g.in = ws;
+    g.in_rs = span * cb;
+    g.s_lo = 0;
+    g.s_hi = p->kw;
+    g.out = orow + ow0 * cb;
+    g.res = rrow ? rrow + ow0 * cb : NULL;
+    kiln_dwconv_tile(p->cb, T, &g);
+}
+
+/* Runs tasks [task_begin, task_end); workspace: kiln_dwconv_workspace_bytes
+ * (NULL: border pixels one at a time). */
 static KILN_KINLINE void kiln_dwconv_run(const kiln_dwconv_params *p, const float *in,
                                          const float *w_packed, const float *bias,
                                          const float *residual, float *out, int64_t task_begin,
                                          int64_t task_end, void *workspace)
 {
-    (void)workspace;
+    float *ws = kiln_dwconv_workspace_bytes(p) ? (float *)workspace : NULL;
     const int cb = p->cb, T = kiln_dwconv_t(p), ohb = kiln_dwconv_ohb(p);
     const int64_t H = p->h, W = p->w, OH = p->oh, OW = p->ow;
     const int64_t cbn = kiln_k_cdiv(p->c, cb), nbands = kiln_k_cdiv(OH, ohb);
     const int64_t taps = (int64_t)p->kh * p->kw;
     /* output columns whose whole filter window is inside the image */
-    int64_t ow_lo = kiln_k_min64(OW, kiln_k_cdiv(p->pad_l, p->sw));
-    int64_t ow_hi = kiln_k_fdiv(W - 1 - (int64_t)(p->kw - 1) * p->dw + p->pad_l, p->sw) + 1;
-    ow_hi = kiln_k_min64(OW, ow_hi);
-    if (ow_hi < ow_lo)
-        ow_hi = ow_lo;
+    int64_t ow_lo, ow_hi;
+    kiln_dwconv_interior(p, &ow_lo, &ow_hi);
     kiln_dwconv_tile_args a;
     a.in_ss = (int64_t)p->dw * cb;
     a.in_ps = (int64_t)p->sw * cb;
@@ -298,6 +385,11 @@ static KILN_KINLINE void kiln_dwconv_run(const kiln_dwconv_params *p, const floa
             a.w = wb + r_lo * a.w_rs;
             float *orow = dst + oh * OW * cb;
             const float *rrow = res ? res + oh * OW * cb : NULL;
+            if (ws && a.nkh > 0) {
+                /* a short row with border pixels: one gathered tile */
+                kiln_dwconv_gathered(p, row, 0, (int)OW, &a, ws, orow, rrow);
+                continue;
+            }
             for (int64_t ow = 0; ow < OW;) {
                 int tw;
                 int64_t iw0 = ow * p->sw - p->pad_l;
