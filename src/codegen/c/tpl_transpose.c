@@ -11,8 +11,8 @@
  * reader of its output keeps or wants blocks (convs, unary elementwise ops,
  * Add/Sub/Mul, pools, a [0,2,3,1] Transpose), so no transform is added.
  * That one takes a fused epilogue (any elementwise chain: ConvNeXt's layer
- * scale Mul and residual Add), applied to each task's runs of pixels right
- * after they are written. */
+ * scale Mul and residual Add), applied to each element between its load
+ * and its store. */
 #include <stdio.h>
 #include <string.h>
 
@@ -149,20 +149,29 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
         kiln_sb_printf(b, "    kiln_nhwc_%s(&P_, a%d, o0, begin_, end_);\n}\n",
                        from ? "from_blocked" : "to_blocked", xa);
     } else {
-        /* each task writes one run of pixels per block: the fused epilogue
-         * on those runs right after */
+        /* the fused epilogue on each element between its load and its
+         * store: one pass (as a second pass over each task's runs it cost
+         * as much as the copy) */
         kiln_sb_printf(b,
                        "    const int64_t nt_ = (P_.hw + P_.chunk - 1) / P_.chunk;\n"
                        "    const int64_t cbn_ = (P_.c + P_.cb - 1) / P_.cb;\n"
                        "    for (int64_t tk_ = begin_; tk_ < end_; tk_++) {\n"
-                       "        kiln_nhwc_to_blocked(&P_, a%d, o0, tk_, tk_ + 1);\n"
                        "        const int64_t n_ = tk_ / nt_, p0_ = tk_ %% nt_ * P_.chunk;\n"
-                       "        const int64_t len_ = KILN_MIN_(P_.hw, p0_ + P_.chunk) - p0_;\n"
+                       "        const int64_t p1_ = KILN_MIN_(P_.hw, p0_ + P_.chunk);\n"
                        "        for (int64_t b_ = 0; b_ < cbn_; b_++) {\n"
-                       "            const int64_t f_ = ((n_ * cbn_ + b_) * P_.hw + p0_) * P_.cb;\n",
+                       "            const int64_t c0_ = b_ * P_.cb;\n"
+                       "            const float *s_ = a%d + n_ * P_.hw * P_.c + c0_;\n"
+                       "            for (int64_t j_ = p0_; j_ < p1_; j_++) {\n"
+                       "#pragma GCC ivdep\n#pragma GCC unroll 1\n"
+                       "            for (int64_t l_ = 0; l_ < P_.cb; l_++) {\n"
+                       "                const int64_t i = ((n_ * cbn_ + b_) * P_.hw + j_) * P_.cb + l_;\n",
                        xa);
-        kiln_emit_epilogue_span(b, l, t, "f_", "len_ * P_.cb");
-        kiln_sb_puts(b, "        }\n    }\n}\n");
+        if (c % blk->layout.block_a == 0)
+            kiln_sb_puts(b, "                float v = s_[j_ * P_.c + l_];\n");
+        else
+            kiln_sb_puts(b, "                float v = c0_ + l_ < P_.c ? s_[j_ * P_.c + l_] : 0.0f;\n");
+        kiln_emit_epilogue_ch(b, l, t, "v", "i", "c0_ + l_");
+        kiln_sb_puts(b, "                o0[i] = v;\n            }\n            }\n        }\n    }\n}\n");
     }
     kiln_emit_entry(b, t, "kiln_nhwc_tasks(&P_)", 1);
     return KILN_OK;
