@@ -94,6 +94,16 @@ static KILN_KINLINE void kiln_nhwc_from_blocked(const kiln_nhwc_params *p, const
     const int64_t nt = kiln_k_cdiv(p->hw, p->chunk);
     for (int64_t t = task_begin; t < task_end; t++) {
         int64_t n = t / nt, p0 = t % nt * p->chunk, p1 = kiln_k_min64(hw, p0 + p->chunk);
+        if (c % cb == 0) {
+            /* whole blocks: pixel by pixel, its row written contiguously */
+            const float *s = src + n * cbn * hw * cb;
+            float *d = dst + n * hw * c;
+            for (int64_t i = p0; i < p1; i++)
+                for (int64_t b = 0; b < cbn; b++)
+                    for (int64_t l = 0; l < cb; l++)
+                        d[i * c + b * cb + l] = s[(b * hw + i) * cb + l];
+            continue;
+        }
         for (int64_t b = 0; b < cbn; b++) {
             const float *s = src + (n * cbn + b) * hw * cb;
             float *d = dst + n * hw * c + b * cb;
