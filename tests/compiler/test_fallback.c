@@ -14,53 +14,10 @@
  *  - a run-time error in a fallback kernel (an index out of range) is a
  *    status naming the step and op. */
 #include <cJSON.h>
-#include <errno.h>
-#include <stdatomic.h>
 
+#include "alloc_count.h"
 #include "compiler_test.h"
 
-/* ---- counting allocations (glibc: forward to the __libc_ entry points) ---- */
-#if !defined(__SANITIZE_ADDRESS__)
-#define COUNT_ALLOCS 1
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-static atomic_int counting;
-static atomic_long n_allocs;
-
-static void note(void)
-{
-    if (atomic_load_explicit(&counting, memory_order_relaxed))
-        atomic_fetch_add_explicit(&n_allocs, 1, memory_order_relaxed);
-}
-void *malloc(size_t n)
-{
-    note();
-    return __libc_malloc(n);
-}
-void *calloc(size_t a, size_t b)
-{
-    note();
-    return __libc_calloc(a, b);
-}
-void *realloc(void *p, size_t n)
-{
-    note();
-    return __libc_realloc(p, n);
-}
-void *aligned_alloc(size_t al, size_t n)
-{
-    note();
-    return __libc_memalign(al, n);
-}
-int posix_memalign(void **p, size_t al, size_t n)
-{
-    note();
-    *p = __libc_memalign(al, n);
-    return *p ? 0 : ENOMEM;
-}
-#endif
 
 static char *dir;
 
@@ -286,17 +243,16 @@ static void test_mixed(void **state)
     }
     cJSON_Delete(meta);
 
-#ifdef COUNT_ALLOCS
+#ifdef KT_COUNT_ALLOCS
     /* steady state: a run (kernels and fallbacks alike) allocates nothing */
     kiln_error err = {0};
-    atomic_store(&n_allocs, 0);
-    atomic_store(&counting, 1);
+    kt_alloc_count_start();
     kiln_status st = KILN_OK;
     for (int k = 0; k < 3 && st == KILN_OK; k++)
         st = kiln_module_run(r.m, &err);
-    atomic_store(&counting, 0);
+    long n_allocs = kt_alloc_count_stop();
     assert_int_equal(st, KILN_OK);
-    assert_int_equal(atomic_load(&n_allocs), 0);
+    assert_int_equal(n_allocs, 0);
 #endif
     close_both(&r);
     kiln_graph_destroy(g);

@@ -1,10 +1,12 @@
 /* tests/vm/onnx_build.h: building small ONNX models in C for the VM tests
- * (test_vm.c, test_vm_kernels.c): tensor ValueInfos, nodes, and a graph
- * packed into a model file. Header-only; the protos point into the caller's
- * storage (vi_store) and strings. */
+ * (test_vm.c, test_vm_kernels.c, test_vm_symbolic.c): tensor ValueInfos,
+ * nodes, int attributes, graphs, and a model packed into a file in a fresh
+ * temporary directory. Header-only; the protos point into the caller's
+ * storage (vi_store, the node and attribute structs) and strings. */
 #ifndef KILN_TESTS_VM_ONNX_BUILD_H
 #define KILN_TESTS_VM_ONNX_BUILD_H
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -88,6 +90,54 @@ static inline void kt_onnx_node(Onnx__NodeProto *n, const char *op, char **ins, 
     n->n_output = (size_t)n_out;
 }
 
+/* An int attribute name = v. */
+static inline Onnx__AttributeProto *kt_onnx_attr_int(Onnx__AttributeProto *a, const char *name,
+                                                     int64_t v)
+{
+    Onnx__AttributeProto a0 = ONNX__ATTRIBUTE_PROTO__INIT;
+    *a = a0;
+    a->name = (char *)name;
+    a->has_type = 1;
+    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    a->has_i = 1;
+    a->i = v;
+    return a;
+}
+
+/* A graph `name` of n_node nodes with n_in inputs and n_out outputs (the
+ * graph of a model, or a body graph for an attribute). */
+static inline void kt_onnx_graph(Onnx__GraphProto *g, const char *name, Onnx__NodeProto **nodes,
+                                 int n_node, Onnx__ValueInfoProto **ins, int n_in,
+                                 Onnx__ValueInfoProto **outs, int n_out)
+{
+    Onnx__GraphProto g0 = ONNX__GRAPH_PROTO__INIT;
+    *g = g0;
+    g->name = (char *)name;
+    g->n_node = (size_t)n_node;
+    g->node = nodes;
+    g->n_input = (size_t)n_in;
+    g->input = ins;
+    g->n_output = (size_t)n_out;
+    g->output = outs;
+}
+
+/* Writes path[cap]: a file in a fresh temporary directory (left for the
+ * system to clean), its name printf(fmt, ...); returns path. */
+static inline char *kt_onnx_temp_path(char *path, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline char *kt_onnx_temp_path(char *path, size_t cap, const char *fmt, ...)
+{
+    char file[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(file, sizeof file, fmt, ap);
+    va_end(ap);
+    char *dir = kt_tempdir();
+    snprintf(path, cap, "%s/%s", dir, file);
+    free(dir);
+    return path;
+}
+
 /* Packs a model of graph g (default domain at `opset`, IR version 8) into path. */
 static inline void kt_onnx_write(const char *path, Onnx__GraphProto *g, int64_t opset)
 {
@@ -111,6 +161,16 @@ static inline void kt_onnx_write(const char *path, Onnx__GraphProto *g, int64_t 
     assert_int_equal(fwrite(buf, 1, n, f), n);
     fclose(f);
     free(buf);
+}
+
+/* kt_onnx_graph and kt_onnx_write in one: a model of that graph at `opset`. */
+static inline void kt_onnx_write_graph(const char *path, const char *name, Onnx__NodeProto **nodes,
+                                       int n_node, Onnx__ValueInfoProto **ins, int n_in,
+                                       Onnx__ValueInfoProto **outs, int n_out, int64_t opset)
+{
+    Onnx__GraphProto g;
+    kt_onnx_graph(&g, name, nodes, n_node, ins, n_in, outs, n_out);
+    kt_onnx_write(path, &g, opset);
 }
 
 #endif

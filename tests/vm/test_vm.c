@@ -46,9 +46,7 @@ static kiln_tensor int64_vec(int n, const int64_t *v)
 static char *reshape_model(void)
 {
     static char path[4200];
-    char *dir = kt_tempdir();
-    snprintf(path, sizeof path, "%s/reshape.onnx", dir);
-    free(dir);
+    kt_onnx_temp_path(path, sizeof path, "reshape.onnx");
     vi_store s[4];
     int64_t xd[3] = {2, 3, 4}, sd[1] = {2};
     Onnx__ValueInfoProto *ins[2] = {kt_onnx_vi(&s[0], "x", KILN_DTYPE_FLOAT32, 3, xd),
@@ -63,15 +61,7 @@ static char *reshape_model(void)
     kt_onnx_node(&nodes[1], "Reshape", rs_in, 2, rs_out, 1);
     kt_onnx_node(&nodes[2], "Add", add_in, 2, add_out, 1);
     Onnx__NodeProto *np[3] = {&nodes[0], &nodes[1], &nodes[2]};
-    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
-    g.name = "vm_test";
-    g.n_node = 3;
-    g.node = np;
-    g.n_input = 2;
-    g.input = ins;
-    g.n_output = 2;
-    g.output = outs;
-    kt_onnx_write(path, &g, 17);
+    kt_onnx_write_graph(path, "vm_test", np, 3, ins, 2, outs, 2, 17);
     return path;
 }
 
@@ -186,9 +176,7 @@ static void test_vm_loop(void **state)
 {
     (void)state;
     char path[4200];
-    char *dir = kt_tempdir();
-    snprintf(path, sizeof path, "%s/loop.onnx", dir);
-    free(dir);
+    kt_onnx_temp_path(path, sizeof path, "loop.onnx");
     vi_store s[12];
     int64_t two[1] = {2};
     /* the body */
@@ -206,14 +194,8 @@ static void test_vm_loop(void **state)
     kt_onnx_node(&bn[1], "Add", add_in, 2, add_out, 1);
     kt_onnx_node(&bn[2], "Identity", cp_in, 1, cp_out, 1);
     Onnx__NodeProto *bnp[3] = {&bn[0], &bn[1], &bn[2]};
-    Onnx__GraphProto body = ONNX__GRAPH_PROTO__INIT;
-    body.name = "body";
-    body.n_node = 3;
-    body.node = bnp;
-    body.n_input = 3;
-    body.input = bin;
-    body.n_output = 3;
-    body.output = bout;
+    Onnx__GraphProto body;
+    kt_onnx_graph(&body, "body", bnp, 3, bin, 3, bout, 3);
     /* the model */
     Onnx__ValueInfoProto *ins[3] = {kt_onnx_vi(&s[6], "M", KILN_DTYPE_INT64, 0, NULL),
                                     kt_onnx_vi(&s[7], "x", KILN_DTYPE_FLOAT32, 1, two),
@@ -232,15 +214,7 @@ static void test_vm_loop(void **state)
     lp.n_attribute = 1;
     lp.attribute = ap;
     Onnx__NodeProto *np[1] = {&lp};
-    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
-    g.name = "loop";
-    g.n_node = 1;
-    g.node = np;
-    g.n_input = 3;
-    g.input = ins;
-    g.n_output = 2;
-    g.output = outs;
-    kt_onnx_write(path, &g, 17);
+    kt_onnx_write_graph(path, "loop", np, 1, ins, 3, outs, 2, 17);
 
     kiln_error err = {0};
     kiln_vm *vm = NULL;
@@ -293,9 +267,7 @@ static kiln_graph *param_model(const char *op, int n_params, kiln_dtype pdt, int
                                const char *attr_name, int64_t attr)
 {
     char path[4200];
-    char *dir = kt_tempdir();
-    snprintf(path, sizeof path, "%s/%s.onnx", dir, op);
-    free(dir);
+    kt_onnx_temp_path(path, sizeof path, "%s.onnx", op);
     vi_store s[4];
     int64_t xd[2] = {3, 4}, one[1] = {1};
     Onnx__ValueInfoProto *ins[3] = {kt_onnx_vi(&s[0], "x", KILN_DTYPE_FLOAT32, 2, xd),
@@ -305,27 +277,14 @@ static kiln_graph *param_model(const char *op, int n_params, kiln_dtype pdt, int
     char *in[] = {"x", "p1", "p2"}, *out[] = {"y"};
     Onnx__NodeProto n;
     kt_onnx_node(&n, op, in, 1 + n_params, out, 1);
-    Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT;
-    Onnx__AttributeProto *ap[1] = {&a};
+    Onnx__AttributeProto a, *ap[1] = {&a};
     if (attr_name) {
-        a.name = (char *)attr_name;
-        a.has_type = 1;
-        a.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-        a.has_i = 1;
-        a.i = attr;
+        kt_onnx_attr_int(&a, attr_name, attr);
         n.n_attribute = 1;
         n.attribute = ap;
     }
     Onnx__NodeProto *np[1] = {&n};
-    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
-    g.name = "params";
-    g.n_node = 1;
-    g.node = np;
-    g.n_input = (size_t)(1 + n_params);
-    g.input = ins;
-    g.n_output = 1;
-    g.output = outs;
-    kt_onnx_write(path, &g, 17);
+    kt_onnx_write_graph(path, "params", np, 1, ins, 1 + n_params, outs, 1, 17);
     kiln_graph *gr = NULL;
     kiln_error err = {0};
     if (kiln_onnx_load(path, &gr, &err) != KILN_OK)

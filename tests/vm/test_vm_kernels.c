@@ -43,9 +43,7 @@ static kiln_vm *one_node(const char *op, const io_spec *ins, int n_in, const io_
                          int n_out, const char **names, const int64_t *vals, int n_attr)
 {
     char path[4200];
-    char *dir = kt_tempdir();
-    snprintf(path, sizeof path, "%s/%s.onnx", dir, op);
-    free(dir);
+    kt_onnx_temp_path(path, sizeof path, "%s.onnx", op);
     vi_store s[12];
     Onnx__ValueInfoProto *gi[6], *go[4];
     char *in_names[6], *out_names[4];
@@ -58,35 +56,15 @@ static kiln_vm *one_node(const char *op, const io_spec *ins, int n_in, const io_
         out_names[i] = (char *)outs[i].name;
     }
     Onnx__AttributeProto a[4], *ap[4];
-    for (int i = 0; i < n_attr; i++) {
-        Onnx__AttributeProto a0 = ONNX__ATTRIBUTE_PROTO__INIT;
-        a[i] = a0;
-        a[i].name = (char *)names[i];
-        a[i].has_type = 1;
-        a[i].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-        a[i].has_i = 1;
-        a[i].i = vals[i];
-        ap[i] = &a[i];
-    }
-    Onnx__NodeProto nd = ONNX__NODE_PROTO__INIT;
-    nd.op_type = (char *)op;
+    for (int i = 0; i < n_attr; i++)
+        ap[i] = kt_onnx_attr_int(&a[i], names[i], vals[i]);
+    Onnx__NodeProto nd;
+    kt_onnx_node(&nd, op, in_names, n_in, out_names, n_out);
     nd.name = (char *)op;
-    nd.n_input = (size_t)n_in;
-    nd.input = in_names;
-    nd.n_output = (size_t)n_out;
-    nd.output = out_names;
     nd.n_attribute = (size_t)n_attr;
     nd.attribute = ap;
     Onnx__NodeProto *np[1] = {&nd};
-    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
-    g.name = "one";
-    g.n_node = 1;
-    g.node = np;
-    g.n_input = (size_t)n_in;
-    g.input = gi;
-    g.n_output = (size_t)n_out;
-    g.output = go;
-    kt_onnx_write(path, &g, 13);
+    kt_onnx_write_graph(path, "one", np, 1, gi, n_in, go, n_out, 13);
     kiln_error err = {0};
     kiln_vm *vm = NULL;
     kiln_vm_options o = {.reference = true};
@@ -366,9 +344,7 @@ static void test_split(void **state)
     (void)state;
     enum { NC = 70 };
     char path[4200];
-    char *dir = kt_tempdir();
-    snprintf(path, sizeof path, "%s/split.onnx", dir);
-    free(dir);
+    kt_onnx_temp_path(path, sizeof path, "split.onnx");
     vi_store s[3];
     io_spec xs = {"x", KILN_DTYPE_FLOAT32, 1, {8}}, cs = {"c", KILN_DTYPE_INT64, -1, {0}},
             rs = {"r", KILN_DTYPE_FLOAT32, 1, {8}};
@@ -383,34 +359,15 @@ static void test_split(void **state)
     char **in[5] = {relu_in, nz_in, sh_in, cat_in, neg_in};
     char **out[5] = {relu_out, nz_out, sh_out, cat_out, neg_out};
     int n_in[5] = {1, 1, 1, NC, 1};
-    Onnx__AttributeProto axis = ONNX__ATTRIBUTE_PROTO__INIT, *ap[1] = {&axis};
-    axis.name = "axis";
-    axis.has_type = 1;
-    axis.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-    axis.has_i = 1;
-    axis.i = 0;
+    Onnx__AttributeProto axis, *ap[1] = {kt_onnx_attr_int(&axis, "axis", 0)};
     Onnx__NodeProto *np[5];
     for (int i = 0; i < 5; i++) {
-        Onnx__NodeProto n0 = ONNX__NODE_PROTO__INIT;
-        nd[i] = n0;
-        nd[i].op_type = (char *)ops[i];
-        nd[i].n_input = (size_t)n_in[i];
-        nd[i].input = in[i];
-        nd[i].n_output = 1;
-        nd[i].output = out[i];
+        kt_onnx_node(&nd[i], ops[i], in[i], n_in[i], out[i], 1);
         np[i] = &nd[i];
     }
     nd[3].n_attribute = 1;
     nd[3].attribute = ap;
-    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
-    g.name = "split";
-    g.n_node = 5;
-    g.node = np;
-    g.n_input = 1;
-    g.input = gi;
-    g.n_output = 2;
-    g.output = go;
-    kt_onnx_write(path, &g, 13);
+    kt_onnx_write_graph(path, "split", np, 5, gi, 1, go, 2, 13);
     kiln_error err = {0};
     kiln_vm *vm = NULL;
     kiln_vm_options o = {.reference = true};
@@ -459,9 +416,7 @@ static void test_split(void **state)
 static void roialign_case(const char *mode, int64_t ratio, float scale)
 {
     char path[4200];
-    char *dir = kt_tempdir();
-    snprintf(path, sizeof path, "%s/roialign.onnx", dir);
-    free(dir);
+    kt_onnx_temp_path(path, sizeof path, "roialign.onnx");
     enum { R = 5 };
     vi_store s[5];
     io_spec xs = {"x", KILN_DTYPE_FLOAT32, 4, {2, 3, 9, 11}}, rs = {"rois", KILN_DTYPE_FLOAT32, 2, {R, 4}},
@@ -471,22 +426,20 @@ static void roialign_case(const char *mode, int64_t ratio, float scale)
     Onnx__ValueInfoProto *go[1] = {vi(&s[4], &ys)};
     char *c1_in[] = {"rois", "cond"}, *c1_out[] = {"r2"}, *c2_in[] = {"bi", "cond"};
     char *c2_out[] = {"b2"}, *ra_in[] = {"x", "r2", "b2"}, *ra_out[] = {"y"};
-    Onnx__AttributeProto ax = ONNX__ATTRIBUTE_PROTO__INIT, *axp[1] = {&ax};
-    ax.name = "axis", ax.has_type = 1, ax.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-    ax.has_i = 1, ax.i = 0;
+    Onnx__AttributeProto ax, *axp[1] = {kt_onnx_attr_int(&ax, "axis", 0)};
     Onnx__AttributeProto ra[5], *rap[5];
     const char *in_names[3] = {"output_height", "output_width", "sampling_ratio"};
     int64_t in_vals[3] = {3, 4, ratio};
     for (int i = 0; i < 5; i++) {
+        if (i < 3) {
+            rap[i] = kt_onnx_attr_int(&ra[i], in_names[i], in_vals[i]);
+            continue;
+        }
         Onnx__AttributeProto a0 = ONNX__ATTRIBUTE_PROTO__INIT;
         ra[i] = a0;
         rap[i] = &ra[i];
         ra[i].has_type = 1;
-        if (i < 3) {
-            ra[i].name = (char *)in_names[i];
-            ra[i].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-            ra[i].has_i = 1, ra[i].i = in_vals[i];
-        } else if (i == 3) {
+        if (i == 3) {
             ra[i].name = "spatial_scale";
             ra[i].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
             ra[i].has_f = 1, ra[i].f = scale;
@@ -501,26 +454,12 @@ static void roialign_case(const char *mode, int64_t ratio, float scale)
     const char *ops[3] = {"Compress", "Compress", "RoiAlign"};
     Onnx__NodeProto *np[3];
     for (int i = 0; i < 3; i++) {
-        Onnx__NodeProto n0 = ONNX__NODE_PROTO__INIT;
-        nd[i] = n0;
-        nd[i].op_type = (char *)ops[i];
-        nd[i].n_input = i < 2 ? 2 : 3;
-        nd[i].input = ins[i];
-        nd[i].n_output = 1;
-        nd[i].output = outs[i];
+        kt_onnx_node(&nd[i], ops[i], ins[i], i < 2 ? 2 : 3, outs[i], 1);
         nd[i].n_attribute = i < 2 ? 1 : 5;
         nd[i].attribute = i < 2 ? axp : rap;
         np[i] = &nd[i];
     }
-    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
-    g.name = "roialign";
-    g.n_node = 3;
-    g.node = np;
-    g.n_input = 4;
-    g.input = gi;
-    g.n_output = 1;
-    g.output = go;
-    kt_onnx_write(path, &g, 13);
+    kt_onnx_write_graph(path, "roialign", np, 3, gi, 4, go, 1, 13);
 
     float x[2 * 3 * 9 * 11];
     kt_fill_random(x, 2 * 3 * 9 * 11, 5, -1, 1);

@@ -12,60 +12,17 @@
  * - errors: wrong rank, a fixed dim that differs, two inputs that disagree on
  *   'batch', a wrong dtype; each names the input and the dim, none crashes;
  * - an input with an unknown dim (no name) and one with no declared shape. */
-#include <errno.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_count.h"
 #include "import/onnx/onnx.h"
 #include "test_support.h"
 #include "vm/vm.h"
 
 #include "onnx_build.h"
 
-/* ---- counting allocations (glibc: forward to the __libc_ entry points) ---- */
-#if !defined(__SANITIZE_ADDRESS__)
-#define COUNT_ALLOCS 1
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-static atomic_int counting;
-static atomic_long n_allocs;
-
-static void note(void)
-{
-    if (atomic_load_explicit(&counting, memory_order_relaxed))
-        atomic_fetch_add_explicit(&n_allocs, 1, memory_order_relaxed);
-}
-void *malloc(size_t n)
-{
-    note();
-    return __libc_malloc(n);
-}
-void *calloc(size_t a, size_t b)
-{
-    note();
-    return __libc_calloc(a, b);
-}
-void *realloc(void *p, size_t n)
-{
-    note();
-    return __libc_realloc(p, n);
-}
-void *aligned_alloc(size_t al, size_t n)
-{
-    note();
-    return __libc_memalign(al, n);
-}
-int posix_memalign(void **p, size_t al, size_t n)
-{
-    note();
-    *p = __libc_memalign(al, n);
-    return *p ? 0 : ENOMEM;
-}
-#endif
 
 static kiln_tensor tensor(kiln_dtype dt, kiln_shape s)
 {
@@ -78,10 +35,7 @@ static kiln_tensor tensor(kiln_dtype dt, kiln_shape s)
 static const char *model_path(const char *file)
 {
     static char path[4200];
-    char *dir = kt_tempdir();
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    free(dir);
-    return path;
+    return kt_onnx_temp_path(path, sizeof path, "%s", file);
 }
 
 static const char *build_model(void)
@@ -107,15 +61,7 @@ static const char *build_model(void)
     kt_onnx_node(&nodes[2], "MatMul", mm_in, 2, mm_out, 1);
     kt_onnx_node(&nodes[3], "Reshape", rs_in, 2, rs_out, 1);
     Onnx__NodeProto *np[4] = {&nodes[0], &nodes[1], &nodes[2], &nodes[3]};
-    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
-    g.name = "symbolic";
-    g.n_node = 4;
-    g.node = np;
-    g.n_input = 4;
-    g.input = ins;
-    g.n_output = 2;
-    g.output = outs;
-    kt_onnx_write(path, &g, 17);
+    kt_onnx_write_graph(path, "symbolic", np, 4, ins, 4, outs, 2, 17);
     return path;
 }
 
@@ -158,6 +104,13 @@ static kiln_status batch_set(kiln_vm *vm, const batch *b, kiln_error *err)
     return s;
 }
 
+/* Sets b's inputs and runs; the status, in err on failure. */
+static kiln_status batch_set_run(kiln_vm *vm, const batch *b, kiln_error *err)
+{
+    kiln_status s = batch_set(vm, b, err);
+    return s == KILN_OK ? kiln_vm_run(vm, err) : s;
+}
+
 /* The outputs against values computed here. */
 static void batch_check(const kiln_vm *vm, const batch *b)
 {
@@ -184,6 +137,26 @@ static void batch_check(const kiln_vm *vm, const batch *b)
         }
     }
 }
+
+/* Sets b's inputs, runs (run r: failing names it) and checks the outputs. */
+static void batch_run(kiln_vm *vm, const batch *b, int r)
+{
+    kiln_error err = {0};
+    if (batch_set_run(vm, b, &err) != KILN_OK)
+        fail_msg("run %d (batch %d): %s", r, b->n, err.msg);
+    batch_check(vm, b);
+}
+
+#ifdef KT_COUNT_ALLOCS
+/* batch_set_run, counting the allocations of both (the status in *s). */
+static long batch_set_run_counted(kiln_vm *vm, const batch *b, kiln_status *s)
+{
+    kiln_error err = {0};
+    kt_alloc_count_start();
+    *s = batch_set_run(vm, b, &err);
+    return kt_alloc_count_stop();
+}
+#endif
 
 static kiln_vm *open_vm(const char *path, bool reference)
 {
@@ -243,42 +216,31 @@ static void test_alternate_compiled(void **state)
     batch_make(&b[0], 2, 1);
     batch_make(&b[1], 5, 11);
     for (int r = 0; r < 5; r++) {
-        const batch *bb = &b[r % 2];
-        if (batch_set(vm, bb, &err) != KILN_OK || kiln_vm_run(vm, &err) != KILN_OK)
-            fail_msg("run %d (batch %d): %s", r, bb->n, err.msg);
-        batch_check(vm, bb);
+        batch_run(vm, &b[r % 2], r);
         assert_int_equal(kiln_vm_num_specializations(vm), r == 0 ? 1 : 2);
         assert_true(kiln_vm_static_compiled(vm));
         assert_int_equal(kiln_vm_num_dynamic_nodes(vm), 1); /* the Reshape */
     }
     int64_t conv = kiln_vm_num_conversions(vm);
-#ifdef COUNT_ALLOCS
+#ifdef KT_COUNT_ALLOCS
     for (int r = 0; r < 4; r++) {
         const batch *bb = &b[r % 2];
-        atomic_store(&n_allocs, 0);
-        atomic_store(&counting, 1);
-        kiln_status s = batch_set(vm, bb, &err);
-        if (s == KILN_OK)
-            s = kiln_vm_run(vm, &err);
-        atomic_store(&counting, 0);
+        kiln_status s;
+        long n_allocs = batch_set_run_counted(vm, bb, &s);
         assert_int_equal(s, KILN_OK);
-        if (atomic_load(&n_allocs) != 0)
+        if (n_allocs != 0)
             fail_msg("run %d (batch %d, a class seen before): %ld allocations", r, bb->n,
-                     (long)atomic_load(&n_allocs));
+                     n_allocs);
         batch_check(vm, bb);
     }
     assert_int_equal(kiln_vm_num_conversions(vm), conv); /* nothing converted again */
     /* the counter counts: a new class (batch 3) imports and compiles */
     batch b3;
     batch_make(&b3, 3, 21);
-    atomic_store(&n_allocs, 0);
-    atomic_store(&counting, 1);
-    kiln_status s3 = batch_set(vm, &b3, &err);
-    if (s3 == KILN_OK)
-        s3 = kiln_vm_run(vm, &err);
-    atomic_store(&counting, 0);
+    kiln_status s3;
+    long n_allocs3 = batch_set_run_counted(vm, &b3, &s3);
     assert_int_equal(s3, KILN_OK);
-    assert_true(atomic_load(&n_allocs) > 0);
+    assert_true(n_allocs3 > 0);
     batch_check(vm, &b3);
     batch_free(&b3);
     assert_int_equal(kiln_vm_num_specializations(vm), 3);
@@ -308,7 +270,6 @@ static void test_lru(void **state)
     (void)state;
     const char *path = build_model();
     kiln_vm *vm = open_vm(path, true);
-    kiln_error err = {0};
     static const int sizes[] = {1, 2, 3, 4, 1, 5, 2, 1, 3};
     /* specializations after each run: 1..4 new, 1 kept; 5 evicts 2 (the
      * least recently used); 2 again is new (evicts 3); 1 kept; 3 is new */
@@ -316,9 +277,7 @@ static void test_lru(void **state)
     for (size_t r = 0; r < sizeof sizes / sizeof *sizes; r++) {
         batch b;
         batch_make(&b, sizes[r], 100 + r);
-        if (batch_set(vm, &b, &err) != KILN_OK || kiln_vm_run(vm, &err) != KILN_OK)
-            fail_msg("run %zu (batch %d): %s", r, sizes[r], err.msg);
-        batch_check(vm, &b);
+        batch_run(vm, &b, (int)r);
         assert_int_equal(kiln_vm_num_specializations(vm), made[r]);
         batch_free(&b);
     }
@@ -388,15 +347,7 @@ static void test_unknown_dims(void **state)
     kt_onnx_node(&nodes[0], "Neg", neg_in, 1, neg_out, 1);
     kt_onnx_node(&nodes[1], "Relu", relu_in, 1, relu_out, 1);
     Onnx__NodeProto *np[2] = {&nodes[0], &nodes[1]};
-    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
-    g.name = "unknown";
-    g.n_node = 2;
-    g.node = np;
-    g.n_input = 2;
-    g.input = ins;
-    g.n_output = 2;
-    g.output = outs;
-    kt_onnx_write(path, &g, 17);
+    kt_onnx_write_graph(path, "unknown", np, 2, ins, 2, outs, 2, 17);
 
     kiln_vm *vm = open_vm(path, true);
     kiln_error err = {0};
