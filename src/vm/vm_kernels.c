@@ -4,23 +4,16 @@
  * conversion and no shape class: the output extent is computed from the
  * values, and the result lands in the node's own buffers (grown when a run
  * needs more, reused across runs), so a detection network's new image
- * converts nothing here. Their semantics are the importer's, which computes
- * the same ops at conversion when the inputs are constants
- * (import/onnx/convert_data.c, convert_reduce.c):
+ * converts nothing here.
  *
- * - NonZero: int64 [rank, nnz], coordinates in row-major order; a scalar
- *   gives [0, 0 or 1] (numpy's argwhere of a 0-d array).
- * - Compress: the slices along `axis` (or the flattened input) whose
- *   condition entry is true; the condition may be shorter than the axis.
- * - NonMaxSuppression: per batch and class, the boxes whose score exceeds
- *   score_threshold (when given) in descending score order (ties in box
- *   order), each kept unless its IoU with a kept box exceeds iou_threshold,
- *   at most max_output_boxes_per_class; int64 [selected, 3] rows (batch,
- *   class, box). Boxes are corners in either order, or centers
- *   (center_point_box).
+ * - NonZero, Compress, NonMaxSuppression: the kernels of ref/data_dependent.c
+ *   (the header states their semantics), which the importer also runs when
+ *   the inputs are constants (import/onnx/convert_data.c); here, the inputs'
+ *   parameters are read, the output reserved and the node named in errors.
  * - TopK: the k best along `axis` (largest or smallest), sorted, ties to the
  *   lower index, NaN above every number: a stable merge sort of the lane's
- *   indices, O(n log n) per lane where the reference kernel is O(n k).
+ *   indices (kiln_dd_sort_by_key), O(n log n) per lane where the reference
+ *   kernel (ref/topk.c, the importer's TopK with a constant k) is O(n k).
  *   Keys are doubles: 64-bit integers beyond 2^53 compare rounded.
  * - RoiAlign: not data-dependent in shape, but detection heads run it on a
  *   data-dependent number of rois: the reference kernel's rules, with each
@@ -29,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ref/data_dependent.h"
 #include "ref/elemwise_common.h"
 #include "ref/red_num.h"
 #include "util/error.h"
@@ -82,21 +76,6 @@ static kiln_status set_out(vm_node *n, int k, kiln_dtype dt, const kiln_shape *s
     return KILN_OK;
 }
 
-static bool nonzero_at(const kiln_tensor *t, int64_t i)
-{
-    switch (t->dtype) {
-    case KILN_DTYPE_BOOL:
-    case KILN_DTYPE_UINT8:
-    case KILN_DTYPE_INT8: return ((const uint8_t *)t->data)[i] != 0;
-    case KILN_DTYPE_FLOAT32: return ((const float *)t->data)[i] != 0;
-    case KILN_DTYPE_INT64: return ((const int64_t *)t->data)[i] != 0;
-    case KILN_DTYPE_INT32: return ((const int32_t *)t->data)[i] != 0;
-    default:
-        return kiln_red_is_float(t->dtype) ? kiln_red_ldf(t->dtype, t->data, i) != 0
-                                           : kiln_red_ldi(t->dtype, t->data, i) != 0;
-    }
-}
-
 /* One element of a scalar-ish parameter input as a double; def if absent. */
 static kiln_status param(const vm_node *n, const kiln_tensor *t, int k, const char *what,
                          double def, double *v, kiln_error *err)
@@ -113,206 +92,37 @@ static kiln_status param(const vm_node *n, const kiln_tensor *t, int k, const ch
     return KILN_OK;
 }
 
-/* Sorts idx[0..n) stably by key (descending when `desc`; NaN greatest),
- * through tmp[0..n). */
-static void sort_desc(int64_t *idx, int64_t *tmp, int64_t n, const double *key, bool desc)
-{
-    if (n < 2)
-        return;
-    int64_t h = n / 2;
-    sort_desc(idx, tmp, h, key, desc);
-    sort_desc(idx + h, tmp, n - h, key, desc);
-    int64_t i = 0, j = h, k = 0;
-    while (i < h && j < n) {
-        double a = key[idx[j]], b = key[idx[i]];
-        bool an = isnan(a), bn = isnan(b);
-        /* does the right one strictly precede the left one? */
-        bool before = (an || bn) ? (desc ? an && !bn : bn && !an) : desc ? a > b : a < b;
-        tmp[k++] = before ? idx[j++] : idx[i++];
-    }
-    while (i < h)
-        tmp[k++] = idx[i++];
-    while (j < n)
-        tmp[k++] = idx[j++];
-    memcpy(idx, tmp, sizeof(int64_t) * (size_t)n);
-}
-
 /* ---- NonZero, Compress --------------------------------------------------------- */
+
+/* Prefixes a message of the shared kernels (ref/data_dependent.c) with the node. */
+static kiln_status node_error(const vm_node *n, kiln_status s, kiln_error *err)
+{
+    return kiln_error_prefix(err, s, "node '%s' (%s): ", n->name, n->np->op_type);
+}
 
 static kiln_status run_nonzero(vm_node *n, const kiln_tensor *x, kiln_error *err)
 {
-    int64_t total = kiln_shape_numel(&x->shape), nnz = 0;
-    for (int64_t i = 0; i < total; i++)
-        nnz += nonzero_at(x, i);
-    kiln_shape sh = {.rank = 2, .dims = {x->shape.rank, nnz}};
+    kiln_shape sh = kiln_dd_nonzero_shape(x);
     kiln_status s = set_out(n, 0, KILN_DTYPE_INT64, &sh, err);
-    if (s != KILN_OK)
-        return s;
-    int64_t *o = n->own[0].data, col = 0;
-    for (int64_t i = 0; i < total; i++) {
-        if (!nonzero_at(x, i))
-            continue;
-        int64_t r = i;
-        for (int d = x->shape.rank - 1; d >= 0; d--) {
-            o[d * nnz + col] = r % x->shape.dims[d];
-            r /= x->shape.dims[d];
-        }
-        col++;
-    }
-    return KILN_OK;
+    if (s == KILN_OK)
+        kiln_dd_nonzero(x, sh.dims[1], n->own[0].data);
+    return s;
 }
 
 static kiln_status run_compress(vm_node *n, const kiln_tensor *x, const kiln_tensor *cond,
                                 kiln_error *err)
 {
-    if (cond->shape.rank != 1)
-        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
-                           "node '%s' (Compress): condition must be 1-D", n->name);
-    bool has_axis = attr(n, "axis") != NULL;
-    int64_t axis = attr_int(n, "axis", 0);
-    int rank = x->shape.rank;
-    if (has_axis && axis < 0)
-        axis += rank;
-    if (has_axis && (axis < 0 || axis >= rank))
-        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "node '%s' (Compress): axis %lld",
-                           n->name, (long long)attr_int(n, "axis", 0));
-    int64_t outer = 1, len = kiln_shape_numel(&x->shape), inner = 1;
-    if (has_axis) {
-        len = x->shape.dims[axis];
-        for (int d = 0; d < axis; d++)
-            outer *= x->shape.dims[d];
-        for (int d = (int)axis + 1; d < rank; d++)
-            inner *= x->shape.dims[d];
-    }
-    int64_t nc = cond->shape.dims[0], kept = 0;
-    if (nc > len)
-        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
-                           "node '%s' (Compress): condition has %lld entries, the axis %lld",
-                           n->name, (long long)nc, (long long)len);
-    for (int64_t i = 0; i < nc; i++)
-        kept += nonzero_at(cond, i);
-    kiln_shape sh = x->shape;
-    if (has_axis)
-        sh.dims[axis] = kept;
-    else
-        sh = (kiln_shape){.rank = 1, .dims = {kept}};
-    kiln_status s = set_out(n, 0, x->dtype, &sh, err);
+    kiln_dd_compress_plan p;
+    kiln_status s = kiln_dd_compress_plan_make(x, cond, attr(n, "axis") != NULL,
+                                               attr_int(n, "axis", 0), &p, err);
     if (s != KILN_OK)
-        return s;
-    size_t row = kiln_dtype_size(x->dtype) * (size_t)inner;
-    char *dst = n->own[0].data;
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t i = 0; i < nc; i++)
-            if (nonzero_at(cond, i)) {
-                memcpy(dst, (const char *)x->data + (size_t)(o * len + i) * row, row);
-                dst += row;
-            }
-    return KILN_OK;
+        return node_error(n, s, err);
+    if ((s = set_out(n, 0, x->dtype, &p.shape, err)) == KILN_OK)
+        kiln_dd_compress(x, cond, &p, n->own[0].data);
+    return s;
 }
 
 /* ---- NonMaxSuppression ----------------------------------------------------------- */
-
-typedef struct nms_box {
-    double y1, x1, y2, x2, area;
-} nms_box;
-
-static nms_box get_box(const kiln_tensor *b, int64_t at, bool center)
-{
-    double v[4];
-    for (int k = 0; k < 4; k++)
-        v[k] = b->dtype == KILN_DTYPE_FLOAT32 ? ((const float *)b->data)[at + k]
-                                              : kiln_red_ldf(b->dtype, b->data, at + k);
-    nms_box r;
-    if (center) {
-        r.x1 = v[0] - v[2] / 2;
-        r.x2 = v[0] + v[2] / 2;
-        r.y1 = v[1] - v[3] / 2;
-        r.y2 = v[1] + v[3] / 2;
-    } else {
-        r.y1 = fmin(v[0], v[2]);
-        r.y2 = fmax(v[0], v[2]);
-        r.x1 = fmin(v[1], v[3]);
-        r.x2 = fmax(v[1], v[3]);
-    }
-    r.area = (r.y2 - r.y1) * (r.x2 - r.x1);
-    return r;
-}
-
-static inline double iou(const nms_box *a, const nms_box *b)
-{
-    if (a->area <= 0 || b->area <= 0)
-        return 0;
-    double h = (a->y2 < b->y2 ? a->y2 : b->y2) - (a->y1 > b->y1 ? a->y1 : b->y1);
-    double w = (a->x2 < b->x2 ? a->x2 : b->x2) - (a->x1 > b->x1 ? a->x1 : b->x1);
-    if (h <= 0 || w <= 0)
-        return 0;
-    double inter = h * w;
-    return inter / (a->area + b->area - inter);
-}
-
-/* Kept boxes, indexed for the suppression test by a grid of NMS_GRID
- * buckets along x: a kept box is listed in every bucket its [x1, x2] covers
- * (in a list checked by everyone when it covers more than NMS_SPAN). A
- * positive IoU needs overlapping x ranges, which share a bucket, so with
- * iou_threshold >= 0 a candidate need only meet the kept boxes of the buckets
- * it covers: the same result as testing every kept box, in far fewer tests
- * when the boxes spread out (a batched NMS offsets each class's boxes apart).
- * Non-finite coordinates or a negative threshold test every kept box. */
-#define NMS_GRID 1024
-#define NMS_SPAN 8
-
-typedef struct nms_grid {
-    bool all;            /* test every kept box (no grid) */
-    double x0, scale;    /* bucket(x) = (x - x0) * scale */
-    int32_t *head;       /* NMS_GRID list heads, -1: empty */
-    int32_t *ent, *next; /* entries: kept box (index into bx), next entry */
-    int32_t n_ent;
-    int32_t *wide;       /* kept boxes covering more than NMS_SPAN buckets */
-    int32_t n_wide;
-} nms_grid;
-
-static int bucket(const nms_grid *g, double x)
-{
-    double b = (x - g->x0) * g->scale;
-    return b <= 0 ? 0 : b >= NMS_GRID - 1 ? NMS_GRID - 1 : (int)b;
-}
-
-/* Whether box i is suppressed by a kept box (kept[0..nk) when g->all). */
-static bool suppressed(const nms_grid *g, const nms_box *bx, int64_t i, const int64_t *kept,
-                       int64_t nk, double th)
-{
-    const nms_box *bi = &bx[i];
-    if (g->all) {
-        for (int64_t j = 0; j < nk; j++)
-            if (iou(bi, &bx[kept[j]]) > th)
-                return true;
-        return false;
-    }
-    for (int32_t j = 0; j < g->n_wide; j++)
-        if (iou(bi, &bx[g->wide[j]]) > th)
-            return true;
-    for (int b = bucket(g, bi->x1), e = bucket(g, bi->x2); b <= e; b++)
-        for (int32_t q = g->head[b]; q >= 0; q = g->next[q])
-            if (iou(bi, &bx[g->ent[q]]) > th)
-                return true;
-    return false;
-}
-
-static void grid_add(nms_grid *g, int32_t box, const nms_box *b)
-{
-    if (g->all)
-        return;
-    int lo = bucket(g, b->x1), hi = bucket(g, b->x2);
-    if (hi - lo >= NMS_SPAN) {
-        g->wide[g->n_wide++] = box;
-        return;
-    }
-    for (int k = lo; k <= hi; k++) {
-        g->ent[g->n_ent] = box;
-        g->next[g->n_ent] = g->head[k];
-        g->head[k] = g->n_ent++;
-    }
-}
 
 static kiln_status run_nms(vm_node *n, const kiln_tensor *const *in, kiln_error *err)
 {
@@ -320,92 +130,25 @@ static kiln_status run_nms(vm_node *n, const kiln_tensor *const *in, kiln_error 
     if (!boxes || !scores)
         return kiln_errorf(err, KILN_ERR_INVALID_GRAPH,
                            "node '%s' (NonMaxSuppression): boxes and scores are required", n->name);
-    if (boxes->shape.rank != 3 || boxes->shape.dims[2] != 4 || scores->shape.rank != 3 ||
-        scores->shape.dims[0] != boxes->shape.dims[0] ||
-        scores->shape.dims[2] != boxes->shape.dims[1])
-        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
-                           "node '%s' (NonMaxSuppression): boxes must be [B, N, 4] and scores "
-                           "[B, C, N]",
-                           n->name);
-    double max_out, iou_th, score_th;
+    kiln_dd_nms_params prm = {.has_score_threshold = n->n_in > 4 && in[4],
+                              .center_point_box = attr_int(n, "center_point_box", 0) != 0};
     kiln_status s = param(n, n->n_in > 2 ? in[2] : NULL, 2, "max_output_boxes_per_class", 0,
-                          &max_out, err);
+                          &prm.max_output_boxes_per_class, err);
     if (s == KILN_OK)
-        s = param(n, n->n_in > 3 ? in[3] : NULL, 3, "iou_threshold", 0, &iou_th, err);
+        s = param(n, n->n_in > 3 ? in[3] : NULL, 3, "iou_threshold", 0, &prm.iou_threshold, err);
     if (s == KILN_OK)
-        s = param(n, n->n_in > 4 ? in[4] : NULL, 4, "score_threshold", -INFINITY, &score_th,
-                  err);
+        s = param(n, n->n_in > 4 ? in[4] : NULL, 4, "score_threshold", -INFINITY,
+                  &prm.score_threshold, err);
     if (s != KILN_OK)
         return s;
-    bool has_score_th = n->n_in > 4 && in[4];
-    bool center = attr_int(n, "center_point_box", 0) != 0;
-    int64_t nb = boxes->shape.dims[0], nbox = boxes->shape.dims[1], ncls = scores->shape.dims[1];
-    if (nbox > INT32_MAX / (NMS_SPAN + 1))
-        return kiln_errorf(err, KILN_ERR_UNSUPPORTED,
-                           "node '%s' (NonMaxSuppression): %lld boxes", n->name, (long long)nbox);
-    int64_t limit = max_out > (double)nbox ? nbox : max_out < 0 ? 0 : (int64_t)max_out;
-    /* scratch: per box a box, a score, order, sort buffer, kept and the
-     * grid's entries; the grid heads; then the selection (3 per kept box,
-     * at most nb * ncls * limit of them) */
-    size_t per = sizeof(nms_box) + sizeof(double) + 3 * sizeof(int64_t) +
-                 (2 * NMS_SPAN + 1) * sizeof(int32_t);
-    int64_t cap = nb * ncls * limit;
-    char *w = scratch(n, per * (size_t)(nbox + 1) + sizeof(int32_t) * NMS_GRID +
-                             sizeof(int64_t) * (size_t)(3 * cap + 1));
+    kiln_dd_nms_plan p;
+    if ((s = kiln_dd_nms_plan_make(boxes, scores, &prm, &p, err)) != KILN_OK)
+        return node_error(n, s, err);
+    void *w = scratch(n, p.workspace);
     if (!w)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "node '%s': out of memory", n->name);
-    nms_box *bx = (nms_box *)w;
-    double *sc = (double *)(bx + nbox + 1);
-    int64_t *order = (int64_t *)(sc + nbox + 1), *tmp = order + nbox, *kept = tmp + nbox;
-    int64_t *sel = kept + nbox, n_sel = 0;
-    nms_grid g = {.head = (int32_t *)(sel + 3 * cap + 1)};
-    g.ent = g.head + NMS_GRID;
-    g.next = g.ent + (size_t)nbox * NMS_SPAN;
-    g.wide = g.next + (size_t)nbox * NMS_SPAN;
-    for (int64_t b = 0; b < nb; b++) {
-        double lo = INFINITY, hi = -INFINITY, width = 0;
-        bool finite = true;
-        for (int64_t i = 0; i < nbox; i++) {
-            bx[i] = get_box(boxes, (b * nbox + i) * 4, center);
-            finite &= isfinite(bx[i].x1) && isfinite(bx[i].x2) && isfinite(bx[i].y1) &&
-                      isfinite(bx[i].y2);
-            lo = fmin(lo, bx[i].x1);
-            hi = fmax(hi, bx[i].x2);
-            width += bx[i].x2 - bx[i].x1;
-        }
-        g.all = !finite || !(iou_th >= 0) || nbox < 2 * NMS_SPAN;
-        /* buckets of half the mean box width (a box covers about 3), at
-         * least the range over NMS_GRID */
-        double bw = fmax((hi - lo) / NMS_GRID, width / (double)(nbox ? nbox : 1) / 2);
-        g.x0 = lo;
-        g.scale = bw > 0 ? 1 / bw : 0;
-        for (int64_t cl = 0; cl < ncls; cl++) {
-            int64_t cnt = 0, nk = 0;
-            for (int64_t i = 0; i < nbox; i++) {
-                int64_t at = (b * ncls + cl) * nbox + i;
-                sc[i] = scores->dtype == KILN_DTYPE_FLOAT32
-                            ? ((const float *)scores->data)[at]
-                            : kiln_red_ldf(scores->dtype, scores->data, at);
-                if (!has_score_th || sc[i] > score_th)
-                    order[cnt++] = i;
-            }
-            sort_desc(order, tmp, cnt, sc, true);
-            if (!g.all)
-                for (int k = 0; k < NMS_GRID; k++)
-                    g.head[k] = -1;
-            g.n_ent = g.n_wide = 0;
-            for (int64_t i = 0; i < cnt && nk < limit; i++) {
-                if (suppressed(&g, bx, order[i], kept, nk, iou_th))
-                    continue;
-                kept[nk++] = order[i];
-                grid_add(&g, (int32_t)order[i], &bx[order[i]]);
-                sel[3 * n_sel] = b;
-                sel[3 * n_sel + 1] = cl;
-                sel[3 * n_sel + 2] = order[i];
-                n_sel++;
-            }
-        }
-    }
+    const int64_t *sel;
+    int64_t n_sel = kiln_dd_nms(boxes, scores, &prm, &p, w, &sel);
     kiln_shape sh = {.rank = 2, .dims = {n_sel, 3}};
     if ((s = set_out(n, 0, KILN_DTYPE_INT64, &sh, err)) != KILN_OK)
         return s;
@@ -472,7 +215,7 @@ static kiln_status run_topk(vm_node *n, const kiln_tensor *const *in, kiln_error
                 else
                     key[j] = (double)kiln_red_ldi(x->dtype, x->data, at);
             }
-            sort_desc(idx, tmp, len, key, largest);
+            kiln_dd_sort_by_key(idx, tmp, len, key, largest);
             for (int64_t j = 0; j < k; j++) {
                 int64_t dst = o * k * inner + j * inner + i;
                 memcpy(vals + (size_t)dst * es, (const char *)x->data + (size_t)(base + idx[j] * inner) * es, es);

@@ -4,12 +4,14 @@
  * Compress, Unique and NonMaxSuppression (the data).
  *
  * Each converter needs its inputs as constants ("must be a constant"
- * otherwise) and binds its outputs as constants computed here. A model where
- * they are run-time data runs on the VM (docs/VM.md), which converts such a
- * node per shape class with its inputs bound to their run-time values: the
- * result is computed then. That is correct for any input, but each new input
- * value is a new class (a conversion, and its allocations), so it suits small
- * inputs; kernels of their own that the VM invokes are the next step. */
+ * otherwise) and binds its outputs as constants computed here. NonZero,
+ * Compress and NonMaxSuppression compute them with the kernels the VM runs
+ * on run-time tensors (ref/data_dependent.c), so both give the same result.
+ * A model where such inputs are run-time data runs on the VM (docs/VM.md):
+ * those three, and TopK, run as the VM's own kernels; Unique and the
+ * generators are converted per shape class with their inputs bound to their
+ * run-time values, so the result is computed here then (each new input
+ * value is a new class: a conversion and its allocations). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include "import/onnx/convert_movement.h"
 #include "import/onnx/onnx.h"
 #include "io/tensor_io.h"
+#include "ref/data_dependent.h"
 #include "ref/elemwise_common.h"
 #include "util/error.h"
 
@@ -187,92 +190,35 @@ static kiln_status conv_mel(onnx_ctx *c, kiln_error *err)
 
 /* ---- NonZero, Compress ----------------------------------------------------------- */
 
-static bool nonzero_at(const kiln_tensor *t, int64_t i)
-{
-    return is_int(t->dtype) ? kiln_ew_load_i64(t->dtype, t->data, i) != 0
-                            : kiln_ew_load_f64(t->dtype, t->data, i) != 0;
-}
-
 static kiln_status conv_nonzero(onnx_ctx *c, kiln_error *err)
 {
-    kiln_tensor x;
+    kiln_tensor x, t;
     kiln_status s = in_tensor(c, 0, "X", &x, err);
     if (s != KILN_OK)
         return s;
-    int rank = x.shape.rank ? x.shape.rank : 1; /* a scalar counts as one element */
-    int64_t n = kiln_shape_numel(&x.shape), nnz = 0;
-    for (int64_t i = 0; i < n; i++)
-        nnz += nonzero_at(&x, i);
-    kiln_shape sh = {.rank = 2, .dims = {x.shape.rank ? rank : 1, nnz}};
-    if (x.shape.rank == 0)
-        sh.dims[0] = 0; /* numpy: argwhere of a 0-d array has no coordinates */
-    kiln_tensor t;
+    kiln_shape sh = kiln_dd_nonzero_shape(&x);
     if ((s = alloc_out(c, &t, KILN_DTYPE_INT64, &sh, err)) != KILN_OK)
         return s;
-    int64_t col = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (!nonzero_at(&x, i))
-            continue;
-        int64_t r = i;
-        for (int d = x.shape.rank - 1; d >= 0; d--) {
-            ((int64_t *)t.data)[d * nnz + col] = r % x.shape.dims[d];
-            r /= x.shape.dims[d];
-        }
-        col++;
-    }
+    kiln_dd_nonzero(&x, sh.dims[1], t.data);
     return bind_release(c, 0, &t, err);
 }
 
 static kiln_status conv_compress(onnx_ctx *c, kiln_error *err)
 {
-    kiln_tensor x, cond;
+    kiln_tensor x, cond, t;
     kiln_status s = in_tensor(c, 0, "input", &x, err);
     if (s == KILN_OK)
         s = in_tensor(c, 1, "condition", &cond, err);
     if (s != KILN_OK)
         return s;
-    if (cond.shape.rank != 1)
-        return onnx_node_error(c, KILN_ERR_SHAPE_MISMATCH, err, "condition must be 1-D");
-    bool has_axis = onnx_attr(c, "axis") != NULL;
-    int64_t axis = onnx_attr_int(c, "axis", 0);
-    int rank = x.shape.rank;
-    if (has_axis && axis < 0)
-        axis += rank;
-    if (has_axis && (axis < 0 || axis >= rank))
-        return onnx_node_error(c, KILN_ERR_INVALID_ARGUMENT, err, "axis %lld out of range",
-                               (long long)onnx_attr_int(c, "axis", 0));
-    /* as [outer, len, inner] with the kept entries of the middle dim */
-    int64_t outer = 1, len = kiln_shape_numel(&x.shape), inner = 1;
-    if (has_axis) {
-        len = x.shape.dims[axis];
-        for (int d = 0; d < axis; d++)
-            outer *= x.shape.dims[d];
-        for (int d = (int)axis + 1; d < rank; d++)
-            inner *= x.shape.dims[d];
-    }
-    int64_t nc = kiln_shape_numel(&cond.shape), kept = 0;
-    if (nc > len)
-        return onnx_node_error(c, KILN_ERR_SHAPE_MISMATCH, err,
-                               "condition has %lld entries, the axis %lld", (long long)nc,
-                               (long long)len);
-    for (int64_t i = 0; i < nc; i++)
-        kept += nonzero_at(&cond, i);
-    kiln_shape sh = x.shape;
-    if (has_axis)
-        sh.dims[axis] = kept;
-    else
-        sh = (kiln_shape){.rank = 1, .dims = {kept}};
-    kiln_tensor t;
-    if ((s = alloc_out(c, &t, x.dtype, &sh, err)) != KILN_OK)
+    kiln_dd_compress_plan p;
+    s = kiln_dd_compress_plan_make(&x, &cond, onnx_attr(c, "axis") != NULL,
+                                   onnx_attr_int(c, "axis", 0), &p, err);
+    if (s != KILN_OK)
+        return onnx_node_prefix(c, s, err);
+    if ((s = alloc_out(c, &t, x.dtype, &p.shape, err)) != KILN_OK)
         return s;
-    size_t es = kiln_dtype_size(x.dtype), row = es * (size_t)inner;
-    char *dst = t.data;
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t i = 0; i < nc; i++)
-            if (nonzero_at(&cond, i)) {
-                memcpy(dst, (const char *)x.data + ((size_t)(o * len + i)) * row, row);
-                dst += row;
-            }
+    kiln_dd_compress(&x, &cond, &p, t.data);
     return bind_release(c, 0, &t, err);
 }
 
@@ -421,48 +367,6 @@ static kiln_status conv_unique(onnx_ctx *c, kiln_error *err)
 
 /* ---- NonMaxSuppression ------------------------------------------------------------ */
 
-typedef struct box {
-    double y1, x1, y2, x2;
-} box;
-
-static box get_box(const kiln_tensor *b, int64_t at, bool center)
-{
-    double v[4];
-    for (int k = 0; k < 4; k++)
-        v[k] = kiln_ew_load_f64(b->dtype, b->data, at + k);
-    box r;
-    if (center) {
-        r.x1 = v[0] - v[2] / 2;
-        r.x2 = v[0] + v[2] / 2;
-        r.y1 = v[1] - v[3] / 2;
-        r.y2 = v[1] + v[3] / 2;
-    } else {
-        r.y1 = fmin(v[0], v[2]);
-        r.y2 = fmax(v[0], v[2]);
-        r.x1 = fmin(v[1], v[3]);
-        r.x2 = fmax(v[1], v[3]);
-    }
-    return r;
-}
-
-static double iou(box a, box b)
-{
-    double aa = (a.y2 - a.y1) * (a.x2 - a.x1), ab = (b.y2 - b.y1) * (b.x2 - b.x1);
-    if (aa <= 0 || ab <= 0)
-        return 0;
-    double h = fmin(a.y2, b.y2) - fmax(a.y1, b.y1), w = fmin(a.x2, b.x2) - fmax(a.x1, b.x1);
-    if (h <= 0 || w <= 0)
-        return 0;
-    double inter = h * w;
-    return inter / (aa + ab - inter);
-}
-
-static int cmp_score(const void *ctx, int64_t a, int64_t b)
-{
-    const double *sc = ctx; /* descending; stable keeps ties in box order */
-    return sc[a] > sc[b] ? -1 : sc[a] < sc[b];
-}
-
 static kiln_status conv_nms(onnx_ctx *c, kiln_error *err)
 {
     kiln_tensor boxes, scores, t;
@@ -471,67 +375,34 @@ static kiln_status conv_nms(onnx_ctx *c, kiln_error *err)
         s = in_tensor(c, 1, "scores", &scores, err);
     if (s != KILN_OK)
         return s;
-    double max_out = 0, iou_th = 0, score_th = -INFINITY;
-    bool has_score_th = onnx_in(c, 4) >= 0;
+    kiln_dd_nms_params prm = {.score_threshold = -INFINITY,
+                              .has_score_threshold = onnx_in(c, 4) >= 0,
+                              .center_point_box = onnx_attr_int(c, "center_point_box", 0) != 0};
     if (onnx_in(c, 2) >= 0 && (s = onnx_in_scalar_eval(c, 2, "max_output_boxes_per_class",
-                                                       &max_out, err)) != KILN_OK)
+                                                       &prm.max_output_boxes_per_class,
+                                                       err)) != KILN_OK)
         return s;
     if (onnx_in(c, 3) >= 0 &&
-        (s = onnx_in_scalar_eval(c, 3, "iou_threshold", &iou_th, err)) != KILN_OK)
+        (s = onnx_in_scalar_eval(c, 3, "iou_threshold", &prm.iou_threshold, err)) != KILN_OK)
         return s;
-    if (has_score_th &&
-        (s = onnx_in_scalar_eval(c, 4, "score_threshold", &score_th, err)) != KILN_OK)
+    if (prm.has_score_threshold &&
+        (s = onnx_in_scalar_eval(c, 4, "score_threshold", &prm.score_threshold, err)) != KILN_OK)
         return s;
-    if (boxes.shape.rank != 3 || boxes.shape.dims[2] != 4 || scores.shape.rank != 3 ||
-        scores.shape.dims[0] != boxes.shape.dims[0] || scores.shape.dims[2] != boxes.shape.dims[1])
-        return onnx_node_error(c, KILN_ERR_SHAPE_MISMATCH, err,
-                               "boxes must be [B, N, 4] and scores [B, C, N]");
-    bool center = onnx_attr_int(c, "center_point_box", 0) != 0;
-    int64_t nb = boxes.shape.dims[0], nbox = boxes.shape.dims[1], ncls = scores.shape.dims[1];
-    int64_t limit = max_out > (double)nbox ? nbox : max_out < 0 ? 0 : (int64_t)max_out;
-    int64_t cap = nb * ncls * limit;
-    int64_t *sel = malloc(sizeof(int64_t) * (size_t)(3 * cap + 1));
-    int64_t *order = malloc(sizeof(int64_t) * (size_t)(3 * nbox + 1));
-    double *sc = malloc(sizeof(double) * (size_t)(nbox + 1));
-    if (!sel || !order || !sc) {
-        free(sel);
-        free(order);
-        free(sc);
+    kiln_dd_nms_plan p;
+    if ((s = kiln_dd_nms_plan_make(&boxes, &scores, &prm, &p, err)) != KILN_OK)
+        return onnx_node_prefix(c, s, err);
+    void *w = malloc(p.workspace);
+    if (!w)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-    int64_t *kept = order + nbox, n_sel = 0;
-    for (int64_t b = 0; b < nb; b++)
-        for (int64_t cl = 0; cl < ncls; cl++) {
-            int64_t n = 0, nk = 0;
-            for (int64_t i = 0; i < nbox; i++) {
-                sc[i] = kiln_ew_load_f64(scores.dtype, scores.data, (b * ncls + cl) * nbox + i);
-                if (!has_score_th || sc[i] > score_th)
-                    order[n++] = i;
-            }
-            sort_idx(order, kept + nbox, n, cmp_score, sc);
-            for (int64_t i = 0; i < n && nk < limit; i++) {
-                box bi = get_box(&boxes, (b * nbox + order[i]) * 4, center);
-                bool keep = true;
-                for (int64_t j = 0; j < nk && keep; j++)
-                    keep = iou(bi, get_box(&boxes, (b * nbox + kept[j]) * 4, center)) <= iou_th;
-                if (!keep)
-                    continue;
-                kept[nk++] = order[i];
-                sel[3 * n_sel] = b;
-                sel[3 * n_sel + 1] = cl;
-                sel[3 * n_sel + 2] = order[i];
-                n_sel++;
-            }
-        }
+    const int64_t *sel;
+    int64_t n_sel = kiln_dd_nms(&boxes, &scores, &prm, &p, w, &sel);
     kiln_shape sh = {.rank = 2, .dims = {n_sel, 3}};
     s = alloc_out(c, &t, KILN_DTYPE_INT64, &sh, err);
     if (s == KILN_OK) {
         memcpy(t.data, sel, sizeof(int64_t) * (size_t)(3 * n_sel));
         s = bind_release(c, 0, &t, err);
     }
-    free(sel);
-    free(order);
-    free(sc);
+    free(w);
     return s;
 }
 
