@@ -258,6 +258,18 @@ static int64_t model_opset(const kiln_vm *vm)
     return 1;
 }
 
+/* Roi r's corners in input pixels (c4: x1, y1, x2, y2, each * scale - off)
+ * and its width and height (*rw, *rh: at least 1 unless half_pixel). */
+static void roi_corners(const kiln_tensor *rois, int64_t r, double scale, double off, bool half,
+                        double c4[4], double *rw, double *rh)
+{
+    for (int k = 0; k < 4; k++)
+        c4[k] = kiln_red_ldf(rois->dtype, rois->data, r * 4 + k) * scale - off;
+    *rw = c4[2] - c4[0], *rh = c4[3] - c4[1];
+    if (!half)
+        *rw = *rw > 1 ? *rw : 1, *rh = *rh > 1 ? *rh : 1;
+}
+
 static kiln_status run_roialign(const kiln_vm *vm, vm_node *n, const kiln_tensor *const *in,
                                 kiln_error *err)
 {
@@ -290,12 +302,8 @@ static kiln_status run_roialign(const kiln_vm *vm, vm_node *n, const kiln_tensor
         return s;
     size_t cap = 0;
     for (int64_t r = 0; r < nr; r++) { /* the largest sample grid, for the scratch */
-        double c4[4];
-        for (int k = 0; k < 4; k++)
-            c4[k] = kiln_red_ldf(rois->dtype, rois->data, r * 4 + k) * scale - off;
-        double rw = c4[2] - c4[0], rh = c4[3] - c4[1];
-        if (!half)
-            rw = rw > 1 ? rw : 1, rh = rh > 1 ? rh : 1;
+        double c4[4], rw, rh;
+        roi_corners(rois, r, scale, off, half, c4, &rw, &rh);
         double gh = ratio > 0 ? (double)ratio : ceil(rh / (double)oh);
         double gw = ratio > 0 ? (double)ratio : ceil(rw / (double)ow);
         if (!(gh * gw <= 1 << 20))
@@ -315,12 +323,8 @@ static kiln_status run_roialign(const kiln_vm *vm, vm_node *n, const kiln_tensor
                                "node '%s' (RoiAlign): batch_indices[%lld] = %lld, the batch has "
                                "%lld",
                                n->name, (long long)r, (long long)b, (long long)nb);
-        double c4[4];
-        for (int k = 0; k < 4; k++)
-            c4[k] = kiln_red_ldf(rois->dtype, rois->data, r * 4 + k) * scale - off;
-        double rw = c4[2] - c4[0], rh = c4[3] - c4[1];
-        if (!half)
-            rw = rw > 1 ? rw : 1, rh = rh > 1 ? rh : 1;
+        double c4[4], rw, rh;
+        roi_corners(rois, r, scale, off, half, c4, &rw, &rh);
         double bh = rh / (double)oh, bw = rw / (double)ow;
         int64_t gh = ratio > 0 ? ratio : (int64_t)ceil(rh / (double)oh);
         int64_t gw = ratio > 0 ? ratio : (int64_t)ceil(rw / (double)ow);

@@ -37,6 +37,19 @@ static Onnx__ValueInfoProto *vi(vi_store *s, const io_spec *io)
     return kt_onnx_vi(s, io->name, io->dt, io->rank, io->dims);
 }
 
+/* Opens path on the VM (reference static part), failing with `what` and the
+ * error; it must have n_dynamic dynamic nodes. */
+static kiln_vm *open_ref(const char *path, const char *what, int n_dynamic)
+{
+    kiln_error err = {0};
+    kiln_vm *vm = NULL;
+    kiln_vm_options o = {.reference = true};
+    if (kiln_vm_create(path, &o, &vm, &err) != KILN_OK)
+        fail_msg("%s: %s", what, err.msg);
+    assert_int_equal(kiln_vm_num_dynamic_nodes(vm), n_dynamic);
+    return vm;
+}
+
 /* A model of one node `op` (int attributes names[i] = vals[i]) on graph
  * inputs `ins` with outputs `outs`; opens it on the VM (reference static part). */
 static kiln_vm *one_node(const char *op, const io_spec *ins, int n_in, const io_spec *outs,
@@ -65,13 +78,7 @@ static kiln_vm *one_node(const char *op, const io_spec *ins, int n_in, const io_
     nd.attribute = ap;
     Onnx__NodeProto *np[1] = {&nd};
     kt_onnx_write_graph(path, "one", np, 1, gi, n_in, go, n_out, 13);
-    kiln_error err = {0};
-    kiln_vm *vm = NULL;
-    kiln_vm_options o = {.reference = true};
-    if (kiln_vm_create(path, &o, &vm, &err) != KILN_OK)
-        fail_msg("%s: %s", op, err.msg);
-    assert_int_equal(kiln_vm_num_dynamic_nodes(vm), 1);
-    return vm;
+    return open_ref(path, op, 1);
 }
 
 static void set(kiln_vm *vm, int i, kiln_dtype dt, kiln_shape sh, const void *data)
@@ -130,40 +137,37 @@ static void test_nonzero(void **state)
     kiln_vm_destroy(vm);
 }
 
+/* Compress(x, c) of x = [[1, 2], [3, 4], [5, 6]] (int64) and c = cond[0..nc)
+ * (bool), along axis 0 (axis NULL: no axis, the flattened input): the
+ * output must be want, of rank and dims. */
+static void compress_case(const int64_t *axis, const uint8_t *cond, int nc, int rank,
+                          const int64_t *dims, const int64_t *want)
+{
+    io_spec ins[2] = {{"x", KILN_DTYPE_INT64, 2, {3, 2}}, {"c", KILN_DTYPE_BOOL, 1, {nc}}};
+    io_spec out = {"y", KILN_DTYPE_INT64, -1, {0}};
+    const char *names[1] = {"axis"};
+    const int64_t x[6] = {1, 2, 3, 4, 5, 6};
+    kiln_vm *vm = one_node("Compress", ins, 2, &out, 1, axis ? names : NULL, axis, axis ? 1 : 0);
+    set(vm, 0, KILN_DTYPE_INT64, ks(2, 3, 2), x);
+    set(vm, 1, KILN_DTYPE_BOOL, ks(1, nc), cond);
+    run(vm);
+    want_i64(kiln_vm_output(vm, 0), rank, dims, want);
+    kiln_vm_destroy(vm);
+}
+
 static void test_compress(void **state)
 {
     (void)state;
-    io_spec ins[2] = {{"x", KILN_DTYPE_INT64, 2, {3, 2}}, {"c", KILN_DTYPE_BOOL, 1, {3}}};
-    io_spec out = {"y", KILN_DTYPE_INT64, -1, {0}};
-    const char *names[1] = {"axis"};
-    int64_t axis0[1] = {0};
-    kiln_vm *vm = one_node("Compress", ins, 2, &out, 1, names, axis0, 1);
-    const int64_t x[6] = {1, 2, 3, 4, 5, 6};
+    const int64_t axis0[1] = {0};
     const uint8_t c1[3] = {1, 0, 1}, c2[2] = {0, 1};
-    set(vm, 0, KILN_DTYPE_INT64, ks(2, 3, 2), x);
-    set(vm, 1, KILN_DTYPE_BOOL, ks(1, 3), c1);
-    run(vm);
     int64_t d[2] = {2, 2}, w[4] = {1, 2, 5, 6};
-    want_i64(kiln_vm_output(vm, 0), 2, d, w);
-    kiln_vm_destroy(vm);
+    compress_case(axis0, c1, 3, 2, d, w);
     /* a condition shorter than the axis keeps only its true entries */
-    ins[1].dims[0] = 2;
-    vm = one_node("Compress", ins, 2, &out, 1, names, axis0, 1);
-    set(vm, 0, KILN_DTYPE_INT64, ks(2, 3, 2), x);
-    set(vm, 1, KILN_DTYPE_BOOL, ks(1, 2), c2);
-    run(vm);
     int64_t d2[2] = {1, 2}, w2[2] = {3, 4};
-    want_i64(kiln_vm_output(vm, 0), 2, d2, w2);
-    kiln_vm_destroy(vm);
-    ins[1].dims[0] = 3;
+    compress_case(axis0, c2, 2, 2, d2, w2);
     /* no axis: the flattened input */
-    vm = one_node("Compress", ins, 2, &out, 1, NULL, NULL, 0);
-    set(vm, 0, KILN_DTYPE_INT64, ks(2, 3, 2), x);
-    set(vm, 1, KILN_DTYPE_BOOL, ks(1, 3), c1);
-    run(vm);
     int64_t d3[1] = {2}, w3[2] = {1, 3};
-    want_i64(kiln_vm_output(vm, 0), 1, d3, w3);
-    kiln_vm_destroy(vm);
+    compress_case(NULL, c1, 3, 1, d3, w3);
 }
 
 /* ---- NonMaxSuppression -------------------------------------------------------------- */
@@ -368,12 +372,7 @@ static void test_split(void **state)
     nd[3].n_attribute = 1;
     nd[3].attribute = ap;
     kt_onnx_write_graph(path, "split", np, 5, gi, 1, go, 2, 13);
-    kiln_error err = {0};
-    kiln_vm *vm = NULL;
-    kiln_vm_options o = {.reference = true};
-    if (kiln_vm_create(path, &o, &vm, &err) != KILN_OK)
-        fail_msg("split: %s", err.msg);
-    assert_int_equal(kiln_vm_num_dynamic_nodes(vm), 3);
+    kiln_vm *vm = open_ref(path, "split", 3);
     assert_string_equal(kiln_vm_static_part(vm), "reference kernels");
     float x[8] = {1, -1, 2, 0, 3, -4, 5, 6};
     set(vm, 0, KILN_DTYPE_FLOAT32, ks(1, 8), x);
@@ -470,12 +469,7 @@ static void roialign_case(const char *mode, int64_t ratio, float scale)
     uint8_t cond[R] = {1, 1, 0, 1, 1};
     kiln_tensor xt = {.dtype = KILN_DTYPE_FLOAT32, .shape = ks(4, 2, 3, 9, 11), .data = x};
     kiln_tensor ct = {.dtype = KILN_DTYPE_BOOL, .shape = ks(1, R), .data = cond};
-    kiln_error err = {0};
-    kiln_vm *vm = NULL;
-    kiln_vm_options o = {.reference = true};
-    if (kiln_vm_create(path, &o, &vm, &err) != KILN_OK)
-        fail_msg("roialign: %s", err.msg);
-    assert_int_equal(kiln_vm_num_dynamic_nodes(vm), 3);
+    kiln_vm *vm = open_ref(path, "roialign", 3);
     set(vm, 0, KILN_DTYPE_FLOAT32, xt.shape, x);
     set(vm, 1, KILN_DTYPE_FLOAT32, ks(2, R, 4), rois);
     set(vm, 2, KILN_DTYPE_INT64, ks(1, R), bi);
@@ -491,6 +485,7 @@ static void roialign_case(const char *mode, int64_t ratio, float scale)
                               {.name = "bi", .value = &bt}};
     kiln_onnx_options io = {.bindings = b, .n_bindings = 3};
     kiln_graph *gr = NULL;
+    kiln_error err = {0};
     if (kiln_onnx_load_ex(path, &io, &gr, &err) != KILN_OK)
         fail_msg("import: %s", err.msg);
     kiln_ref_executor *ex = NULL;
