@@ -428,7 +428,7 @@ static bool symbolic_input(const Onnx__ValueInfoProto *vi)
 }
 
 /* The model's inputs and outputs (vm->graph's), their declared types. */
-static kiln_status init_io(kiln_vm *vm, kiln_error *err)
+kiln_status kiln_vm_init_io(kiln_vm *vm, kiln_error *err)
 {
     const Onnx__GraphProto *og = vm->graph;
     size_t cap = og->n_input + og->n_output + 1;
@@ -464,7 +464,7 @@ static kiln_status init_io(kiln_vm *vm, kiln_error *err)
 
 /* Splits the graph, imports and loads the static part, sets up the dynamic
  * nodes (vm->bind: the input shapes of a specialization, or none). */
-static kiln_status build(kiln_vm *vm, const kiln_vm_options *o, kiln_error *err)
+kiln_status kiln_vm_build(kiln_vm *vm, const kiln_vm_options *o, kiln_error *err)
 {
     bool *dyn = calloc(vm->graph->n_node + 1, sizeof *dyn);
     if (!dyn)
@@ -516,10 +516,10 @@ kiln_status kiln_vm_create(const char *path, const kiln_vm_options *opts, kiln_v
         slash[1] = '\0';
     else
         *slash = '\0';
-    if ((s = init_io(vm, err)) != KILN_OK)
+    if ((s = kiln_vm_init_io(vm, err)) != KILN_OK)
         goto fail;
     /* symbolic input dims: imported per input-shape class, at the first run */
-    if (!vm->generic && (s = build(vm, o, err)) != KILN_OK)
+    if (!vm->generic && (s = kiln_vm_build(vm, o, err)) != KILN_OK)
         goto fail;
     *out = vm;
     return KILN_OK;
@@ -588,237 +588,6 @@ void kiln_vm_destroy(kiln_vm *vm)
     if (vm->m && !vm->parent && !vm->borrowed_m)
         onnx_free_model(vm->m);
     free(vm);
-}
-
-/* ---- symbolic input dims: one VM per input-shape class -----------------------
- * A model whose inputs have symbolic or unknown dims imports nothing at
- * create (the generic VM). kiln_vm_set_input checks each input against its
- * declared rank and fixed dims and keeps a copy (its buffer grown, never
- * shrunk); the first run (or step 0) of an input-shape class creates a
- * specialization: a VM built as above from the same ModelProto with every
- * input's shape bound (kiln_onnx_binding.shape), so its static part imports
- * and compiles (through the object cache) exactly as a static model's. The
- * VM_SPECS most recently used specializations are kept; a run of a class
- * seen before only copies the inputs into its VM and runs it. */
-
-const char *kiln_vm_input_dim_param(const kiln_vm *vm, int i, int d)
-{
-    if (!vm || i < 0 || i >= vm->n_in)
-        return NULL;
-    const Onnx__TypeProto *tp = vm->in_vi[i]->type;
-    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
-        return NULL;
-    const Onnx__TensorShapeProto *sp = tp->tensor_type->shape;
-    if (!sp)
-        return ""; /* no declared shape: the rank and every dim are unknown */
-    if (d < 0 || (size_t)d >= sp->n_dim)
-        return NULL;
-    const Onnx__TensorShapeProto__Dimension *dim = sp->dim[d];
-    if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
-        return NULL;
-    if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && dim->dim_param)
-        return dim->dim_param;
-    return "";
-}
-
-bool kiln_vm_symbolic(const kiln_vm *vm)
-{
-    return vm && vm->generic;
-}
-
-int64_t kiln_vm_num_specializations(const kiln_vm *vm)
-{
-    return vm ? vm->n_specialized : 0;
-}
-
-/* "[batch, 3, ?]": input i's declared shape, names for symbolic dims. */
-static const char *decl_fmt(const kiln_vm *vm, int i, char *buf, size_t size)
-{
-    if (kiln_vm_input_dim_param(vm, i, -1)) {
-        snprintf(buf, size, "no declared shape");
-        return buf;
-    }
-    const kiln_shape *d = &vm->in_shape[i];
-    size_t len = (size_t)snprintf(buf, size, "[");
-    for (int k = 0; k < d->rank && len + 1 < size; k++) {
-        const char *p = kiln_vm_input_dim_param(vm, i, k);
-        if (p)
-            len += (size_t)snprintf(buf + len, size - len, "%s%s", k ? ", " : "", *p ? p : "?");
-        else
-            len += (size_t)snprintf(buf + len, size - len, "%s%lld", k ? ", " : "",
-                                    (long long)d->dims[k]);
-    }
-    if (len + 1 < size)
-        snprintf(buf + len, size - len, "]");
-    return buf;
-}
-
-/* Whether t fits input i's declared type: dtype, rank and every fixed dim;
- * the error names the input and the dim. */
-static kiln_status check_input(const kiln_vm *vm, int i, const kiln_tensor *t, kiln_error *err)
-{
-    const char *nm = vm->in_vi[i]->name;
-    char decl[512];
-    kiln_shape_buf b;
-    if (t->dtype != vm->in_dt[i])
-        return kiln_errorf(err, KILN_ERR_TYPE_MISMATCH, "input '%s' is %s, got %s", nm,
-                           kiln_dtype_name(vm->in_dt[i]), kiln_dtype_name(t->dtype));
-    if (t->shape.rank < 0 || t->shape.rank > KILN_MAX_RANK)
-        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "input '%s': rank %d", nm,
-                           (int)t->shape.rank);
-    for (int k = 0; k < t->shape.rank; k++)
-        if (t->shape.dims[k] < 0)
-            return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH, "input '%s' dim %d: extent %lld",
-                               nm, k, (long long)t->shape.dims[k]);
-    const Onnx__TypeProto *tp = vm->in_vi[i]->type;
-    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type ||
-        !tp->tensor_type->shape)
-        return KILN_OK; /* no declared shape: any */
-    const kiln_shape *d = &vm->in_shape[i];
-    if (t->shape.rank != d->rank)
-        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
-                           "input '%s' has rank %d (%s), got rank %d (%s)", nm, (int)d->rank,
-                           decl_fmt(vm, i, decl, sizeof decl), (int)t->shape.rank,
-                           kiln_shape_fmt(&t->shape, &b));
-    for (int k = 0; k < d->rank; k++)
-        if (d->dims[k] >= 0 && d->dims[k] != t->shape.dims[k])
-            return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
-                               "input '%s' dim %d is %lld (shape %s), got %lld (shape %s)", nm, k,
-                               (long long)d->dims[k], decl_fmt(vm, i, decl, sizeof decl),
-                               (long long)t->shape.dims[k], kiln_shape_fmt(&t->shape, &b));
-    return KILN_OK;
-}
-
-/* A dim_param names one extent across the inputs (ONNX): two inputs that
- * disagree on it are refused, both named. */
-static kiln_status check_dim_params(const kiln_vm *vm, kiln_error *err)
-{
-    for (int i = 0; i < vm->n_in; i++)
-        for (int k = 0; k < vm->in_t[i].shape.rank; k++) {
-            const char *p = kiln_vm_input_dim_param(vm, i, k);
-            if (!p || !*p)
-                continue;
-            for (int j = 0; j <= i; j++)
-                for (int e = 0; e < (j < i ? vm->in_t[j].shape.rank : k); e++) {
-                    const char *q = kiln_vm_input_dim_param(vm, j, e);
-                    if (q && strcmp(p, q) == 0 &&
-                        vm->in_t[j].shape.dims[e] != vm->in_t[i].shape.dims[k])
-                        return kiln_errorf(
-                            err, KILN_ERR_SHAPE_MISMATCH,
-                            "input '%s' dim %d ('%s') is %lld but input '%s' dim %d ('%s') is "
-                            "%lld",
-                            vm->in_vi[i]->name, k, p, (long long)vm->in_t[i].shape.dims[k],
-                            vm->in_vi[j]->name, e, q, (long long)vm->in_t[j].shape.dims[e]);
-                }
-        }
-    return KILN_OK;
-}
-
-/* A VM for the generic VM g's current input shapes. */
-static kiln_status spec_create(kiln_vm *g, kiln_vm **out, kiln_error *err)
-{
-    kiln_vm *vm = calloc(1, sizeof *vm);
-    kiln_onnx_binding *b = calloc((size_t)g->n_in + 1, sizeof *b);
-    kiln_status s = KILN_OK;
-    if (!vm || !b) {
-        free(vm);
-        free(b);
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-    vm->m = g->m;
-    vm->borrowed_m = true;
-    vm->graph = g->graph;
-    vm->reference = g->reference;
-    vm->num_threads = g->num_threads;
-    vm->base_dir = strdup(g->base_dir);
-    if (!vm->base_dir || (g->cache_dir && !(vm->cache_dir = strdup(g->cache_dir))))
-        s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    if (s == KILN_OK)
-        s = init_io(vm, err);
-    if (s == KILN_OK) {
-        vm->generic = false;
-        for (int i = 0; i < g->n_in; i++) {
-            b[i] = (kiln_onnx_binding){.name = g->in_vi[i]->name, .shape = &g->in_t[i].shape};
-            vm->in_shape[i] = g->in_t[i].shape;
-        }
-        vm->bind = b;
-        vm->n_bind = g->n_in;
-        kiln_vm_options o = {.reference = g->reference, .num_threads = g->num_threads,
-                             .cache_dir = g->cache_dir};
-        s = build(vm, &o, err);
-        vm->bind = NULL;
-        vm->n_bind = 0;
-    }
-    free(b);
-    if (s != KILN_OK) {
-        kiln_vm_destroy(vm);
-        return s;
-    }
-    *out = vm;
-    return KILN_OK;
-}
-
-/* Makes vm->active the specialization of the inputs' shapes (created on a
- * new class, the least recently used one replaced when VM_SPECS are kept)
- * and hands it the inputs. */
-static kiln_status spec_select(kiln_vm *vm, kiln_error *err)
-{
-    for (int k = 0; k < vm->n_in; k++)
-        if (!vm->in_set[k])
-            return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "input %d ('%s') is not set", k,
-                               vm->in_vi[k]->name);
-    vm_spec *sp = NULL;
-    for (int i = 0; i < vm->n_spec && !sp; i++) {
-        bool same = true;
-        for (int k = 0; k < vm->n_in && same; k++)
-            same = kiln_shape_equal(&vm->spec[i].shapes[k], &vm->in_t[k].shape);
-        if (same)
-            sp = &vm->spec[i];
-    }
-    if (!sp) {
-        kiln_status s = check_dim_params(vm, err);
-        kiln_vm *nv = NULL;
-        kiln_shape *shapes = calloc((size_t)vm->n_in + 1, sizeof *shapes);
-        if (s == KILN_OK && !shapes)
-            s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-        if (s == KILN_OK)
-            s = spec_create(vm, &nv, err);
-        if (s != KILN_OK) {
-            free(shapes);
-            char cls[1024];
-            size_t len = 0;
-            for (int k = 0; k < vm->n_in && len + 1 < sizeof cls; k++) {
-                kiln_shape_buf b;
-                len += (size_t)snprintf(cls + len, sizeof cls - len, "%s'%s' %s", k ? ", " : "",
-                                        vm->in_vi[k]->name, kiln_shape_fmt(&vm->in_t[k].shape, &b));
-            }
-            return kiln_error_prefix(err, s, "inputs %s: ", vm->n_in ? cls : "(none)");
-        }
-        for (int k = 0; k < vm->n_in; k++)
-            shapes[k] = vm->in_t[k].shape;
-        if (vm->n_spec < VM_SPECS) {
-            sp = &vm->spec[vm->n_spec++];
-        } else {
-            sp = &vm->spec[0];
-            for (int i = 1; i < vm->n_spec; i++)
-                if (vm->spec[i].used < sp->used)
-                    sp = &vm->spec[i];
-            kiln_vm_destroy(sp->vm);
-            free(sp->shapes);
-        }
-        sp->vm = nv;
-        sp->shapes = shapes;
-        vm->n_specialized++;
-    }
-    sp->used = ++vm->stamp;
-    vm->active = sp->vm;
-    /* its inputs are ours (the class's shapes by construction): aliased,
-     * not copied; a later realloc of ours is aliased again at the next run */
-    for (int k = 0; k < vm->n_in; k++) {
-        sp->vm->in_t[k] = vm->in_t[k];
-        sp->vm->in_set[k] = true;
-    }
-    return KILN_OK;
 }
 
 /* ---- run ---------------------------------------------------------------------- */
@@ -1234,7 +1003,7 @@ kiln_status kiln_vm_run_step(kiln_vm *vm, int i, kiln_error *err)
     if (!vm || i < 0 || i >= kiln_vm_num_steps(vm))
         return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "kiln_vm_run_step: no step %d", i);
     if (vm->generic) { /* step 0 picks the specialization of the inputs' shapes */
-        kiln_status s = i == 0 ? spec_select(vm, err) : KILN_OK;
+        kiln_status s = i == 0 ? kiln_vm_spec_select(vm, err) : KILN_OK;
         if (s == KILN_OK && !vm->active)
             s = kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "kiln_vm_run_step: step 0 first");
         return s == KILN_OK ? kiln_vm_run_step(vm->active, i, err) : s;
@@ -1269,7 +1038,7 @@ kiln_status kiln_vm_run(kiln_vm *vm, kiln_error *err)
     if (!vm)
         return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "kiln_vm_run: NULL VM");
     if (vm->generic) {
-        kiln_status s = spec_select(vm, err);
+        kiln_status s = kiln_vm_spec_select(vm, err);
         return s == KILN_OK ? kiln_vm_run(vm->active, err) : s;
     }
     const int n = kiln_vm_num_steps(vm);
@@ -1449,7 +1218,7 @@ kiln_status kiln_vm_set_input(kiln_vm *vm, int i, const kiln_tensor *t, kiln_err
     if (!t)
         return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "input %d: no tensor", i);
     if (!vm->parent) { /* a body: its node checked what it passes */
-        kiln_status s = check_input(vm, i, t, err);
+        kiln_status s = kiln_vm_check_input(vm, i, t, err);
         if (s != KILN_OK)
             return s;
     }

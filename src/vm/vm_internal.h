@@ -131,6 +131,17 @@ int kiln_vm_num_captured(const kiln_vm *body);
 /* The names body graph g (and its nested bodies) reads but does not define. */
 int kiln_vm_free_names(const Onnx__GraphProto *g, const char **names, int max);
 
+/* vm.c: the input/output tables of a VM, and its build (split, static part,
+ * dynamic nodes) with vm->bind's shapes bound. */
+kiln_status kiln_vm_init_io(kiln_vm *vm, kiln_error *err);
+kiln_status kiln_vm_build(kiln_vm *vm, const kiln_vm_options *o, kiln_error *err);
+
+/* vm_symbolic.c: whether t fits input i's declared dtype, rank and fixed dims
+ * (errors name the input and dim); makes vm->active the specialization of the
+ * inputs' current shapes (created for a new class, VM_SPECS kept). */
+kiln_status kiln_vm_check_input(const kiln_vm *vm, int i, const kiln_tensor *t, kiln_error *err);
+kiln_status kiln_vm_spec_select(kiln_vm *vm, kiln_error *err);
+
 /* vm_flow.c: sets up dynamic node d of vm when it is If, Loop or Scan (its
  * bodies and captured sources); runs it. */
 bool kiln_vm_flow_op(const char *op_type);
