@@ -2,18 +2,22 @@
  * (batch, head, block of `rows_per_task` query rows).
  *
  * A task first packs K^T of its (batch, head) into the thread's workspace,
- * [D][Sk rounded up to 64] (zero past Sk; kept across consecutive tasks of
- * the same head). Per block of ATTN_R (4) query rows, whole-row softmax
- * (Sk <= 4096: the rows of scores stay in L1/L2): the scores scale * q . k_j
- * as rank-1 updates along D into 4 rows x 64 columns of registers (each K^T
- * vector loaded serves the 4 rows: half the loads per FMA of one row at a
- * time), + the mask, max and sum in 16 partial lanes, exp by
- * kiln_kernels_math.h's vectorizable kiln_m_expf; then the weighted sum of
- * the V rows into 4 rows x 64 floats of registers (each V vector serves the 4
- * rows), scaled by 1/sum once. A block past the task's last row repeats that
- * row and stores nothing for it. Q, K, V, mask and output are read and written through the strides
- * the op's perms give (compile-time constants): the head split/merge
- * transposes of the exported graph are never materialised. */
+ * [D][Sk rounded up to 16] (zero past Sk; kept across consecutive tasks of
+ * the same head). The scores of all the task's rows (Sk <= 4096: they stay
+ * in L1/L2), scale * q . k_j, are rank-1 updates along D into blocks of
+ * ATTN_R (4) rows x 64 columns of registers, each K^T vector loaded serving
+ * the 4 rows; 64-key blocks are the outer loop and the row blocks the inner
+ * one, so a block of K^T stays in L1 for every row; a last block of 1-3
+ * vectors covers the keys past the whole 64s. Then per row: + the mask, max
+ * and sum in 16 partial lanes, exp by kiln_kernels_math.h's vectorizable
+ * kiln_m_expf. Then P V: per 64 output columns, blocks of ATTN_JB V rows
+ * outer (kept in L1 while every row block reads them) and row blocks inner,
+ * 4 rows x 64 floats in registers, partial sums kept in the workspace
+ * between V blocks, scaled by 1/sum at the last. Rows past the task's last
+ * one (up to a whole block of 4) repeat it and store nothing. Q, K, V, mask
+ * and output are read and written through the strides the op's perms give
+ * (compile-time constants): the head split/merge transposes of the exported
+ * graph are never materialised. */
 #include <stdio.h>
 
 #include "codegen/c/codegen.h"
