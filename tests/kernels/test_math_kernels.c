@@ -1,8 +1,9 @@
 /* tests/kernels/test_math_kernels.c: the functions of kiln_kernels_math.h
  * (what generated Sigmoid, Tanh, Exp, Log, Erf, Gelu, Softplus, Mish, Elu,
  * Selu kernels run) against double libm, in units of the last place of the
- * correctly rounded float result (2^-149 for denormal results), within the
- * bounds the header states:
+ * correctly rounded float result (2^-149 for denormal results; gelu, whose
+ * contract is absolute, in units of 2^-24 |x| + 1 ulp), within the bounds
+ * the header states:
  *  - every 4093rd float bit pattern (~1M floats: every exponent, both signs,
  *    denormals, infinities, NaNs);
  *  - 2^20 evenly spaced points over each function's busy range;
@@ -20,10 +21,11 @@
 
 #include "codegen/c/kernels/kiln_kernels_math.h"
 
-enum { F_EXP, F_EXPM1, F_LOG, F_LOG1P, F_TANH, F_SIGMOID, F_SOFTPLUS, F_ERF, F_COUNT };
-static const char *const fname[F_COUNT] = {"exp", "expm1", "log", "log1p", "tanh", "sigmoid",
-                                           "softplus", "erf"};
-static const double bound[F_COUNT] = {2, 2, 2, 2, 3, 3, 3, 3};
+enum { F_EXP, F_EXPM1, F_LOG, F_LOG1P, F_TANH, F_SIGMOID, F_SOFTPLUS, F_ERF, F_GELU, F_COUNT };
+static const char *const fname[F_COUNT] = {"exp",     "expm1",    "log", "log1p", "tanh",
+                                           "sigmoid", "softplus", "erf", "gelu"};
+/* ulps, but for gelu: units of 2^-24 |x| + 1 ulp (see gelu_err) */
+static const double bound[F_COUNT] = {2, 2, 2, 2, 3, 3, 3, 3, 1.5};
 
 /* One loop per function (a switch inside would keep gcc from vectorizing). */
 #define DEFINE_EVAL(suffix, attr)                                                                  \
@@ -37,7 +39,8 @@ static const double bound[F_COUNT] = {2, 2, 2, 2, 3, 3, 3, 3};
         case F_TANH: for (int64_t i = 0; i < n; i++) out[i] = kiln_m_tanhf(in[i]); break;          \
         case F_SIGMOID: for (int64_t i = 0; i < n; i++) out[i] = kiln_m_sigmoidf(in[i]); break;    \
         case F_SOFTPLUS: for (int64_t i = 0; i < n; i++) out[i] = kiln_m_softplusf(in[i]); break;  \
-        default: for (int64_t i = 0; i < n; i++) out[i] = kiln_m_erff(in[i]); break;               \
+        case F_ERF: for (int64_t i = 0; i < n; i++) out[i] = kiln_m_erff(in[i]); break;            \
+        default: for (int64_t i = 0; i < n; i++) out[i] = kiln_m_geluf(in[i]); break;              \
         }                                                                                          \
     }
 
@@ -64,12 +67,22 @@ static double ref(int f, double x)
     case F_TANH: return tanh(x);
     case F_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
     case F_SOFTPLUS: return x > 0.0 ? x + log1p(exp(-x)) : log1p(exp(x));
-    default: return erf(x);
+    case F_ERF: return erf(x);
+    default: return x == -INFINITY ? -0.0 : 0.5 * x * erfc(-x * M_SQRT1_2); /* gelu; its limit at -inf */
     }
 }
 
 /* |got - want| in ulps of want rounded to float; NaN and infinities must
  * match exactly (returns a huge error otherwise). */
+static double ulp_of(double want)
+{
+    float wf = (float)want;
+    int e;
+    frexp(wf == 0.0f ? 0x1p-149 : (double)wf, &e);
+    double u = ldexp(1.0, e - 24);
+    return u < 0x1p-149 ? 0x1p-149 : u;
+}
+
 static double ulp_err(float got, double want)
 {
     if (isnan(want))
@@ -77,12 +90,21 @@ static double ulp_err(float got, double want)
     float wf = (float)want;
     if (isinf(wf) || isinf(got))
         return wf == got ? 0.0 : 1e30;
-    int e;
-    frexp(wf == 0.0f ? 0x1p-149 : (double)wf, &e);
-    double u = ldexp(1.0, e - 24);
-    if (u < 0x1p-149)
-        u = 0x1p-149;
-    return fabs((double)got - want) / u;
+    return fabs((double)got - want) / ulp_of(want);
+}
+
+/* gelu's error, in units of 2^-24 |x| + 1 ulp of the result: the absolute
+ * error its Phi(x) is fitted for (kiln_m_geluf), which the textbook
+ * 0.5 x (1 + erf(x / sqrt 2)) has too; -inf must give a result within 2^-24
+ * of 0. */
+static double gelu_err(float got, float x)
+{
+    double want = ref(F_GELU, (double)x);
+    if (x == -INFINITY)
+        return fabs((double)got) <= 0x1p-24 ? 0.0 : 1e30;
+    if (isnan(want) || isinf(want) || isnan(got) || isinf(got))
+        return ulp_err(got, want);
+    return fabs((double)got - want) / (0x1p-24 * fabs((double)x) + ulp_of(want));
 }
 
 static void check(const float *in, int64_t n, const char *what)
@@ -97,7 +119,7 @@ static void check(const float *in, int64_t n, const char *what)
             double worst = 0.0;
             int64_t wi = 0;
             for (int64_t i = 0; i < n; i++) {
-                double e = ulp_err(out[i], ref(f, (double)in[i]));
+                double e = f == F_GELU ? gelu_err(out[i], in[i]) : ulp_err(out[i], ref(f, (double)in[i]));
                 if (e > worst) {
                     worst = e;
                     wi = i;
@@ -151,7 +173,8 @@ static void test_special_values(void **state)
                                0x1.fffffcp-127f, 0x1p-126f, FLT_MAX, -FLT_MAX, 88.72283f, 88.7229f,
                                -87.33654f, -103.97208f, -103.9721f, -104.0f, 104.0f, -87.0f, 9.1f,
                                -9.1f, 4.0f, 0.875f, -0.875f, 0x1.fffffep-1f, 1.0f, -1.0f,
-                               -0x1.fffffep-1f, 20.0f, -20.0f, 0x1p-24f, 0x1p-25f};
+                               -0x1.fffffep-1f, 20.0f, -20.0f, 0x1p-24f, 0x1p-25f, 2.0f, -2.0f, 5.65625f,
+                               -5.65625f, 0x1.fffffep+0f, -0x1.fffffep+0f};
     check(sp, (int64_t)(sizeof sp / sizeof sp[0]), "special values");
     /* exact results */
     assert_true(kiln_m_expf(inf) == inf);
@@ -185,6 +208,10 @@ static void test_special_values(void **state)
     assert_true(kiln_m_erff(inf) == 1.0f && kiln_m_erff(-inf) == -1.0f);
     assert_true(kiln_m_erff(0.0f) == 0.0f && signbit(kiln_m_erff(-0.0f)));
     assert_true(isnan(kiln_m_erff(qnan)));
+    assert_true(kiln_m_geluf(inf) == inf && kiln_m_geluf(0.0f) == 0.0f);
+    assert_true(signbit(kiln_m_geluf(-0.0f)) && isnan(kiln_m_geluf(qnan)));
+    assert_true(kiln_m_geluf(FLT_MAX) == FLT_MAX && kiln_m_geluf(20.0f) == 20.0f);
+    assert_true(fabsf(kiln_m_geluf(-20.0f)) <= 0x1p-24f && fabsf(kiln_m_geluf(-inf)) <= 0x1p-24f);
 }
 
 /* HardSigmoid: exactly the float formula with fmin/fmax, NaN -> 1 as the

@@ -177,8 +177,7 @@ bool kiln_expr_emit(kiln_sb *b, const kiln_node *n, const char *const *x, int nx
                            "(t_ + 0.044715f * t_ * t_ * t_))); }",
                            a, out);
         else
-            kiln_sb_printf(b, "{ float t_ = %s; %s = 0.5f * t_ * (1.0f + kiln_m_erff(t_ * 0.70710678118654752f)); }",
-                           a, out);
+            kiln_sb_printf(b, "%s = kiln_m_geluf(%s);", out, a);
         return true;
     default:
         return false;
