@@ -38,10 +38,7 @@
  * usage: onnx_check_compiled [--data DIR] [--jobs N] [--timeout S]
  *                            [--filter SUBSTR] [--list FILE] [--quiet]
  *                            [--expected FILE] [--write-expected FILE] */
-#include <dirent.h>
 #include <errno.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +47,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "suite_runner.h"
 
 int kiln_cmd_check(int argc, char **argv); /* tools/kiln/cmd_check.c */
 
@@ -206,30 +205,12 @@ static void child_run(const char *dir, int fd)
 
 /* ---- parent ------------------------------------------------------------------ */
 
-typedef struct running {
-    pid_t pid;
-    int fd, index;
-    struct timespec start;
-    char buf[2 * REASON + 64];
-    size_t len;
-} running;
-
-static double since(const struct timespec *t0)
+static void finish(void *ctx, int index, char *out, size_t len, int status, bool timed_out,
+                   double seconds)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void finish(running *r, model_result *m, int status, bool timed_out)
-{
-    m->seconds = since(&r->start);
-    if (timed_out || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || r->len == 0) {
+    model_result *m = &((model_result *)ctx)[index];
+    m->seconds = seconds;
+    if (timed_out || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || len == 0) {
         int v = timed_out ? V_HANG : V_CRASH;
         m->v[0] = m->v[1] = v;
         snprintf(m->why[0], REASON, "%s",
@@ -237,24 +218,21 @@ static void finish(running *r, model_result *m, int status, bool timed_out)
                  : WIFSIGNALED(status) ? strsignal(WTERMSIG(status))
                                        : "the child exited without a result");
         snprintf(m->why[1], REASON, "%s", m->why[0]);
-    } else {
-        r->buf[r->len] = '\0';
-        int a = 0, b = 0, f = 0, vm = 0, off = 0;
-        sscanf(r->buf, "%d %d %d %d %n", &a, &b, &f, &vm, &off);
-        m->vm = vm != 0;
-        m->v[0] = a >= 0 && a < V_COUNT ? a : V_CRASH;
-        m->v[1] = b >= 0 && b < V_COUNT ? b : V_CRASH;
-        m->fallbacks = f;
-        char *tab = strchr(r->buf + off, '\t'), *nl = strchr(r->buf + off, '\n');
-        if (nl)
-            *nl = '\0';
-        if (tab)
-            *tab = '\0';
-        snprintf(m->why[0], REASON, "%s", r->buf + off);
-        snprintf(m->why[1], REASON, "%s", tab ? tab + 1 : "");
+        return;
     }
-    close(r->fd);
-    r->pid = 0;
+    int a = 0, b = 0, f = 0, vm = 0, off = 0;
+    sscanf(out, "%d %d %d %d %n", &a, &b, &f, &vm, &off);
+    m->vm = vm != 0;
+    m->v[0] = a >= 0 && a < V_COUNT ? a : V_CRASH;
+    m->v[1] = b >= 0 && b < V_COUNT ? b : V_CRASH;
+    m->fallbacks = f;
+    char *tab = strchr(out + off, '\t'), *nl = strchr(out + off, '\n');
+    if (nl)
+        *nl = '\0';
+    if (tab)
+        *tab = '\0';
+    snprintf(m->why[0], REASON, "%s", out + off);
+    snprintf(m->why[1], REASON, "%s", tab ? tab + 1 : "");
 }
 
 static bool listed(char **list, int n, const char *name)
@@ -263,71 +241,6 @@ static bool listed(char **list, int n, const char *name)
         if (!strcmp(list[i], name))
             return true;
     return false;
-}
-
-/* Compares the compiled verdicts with the regression list `path`: returns
- * the number of regressions (a listed model that does not pass; one missing
- * from the suite too, unless `subset`: a --filter or --list run), after
- * printing them and the newly passing models. */
-static int check_expected(const char *path, model_result *res, int n, bool subset)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "onnx_check_compiled: %s: %s\n", path, strerror(errno));
-        return 1;
-    }
-    bool *listed_here = calloc((size_t)(n ? n : 1), sizeof *listed_here);
-    char line[1024], nm[1024];
-    int regress = 0, newly = 0, n_expected = 0;
-    while (listed_here && fgets(line, sizeof line, f)) {
-        if (line[0] == '#' || sscanf(line, "%1023s", nm) != 1)
-            continue;
-        n_expected++;
-        int found = -1;
-        for (int i = 0; i < n && found < 0; i++)
-            if (!strcmp(res[i].name, nm))
-                found = i;
-        if (found < 0 && !subset) {
-            printf("regression: %s is in the expected list but not in the suite\n", nm);
-            regress++;
-        } else if (found >= 0 && res[found].v[1] != V_PASS) {
-            printf("regression: %s was passing, now %s: %s\n", nm, verdicts[res[found].v[1]],
-                   res[found].why[1]);
-            regress++;
-        }
-        if (found >= 0)
-            listed_here[found] = true;
-    }
-    fclose(f);
-    bool ok = listed_here != NULL;
-    for (int i = 0; i < n && ok; i++)
-        if (res[i].v[1] == V_PASS && !listed_here[i]) {
-            if (newly < 40)
-                printf("newly passing: %s (update %s)\n", res[i].name, path);
-            newly++;
-        }
-    printf("expected list: %d models expected to pass compiled, %d regressions, %d newly "
-           "passing\n",
-           n_expected, regress, newly);
-    free(listed_here);
-    return ok ? regress : regress + 1;
-}
-
-/* Writes the models whose compiled check passes, one per line. */
-static int write_list(const char *path, const model_result *res, int n)
-{
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "onnx_check_compiled: %s: %s\n", path, strerror(errno));
-        return 1;
-    }
-    fprintf(f, "# ONNX conformance models whose `kiln check` passes compiled, every input\n"
-               "# as run-time data (written by onnx_check_compiled --write-expected). A model\n"
-               "# listed here that stops passing fails onnx-backend/check-compiled.\n");
-    for (int i = 0; i < n; i++)
-        if (res[i].v[1] == V_PASS)
-            fprintf(f, "%s\n", res[i].name);
-    return fclose(f) == 0 ? 0 : 1;
 }
 
 int main(int argc, char **argv)
@@ -364,10 +277,7 @@ int main(int argc, char **argv)
             return !strcmp(a, "--help") ? 0 : 2;
         }
     }
-    if (jobs < 1)
-        jobs = 1;
-    if (jobs > 64)
-        jobs = 64;
+    jobs = jobs < 1 ? 1 : jobs > 64 ? 64 : jobs;
     /* --list FILE: only the models named in it (one per line, # comments) */
     char **only = NULL;
     int n_only = 0;
@@ -385,102 +295,27 @@ int main(int argc, char **argv)
             }
         fclose(f);
     }
-    static const char *const suites[] = {"node", "pytorch-converted", "pytorch-operator",
-                                         "simple"};
     char **names = NULL;
-    int n = 0;
-    for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++) {
-        char p[4096];
-        snprintf(p, sizeof p, "%s/%s", data, suites[s]);
-        DIR *d = opendir(p);
-        if (!d) {
-            fprintf(stderr, "onnx_check_compiled: %s: %s (install libonnx-testdata)\n", p,
-                    strerror(errno));
-            return 2;
-        }
-        for (struct dirent *e; (e = readdir(d));) {
-            char nm[1024];
-            if (e->d_name[0] == '.')
-                continue;
-            snprintf(nm, sizeof nm, "%s/%s", suites[s], e->d_name);
-            if ((filter && !strstr(nm, filter)) || (only && !listed(only, n_only, nm)))
-                continue;
-            names = realloc(names, sizeof *names * (size_t)(n + 1));
-            names[n++] = strdup(nm);
-        }
-        closedir(d);
+    int n_all = suite_list("onnx_check_compiled", data, filter, &names), n = 0;
+    if (n_all < 0)
+        return 2;
+    for (int i = 0; i < n_all; i++) {
+        if (!only || listed(only, n_only, names[i]))
+            names[n++] = names[i];
+        else
+            free(names[i]);
     }
-    qsort(names, (size_t)n, sizeof *names, cmp_str);
     model_result *res = calloc((size_t)(n ? n : 1), sizeof *res);
-    running *run = calloc((size_t)jobs, sizeof *run);
+    for (int i = 0; i < n; i++)
+        res[i].name = names[i];
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int next = 0, active = 0;
-    while (next < n || active > 0) {
-        while (active < jobs && next < n) {
-            int pfd[2];
-            if (pipe(pfd) != 0) {
-                perror("pipe");
-                return 2;
-            }
-            fflush(stdout);
-            fflush(stderr);
-            pid_t pid = fork();
-            if (pid < 0) {
-                perror("fork");
-                return 2;
-            }
-            if (pid == 0) {
-                close(pfd[0]);
-                char dir[4096];
-                snprintf(dir, sizeof dir, "%s/%s", data, names[next]);
-                child_run(dir, pfd[1]);
-                close(pfd[1]);
-                _exit(0);
-            }
-            close(pfd[1]);
-            int slot = 0;
-            while (run[slot].pid)
-                slot++;
-            run[slot] = (running){.pid = pid, .fd = pfd[0], .index = next};
-            clock_gettime(CLOCK_MONOTONIC, &run[slot].start);
-            res[next].name = names[next];
-            next++;
-            active++;
-        }
-        struct pollfd pf[64];
-        int map[64], np = 0;
-        for (int j = 0; j < jobs; j++)
-            if (run[j].pid) {
-                pf[np].fd = run[j].fd;
-                pf[np].events = POLLIN;
-                map[np++] = j;
-            }
-        poll(pf, (nfds_t)np, 100);
-        for (int q = 0; q < np; q++) {
-            running *r = &run[map[q]];
-            if (pf[q].revents & (POLLIN | POLLHUP)) {
-                ssize_t got = read(r->fd, r->buf + r->len, sizeof r->buf - 1 - r->len);
-                if (got > 0) {
-                    r->len += (size_t)got;
-                    continue;
-                }
-                int status = 0;
-                waitpid(r->pid, &status, 0);
-                finish(r, &res[r->index], status, false);
-                active--;
-            } else if (since(&r->start) > timeout) {
-                kill(r->pid, SIGKILL);
-                int status = 0;
-                waitpid(r->pid, &status, 0);
-                finish(r, &res[r->index], status, true);
-                active--;
-            }
-        }
-    }
-    double total = since(&t0);
+    if (suite_run(data, names, n, jobs, timeout, child_run, finish, res) != 0)
+        return 2;
+    double total = suite_seconds(&t0);
 
     int pass[2] = {0, 0}, crashed = 0, lost = 0, with_fb = 0, fb_nodes = 0, on_vm = 0;
+    suite_outcome *o = calloc((size_t)(n ? n : 1), sizeof *o);
     for (int i = 0; i < n; i++) {
         model_result *m = &res[i];
         for (int e = 0; e < 2; e++)
@@ -490,6 +325,7 @@ int main(int argc, char **argv)
         lost += m->v[0] == V_PASS && m->v[1] != V_PASS;
         with_fb += m->fallbacks > 0;
         fb_nodes += m->fallbacks;
+        o[i] = (suite_outcome){m->v[1] == V_PASS, verdicts[m->v[1]], m->why[1]};
         bool same = m->v[0] && m->v[1] && !strcmp(m->why[0], m->why[1]);
         if (!quiet)
             printf("ref %-8s graph %-8s %-58s %5.1fs %s%s%s\n", verdicts[m->v[0]],
@@ -509,8 +345,16 @@ int main(int argc, char **argv)
            "crashed or hung; %d compiled models run %d nodes on their reference kernels; %.0f s "
            "with %d jobs\n",
            n, pass[0], pass[1], on_vm, lost, crashed, with_fb, fb_nodes, total, jobs);
-    int regress = expected ? check_expected(expected, res, n, filter || list_file) : 0;
-    if (write_expected && write_list(write_expected, res, n) != 0)
+    int regress = expected ? suite_check_expected("onnx_check_compiled", expected, names, o, n,
+                                                  filter || list_file, 40)
+                           : 0;
+    if (write_expected &&
+        suite_write_list("onnx_check_compiled", write_expected,
+                         "# ONNX conformance models whose `kiln check` passes compiled, every "
+                         "input\n# as run-time data (written by onnx_check_compiled "
+                         "--write-expected). A model\n# listed here that stops passing fails "
+                         "onnx-backend/check-compiled.\n",
+                         names, o, n) != 0)
         regress++;
     for (int i = 0; i < n; i++)
         free(names[i]);
@@ -519,6 +363,6 @@ int main(int argc, char **argv)
     free(only);
     free(names);
     free(res);
-    free(run);
+    free(o);
     return lost || crashed || regress ? 1 : 0;
 }

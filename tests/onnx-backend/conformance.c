@@ -26,11 +26,8 @@
  * comparison against the committed list: a model expected to pass that no
  * longer passes is a regression and fails the run (exit 1); a newly passing
  * model is reported so the list can be updated (--write-expected FILE). */
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +40,8 @@
 #include "kiln/kiln.h"
 #include "kiln/runtime.h"
 #include "util/error.h"
+
+#include "suite_runner.h"
 
 #define MAX_IO 64
 #define RTOL 1e-3
@@ -376,30 +375,11 @@ done:
 
 /* ---- parent side ---------------------------------------------------------- */
 
-typedef struct running {
-    pid_t pid;
-    int fd;
-    int index;
-    struct timespec start;
-    char buf[600];
-    size_t len;
-} running;
-
-static double elapsed(const struct timespec *t0)
+static void finish(void *ctx, int index, char *out, size_t len, int status, bool timed_out,
+                   double seconds)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void finish(running *r, model_result *res, int status, bool timed_out)
-{
-    model_result *m = &res[r->index];
+    (void)seconds;
+    model_result *m = &((model_result *)ctx)[index];
     if (timed_out) {
         m->kind = R_HANG;
         snprintf(m->reason, sizeof m->reason, "no result within the time limit");
@@ -407,22 +387,19 @@ static void finish(running *r, model_result *res, int status, bool timed_out)
         m->kind = R_CRASH;
         snprintf(m->reason, sizeof m->reason, "killed by signal %d (%s)", WTERMSIG(status),
                  strsignal(WTERMSIG(status)));
-    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || r->len == 0) {
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || len == 0) {
         m->kind = R_CRASH;
         snprintf(m->reason, sizeof m->reason, "child exited with status %d",
                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     } else {
-        r->buf[r->len] = 0;
-        char *nl = strchr(r->buf, '\n');
+        char *nl = strchr(out, '\n');
         if (nl)
             *nl = 0;
-        int k = atoi(r->buf);
-        const char *sp = strchr(r->buf, ' ');
+        int k = atoi(out);
+        const char *sp = strchr(out, ' ');
         m->kind = (k >= 0 && k < R_COUNT) ? (result_kind)k : R_CRASH;
         snprintf(m->reason, sizeof m->reason, "%s", sp ? sp + 1 : "");
     }
-    close(r->fd);
-    r->pid = 0;
 }
 
 static void usage(void)
@@ -471,107 +448,21 @@ int main(int argc, char **argv)
             return !strcmp(a, "--help") ? 0 : 2;
         }
     }
-    if (jobs < 1)
-        jobs = 1;
-
-    static const char *const suites[] = {"node", "pytorch-converted", "pytorch-operator",
-                                         "simple"};
     char **names = NULL;
-    int n = 0, cap = 0;
-    for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++) {
-        char p[4096];
-        snprintf(p, sizeof p, "%s/%s", data, suites[s]);
-        DIR *d = opendir(p);
-        if (!d) {
-            fprintf(stderr, "onnx_conformance: %s: %s (install libonnx-testdata)\n", p,
-                    strerror(errno));
-            return 2;
-        }
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (e->d_name[0] == '.')
-                continue;
-            char nm[1024];
-            snprintf(nm, sizeof nm, "%s/%s", suites[s], e->d_name);
-            if (filter && !strstr(nm, filter))
-                continue;
-            if (n == cap) {
-                cap = cap ? cap * 2 : 256;
-                names = realloc(names, sizeof(char *) * (size_t)cap);
-            }
-            names[n++] = strdup(nm);
-        }
-        closedir(d);
-    }
-    qsort(names, (size_t)n, sizeof(char *), cmp_str);
+    int n = suite_list("onnx_conformance", data, filter, &names);
+    if (n < 0)
+        return 2;
     model_result *res = calloc((size_t)(n ? n : 1), sizeof *res);
-    running *run = calloc((size_t)jobs, sizeof *run);
-    int next = 0, active = 0;
-    while (next < n || active > 0) {
-        while (active < jobs && next < n) {
-            int pfd[2];
-            if (pipe(pfd) != 0) {
-                perror("pipe");
-                return 2;
-            }
-            fflush(stdout);
-            pid_t pid = fork();
-            if (pid < 0) {
-                perror("fork");
-                return 2;
-            }
-            if (pid == 0) {
-                close(pfd[0]);
-                char dir[4096];
-                snprintf(dir, sizeof dir, "%s/%s", data, names[next]);
-                child_run(dir, pfd[1]);
-                close(pfd[1]);
-                _exit(0);
-            }
-            close(pfd[1]);
-            int slot = 0;
-            while (run[slot].pid)
-                slot++;
-            run[slot] = (running){.pid = pid, .fd = pfd[0], .index = next};
-            clock_gettime(CLOCK_MONOTONIC, &run[slot].start);
-            res[next].name = names[next];
-            next++;
-            active++;
-        }
-        struct pollfd pf[64];
-        int map[64], np = 0;
-        for (int j = 0; j < jobs && np < 64; j++)
-            if (run[j].pid) {
-                pf[np].fd = run[j].fd;
-                pf[np].events = POLLIN;
-                map[np++] = j;
-            }
-        poll(pf, (nfds_t)np, 100);
-        for (int q = 0; q < np; q++) {
-            running *r = &run[map[q]];
-            if (pf[q].revents & (POLLIN | POLLHUP)) {
-                ssize_t got = read(r->fd, r->buf + r->len, sizeof r->buf - 1 - r->len);
-                if (got > 0) {
-                    r->len += (size_t)got;
-                    continue;
-                }
-                int status = 0;
-                waitpid(r->pid, &status, 0);
-                finish(r, res, status, false);
-                active--;
-            } else if (elapsed(&r->start) > timeout) {
-                kill(r->pid, SIGKILL);
-                int status = 0;
-                waitpid(r->pid, &status, 0);
-                finish(r, res, status, true);
-                active--;
-            }
-        }
-    }
+    for (int i = 0; i < n; i++)
+        res[i].name = names[i];
+    if (suite_run(data, names, n, jobs, timeout, child_run, finish, res) != 0)
+        return 2;
 
     int counts[R_COUNT] = {0};
+    suite_outcome *o = calloc((size_t)(n ? n : 1), sizeof *o);
     for (int i = 0; i < n; i++) {
         counts[res[i].kind]++;
+        o[i] = (suite_outcome){res[i].kind == R_PASS, result_names[res[i].kind], res[i].reason};
         if (!quiet || res[i].kind >= R_CRASH)
             printf("%-11s %-60s %s\n", result_names[res[i].kind], res[i].name, res[i].reason);
     }
@@ -581,63 +472,20 @@ int main(int argc, char **argv)
            counts[R_HANG]);
 
     int rc = (counts[R_CRASH] || counts[R_HANG]) ? 1 : 0;
-    if (expected) {
-        FILE *f = fopen(expected, "r");
-        if (!f) {
-            fprintf(stderr, "onnx_conformance: %s: %s\n", expected, strerror(errno));
-            return 2;
-        }
-        char line[1024];
-        int regress = 0, newly = 0, n_expected = 0;
-        while (fgets(line, sizeof line, f)) {
-            char nm[1024];
-            if (line[0] == '#' || sscanf(line, "%1023s", nm) != 1)
-                continue;
-            n_expected++;
-            int found = -1;
-            for (int i = 0; i < n && found < 0; i++)
-                if (!strcmp(res[i].name, nm))
-                    found = i;
-            if (found < 0 && !filter) {
-                printf("regression: %s is in the expected list but not in the suite\n", nm);
-                regress++;
-            } else if (found >= 0 && res[found].kind != R_PASS) {
-                printf("regression: %s was passing, now %s: %s\n", nm,
-                       result_names[res[found].kind], res[found].reason);
-                regress++;
-            }
-            if (found >= 0)
-                res[found].listed = true;
-        }
-        fclose(f);
-        for (int i = 0; i < n; i++)
-            if (res[i].kind == R_PASS && !res[i].listed) {
-                if (newly < 20)
-                    printf("newly passing: %s (update %s)\n", res[i].name, expected);
-                newly++;
-            }
-        printf("expected list: %d models expected to pass, %d regressions, %d newly passing\n",
-               n_expected, regress, newly);
-        if (regress)
-            rc = 1;
-    }
-    if (write_expected) {
-        FILE *f = fopen(write_expected, "w");
-        if (!f) {
-            fprintf(stderr, "onnx_conformance: %s: %s\n", write_expected, strerror(errno));
-            return 2;
-        }
-        fprintf(f, "# ONNX conformance models that kiln passes (written by onnx_conformance\n"
-                   "# --write-expected). A model listed here that stops passing fails the suite.\n");
-        for (int i = 0; i < n; i++)
-            if (res[i].kind == R_PASS)
-                fprintf(f, "%s\n", res[i].name);
-        fclose(f);
-    }
+    if (expected && suite_check_expected("onnx_conformance", expected, names, o, n,
+                                         filter != NULL, 20) != 0)
+        rc = 1;
+    if (write_expected &&
+        suite_write_list("onnx_conformance", write_expected,
+                         "# ONNX conformance models that kiln passes (written by onnx_conformance\n"
+                         "# --write-expected). A model listed here that stops passing fails the "
+                         "suite.\n",
+                         names, o, n) != 0)
+        rc = 2;
     for (int i = 0; i < n; i++)
         free(names[i]);
     free(names);
     free(res);
-    free(run);
+    free(o);
     return rc;
 }
