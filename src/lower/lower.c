@@ -358,7 +358,7 @@ kiln_status kiln_lower(kiln_pass_ctx *ctx, uint64_t knob_seed, kiln_lowered **ou
         kiln_task *t = &l->tasks[l->n_tasks++];
         t->group = r;
         t->anchor = gr->anchor;
-        t->tpl = kiln_target_template(&ctx->target, g, g->nodes[gr->anchor], NULL);
+        t->tpl = gr->tpl ? gr->tpl : kiln_target_template(&ctx->target, g, g->nodes[gr->anchor], NULL);
         if (t->tpl == kiln_target_templates(&ctx->target)->fallback) {
             const char *op = kiln_op_name(g->nodes[gr->anchor]->op);
             l->n_fallback++;

@@ -27,6 +27,12 @@
  *    CONCAT_INPLACE: no kernel, its producers write into their slices of the
  *    output (plan-memory places them). Concats sharing inputs must form a
  *    chain of prefixes (a dense block's), see concat_inplace.
+ *  - An anchored node (a depthwise conv) reading the output of a group whose
+ *    template set has a template for the pair (template.pair: an expand 1x1
+ *    conv, its activation, then the depthwise: the wide activation never
+ *    goes to memory) joins that group when every value the group produced
+ *    is read only by it; the group then runs as that template and takes
+ *    elementwise nodes after the second anchor as any anchored group does.
  *  - Everything else (conv, pooling, dense, softmax, movement, reference
  *    fallbacks, multi-output ops) opens a group. */
 #include <stdlib.h>
@@ -45,6 +51,7 @@ typedef struct gstate {
     int *nodes;
     int last;       /* last node index */
     bool has_add, has_relu, has_clip;
+    const kiln_template *tpl; /* a template for two anchors took the group (pair_group) */
 } gstate;
 
 typedef struct fctx {
@@ -222,6 +229,31 @@ static bool accepts(const fctx *f, int gi, const kiln_node *n)
     return closed_except(f, gi, n);
 }
 
+/* The group anchored node n joins as a second anchor (see the top), or -1. */
+static int pair_group(const fctx *f, const kiln_node *n)
+{
+    const kiln_graph *g = f->g;
+    if (n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs != 1 ||
+        !is_f32(g->values[n->outputs[0]]))
+        return -1;
+    const kiln_value *x = g->values[n->inputs[0]];
+    if (x->kind != KILN_VALUE_NODE)
+        return -1;
+    int gi = f->group_of[x->producer];
+    const gstate *s = &f->gs[gi];
+    if (s->tpl || s->st == ST_NONE || s->st == ST_ELEMWISE || s->tip != x->id)
+        return -1;
+    for (int k = 1; k < n->n_inputs; k++) /* its other inputs: no values of the group */
+        if (n->inputs[k] >= 0 && g->values[n->inputs[k]]->kind == KILN_VALUE_NODE &&
+            f->group_of[g->values[n->inputs[k]]->producer] == gi)
+            return -1;
+    kiln_epi_kind e;
+    if (!kiln_target_pair_template(f->tg, g, s->nodes, s->n_nodes, n, &e) ||
+        !closed_except(f, gi, n))
+        return -1;
+    return gi;
+}
+
 static bool push_node(gstate *s, int node)
 {
     if (s->n_nodes == s->cap) {
@@ -372,6 +404,7 @@ static kiln_status build_groups(kiln_pass_ctx *ctx, fctx *f, kiln_error *err)
         gr->nodes = s->nodes;
         s->nodes = NULL;
         gr->anchor = gr->nodes[0];
+        gr->tpl = s->tpl;
         const kiln_node *a = g->nodes[gr->anchor];
         if ((a->op == KILN_OP_RESHAPE || a->op == KILN_OP_FLATTEN) && gr->n_nodes == 1 &&
             g->values[a->inputs[0]]->layout.kind == KILN_LAYOUT_ROW_MAJOR &&
@@ -487,6 +520,21 @@ kiln_status kiln_pass_fuse(kiln_pass_ctx *ctx, kiln_error *err)
             s->has_add |= n->op == KILN_OP_ADD;
             s->has_relu |= n->op == KILN_OP_RELU;
             s->has_clip |= n->op == KILN_OP_CLIP;
+            continue;
+        }
+        int paired = pair_group(&f, n);
+        if (paired >= 0) {
+            gstate *s = &f.gs[paired];
+            kiln_epi_kind e;
+            s->tpl = kiln_target_pair_template(f.tg, g, s->nodes, s->n_nodes, n, &e);
+            f.group_of[i] = paired;
+            if (!push_node(s, i)) {
+                st = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+                goto done;
+            }
+            s->tip = n->outputs[0];
+            s->st = e == KILN_EPI_KIND_ANY ? ST_GENERIC : e == KILN_EPI_KIND_HEADER ? ST_CONV : ST_NONE;
+            s->has_add = s->has_relu = s->has_clip = false;
             continue;
         }
         gstate *s = &f.gs[f.n_groups];

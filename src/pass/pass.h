@@ -43,6 +43,8 @@ typedef struct kiln_group {
     int *inputs;       /* value ids read from outside the group (activations, constants) */
     int n_outputs;
     int *outputs;      /* value ids written (visible outside the group) */
+    const struct kiln_template *tpl; /* NULL: the anchor's template; else one taking two
+                                        anchors (template.pair: expand + depthwise conv) */
 } kiln_group;
 
 /* ---- memory plan ------------------------------------------------------------ */

@@ -48,6 +48,24 @@ const kiln_template *kiln_target_template(const kiln_target *tg, const kiln_grap
     return set->fallback;
 }
 
+const kiln_template *kiln_target_pair_template(const kiln_target *tg, const kiln_graph *g,
+                                               const int *nodes, int n_nodes,
+                                               const kiln_node *next, kiln_epi_kind *epi)
+{
+    const kiln_template_set *set = kiln_target_templates(tg);
+    if (empty_node(g, next))
+        return NULL;
+    for (int i = 0; i < set->n_tpl; i++) {
+        kiln_epi_kind e = KILN_EPI_KIND_NONE;
+        if (set->tpl[i]->pair && set->tpl[i]->pair(tg, g, nodes, n_nodes, next, &e)) {
+            if (epi)
+                *epi = e;
+            return set->tpl[i];
+        }
+    }
+    return NULL;
+}
+
 bool kiln_target_has_template(const kiln_target *tg, const kiln_graph *g, const kiln_node *n)
 {
     return kiln_target_template(tg, g, n, NULL) != kiln_target_templates(tg)->fallback;

@@ -62,6 +62,14 @@ typedef struct kiln_template {
     kiln_status (*pack)(struct kiln_lowered *l, struct kiln_task *t, kiln_error *err);
     kiln_status (*emit)(struct kiln_sb *b, const struct kiln_lowered *l,
                         const struct kiln_task *t);
+    /* NULL: none. A template for two anchors in one group: whether the group
+     * nodes[0..n_nodes) (anchored at nodes[0], with its epilogue so far) may
+     * take the anchored node `next`, which reads the group's output, and run
+     * as this template (an inverted-residual block's expand 1x1 conv and
+     * depthwise conv); *epi: what it absorbs after `next`. The template's
+     * own cost model decides (fuse only where it wins). */
+    bool (*pair)(const kiln_target *tg, const kiln_graph *g, const int *nodes, int n_nodes,
+                 const kiln_node *next, kiln_epi_kind *epi);
 } kiln_template;
 
 /* A target's templates, in match order, the fallback last. */
@@ -82,6 +90,11 @@ const kiln_template_set *kiln_target_templates(const kiln_target *tg);
  * takes it, with *epi NONE). epi may be NULL. */
 const kiln_template *kiln_target_template(const kiln_target *tg, const kiln_graph *g,
                                           const kiln_node *n, kiln_epi_kind *epi);
+/* The template taking anchored node `next` into the group nodes[0..n_nodes)
+ * (template.pair), or NULL. epi may be NULL. */
+const kiln_template *kiln_target_pair_template(const kiln_target *tg, const kiln_graph *g,
+                                               const int *nodes, int n_nodes,
+                                               const kiln_node *next, kiln_epi_kind *epi);
 /* Whether a template other than the fallback takes n. */
 bool kiln_target_has_template(const kiln_target *tg, const kiln_graph *g, const kiln_node *n);
 /* The layouts the template that claims n wants, given the layout its data
