@@ -177,23 +177,28 @@ static kiln_status mod_bench(void *ctx, const kiln_bench_options *opts, kiln_ben
     return kiln_module_bench(ctx, opts, out, err);
 }
 
-kiln_status kiln_profile_module(kiln_module *m, const kiln_profile_options *opts,
-                                kiln_profile **out, kiln_error *err)
+static kiln_status mod_describe(void *ctx, const char *model, kiln_report *r, kiln_error *err)
+{
+    return describe(ctx, model, r, err);
+}
+
+kiln_status kiln_profile_target_run(const kiln_profile_target *t, kiln_profile_describe_fn desc,
+                                    const kiln_profile_options *opts, const char *what,
+                                    kiln_profile **out, kiln_error *err)
 {
     kiln_profile_options o = {0};
     if (opts)
         o = *opts;
-    if (!m || !out)
-        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
-                           "kiln_profile_module: module and out must not be NULL");
+    if (!t->ctx || !out)
+        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "%s: the model and out must not be NULL",
+                           what);
     if (o.runs < 0 || o.runs > 100000 || o.warmup > 100000 || o.bench_number < 0 ||
         o.bench_number > (1 << 20) || o.bench_repeat < 0 || o.bench_repeat > 1000 ||
         o.peak_gflops < 0 || o.peak_gflops > 1e9 || o.peak_gflops != o.peak_gflops)
         return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
-                           "kiln_profile_module: runs must be in 0..100000, warmup at most "
-                           "100000, bench_number in 0..%d, bench_repeat in 0..1000, "
-                           "peak_gflops in 0..1e9",
-                           1 << 20);
+                           "%s: runs must be in 0..100000, warmup at most 100000, bench_number "
+                           "in 0..%d, bench_repeat in 0..1000, peak_gflops in 0..1e9",
+                           what, 1 << 20);
     kiln_profile_plan c = {
         .runs = o.runs ? o.runs : KILN_PROFILE_DEFAULT_RUNS,
         .warmup = o.warmup == 0 ? KILN_PROFILE_DEFAULT_WARMUP : (o.warmup < 0 ? 0 : o.warmup),
@@ -206,7 +211,7 @@ kiln_status kiln_profile_module(kiln_module *m, const kiln_profile_options *opts
     kiln_profile *p = calloc(1, sizeof *p);
     if (!p)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "profile: out of memory");
-    kiln_status st = describe(m, o.model, &p->r, err);
+    kiln_status st = desc(t->ctx, o.model, &p->r, err);
     if (st != KILN_OK)
         goto fail;
     kiln_report_config *cfg = &p->r.cfg;
@@ -224,8 +229,7 @@ kiln_status kiln_profile_module(kiln_module *m, const kiln_profile_options *opts
         goto fail;
     }
     p->r.clock_ns = kiln_profile_clock_ns();
-    kiln_profile_target t = {.ctx = m, .run = mod_run, .profile = mod_profile, .bench = mod_bench};
-    if ((st = kiln_profile_measure(&t, &c, &p->r, err)) != KILN_OK ||
+    if ((st = kiln_profile_measure(t, &c, &p->r, err)) != KILN_OK ||
         (st = kiln_report_rows(&p->r, "none", "time", 0, err)) != KILN_OK)
         goto fail;
     *out = p;
@@ -233,6 +237,13 @@ kiln_status kiln_profile_module(kiln_module *m, const kiln_profile_options *opts
 fail:
     kiln_profile_destroy(p);
     return st;
+}
+
+kiln_status kiln_profile_module(kiln_module *m, const kiln_profile_options *opts,
+                                kiln_profile **out, kiln_error *err)
+{
+    kiln_profile_target t = {.ctx = m, .run = mod_run, .profile = mod_profile, .bench = mod_bench};
+    return kiln_profile_target_run(&t, mod_describe, opts, "kiln_profile_module", out, err);
 }
 
 kiln_status kiln_profile_parse_json(const char *text, const char *what, kiln_profile **out,

@@ -1,6 +1,7 @@
 /* report/profile_run.h: the profiler's measurement, shared by `kiln profile`
  * (tools/kiln/cmd_profile.c, graph or reference executor) and the library
- * call kiln_profile_module (include/kiln/profile.h). Private to kiln.
+ * calls kiln_profile_module (include/kiln/profile.h) and kiln_vm_profile
+ * (vm/vm.h). Private to kiln.
  *
  * Warm-up runs, then `repeat` rounds of a share of the instrumented runs and
  * one bench measurement (number N, repeat 1), so that both see the same
@@ -15,6 +16,7 @@
 
 #include <stdint.h>
 
+#include "kiln/profile.h"
 #include "kiln/runtime.h"
 #include "report/report.h"
 
@@ -41,5 +43,17 @@ typedef struct kiln_profile_plan {
 
 kiln_status kiln_profile_measure(const kiln_profile_target *t, kiln_profile_plan *plan,
                                  kiln_report *r, kiln_error *err);
+
+/* Describes what ctx runs into r: its configuration (model, named `model`
+ * or the default name; executor, target, threads, ...) and its steps. */
+typedef kiln_status (*kiln_profile_describe_fn)(void *ctx, const char *model, kiln_report *r,
+                                                kiln_error *err);
+
+/* kiln_profile_module for any target (the VM's kiln_vm_profile too): checks
+ * opts (`what` names the caller in the message), describes, measures the
+ * FMA peak (unless given), then kiln_profile_measure; *out owns the report. */
+kiln_status kiln_profile_target_run(const kiln_profile_target *t, kiln_profile_describe_fn desc,
+                                    const kiln_profile_options *opts, const char *what,
+                                    kiln_profile **out, kiln_error *err);
 
 #endif

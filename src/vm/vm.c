@@ -285,7 +285,8 @@ static kiln_status compile_graph(const kiln_vm *vm, const kiln_graph *g, kiln_mo
     static _Atomic int counter;
     snprintf(path, sizeof path, "%s/kiln-vm-%ld-%d.so", tmp && *tmp ? tmp : "/tmp",
              (long)getpid(), counter++);
-    kiln_compile_options co = {.cache_dir = vm->cache_dir};
+    kiln_compile_options co = {.cache_dir = vm->cache_dir, .target = vm->target,
+                               .records = vm->records};
     kiln_status s = kiln_compile(g, &co, path, err);
     if (s == KILN_OK) {
         kiln_module_options mo = {.num_threads = vm->num_threads, .bind_threads = -1};
@@ -478,44 +479,40 @@ kiln_status kiln_vm_build(kiln_vm *vm, const kiln_vm_options *o, kiln_error *err
     return s;
 }
 
-kiln_status kiln_vm_create(const char *path, const kiln_vm_options *opts, kiln_vm **out,
-                           kiln_error *err)
+kiln_status kiln_vm_copy_options(kiln_vm *vm, const kiln_vm_options *o)
+{
+    vm->reference = o->reference;
+    vm->num_threads = o->num_threads;
+    if ((o->cache_dir && !(vm->cache_dir = strdup(o->cache_dir))) ||
+        (o->target && !(vm->target = strdup(o->target))) ||
+        (o->records && !(vm->records = strdup(o->records))))
+        return KILN_ERR_OUT_OF_MEMORY;
+    return KILN_OK;
+}
+
+/* kiln_vm_create's body over the model's bytes; base_dir resolves external
+ * data (NULL: none can be). */
+static kiln_status create(const void *data, size_t size, const char *base_dir,
+                          const kiln_vm_options *opts, kiln_vm **out, kiln_error *err)
 {
     kiln_vm_options def = {0};
     const kiln_vm_options *o = opts ? opts : &def;
     kiln_vm *vm = calloc(1, sizeof *vm);
-    void *data = NULL;
-    size_t size = 0;
     if (!vm)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    vm->reference = o->reference;
-    vm->num_threads = o->num_threads;
     kiln_status s = KILN_OK;
-    if (o->cache_dir && !(vm->cache_dir = strdup(o->cache_dir))) {
-        kiln_vm_destroy(vm);
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-    s = kiln_file_read(path, (size_t)INT32_MAX, &data, &size, err);
-    if (s == KILN_OK)
-        s = onnx_decode_model(data, size, &vm->m, err);
-    free(data);
-    if (s == KILN_OK && !vm->m->graph)
-        s = kiln_errorf(err, KILN_ERR_PARSE, "the model has no graph");
-    if (s != KILN_OK)
-        goto fail;
-    vm->graph = vm->m->graph;
-    vm->base_dir = strdup(path);
-    if (!vm->base_dir) {
+    if (kiln_vm_copy_options(vm, o) != KILN_OK ||
+        !(vm->base_dir = strdup(base_dir ? base_dir : "."))) {
         s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
         goto fail;
     }
-    char *slash = strrchr(vm->base_dir, '/');
-    if (!slash)
-        strcpy(vm->base_dir, ".");
-    else if (slash == vm->base_dir)
-        slash[1] = '\0';
-    else
-        *slash = '\0';
+    if ((s = onnx_decode_model(data, size, &vm->m, err)) != KILN_OK)
+        goto fail;
+    if (!vm->m->graph) {
+        s = kiln_errorf(err, KILN_ERR_PARSE, "the model has no graph");
+        goto fail;
+    }
+    vm->graph = vm->m->graph;
     if ((s = kiln_vm_init_io(vm, err)) != KILN_OK)
         goto fail;
     /* symbolic input dims: imported per input-shape class, at the first run */
@@ -524,9 +521,42 @@ kiln_status kiln_vm_create(const char *path, const kiln_vm_options *opts, kiln_v
     *out = vm;
     return KILN_OK;
 fail:
-    kiln_error_prefix(err, s, "%s: ", path);
     kiln_vm_destroy(vm);
     return s;
+}
+
+kiln_status kiln_vm_create(const char *path, const kiln_vm_options *opts, kiln_vm **out,
+                           kiln_error *err)
+{
+    void *data = NULL;
+    size_t size = 0;
+    char *dir = NULL;
+    kiln_status s = kiln_file_read(path, (size_t)INT32_MAX, &data, &size, err);
+    if (s == KILN_OK && !(dir = strdup(path)))
+        s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    if (s == KILN_OK) {
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+            strcpy(dir, ".");
+        else if (slash == dir)
+            slash[1] = '\0';
+        else
+            *slash = '\0';
+        s = create(data, size, dir, opts, out, err);
+    }
+    free(data);
+    free(dir);
+    if (s != KILN_OK)
+        kiln_error_prefix(err, s, "%s: ", path);
+    return s;
+}
+
+kiln_status kiln_vm_create_buffer(const void *data, size_t size, const char *base_dir,
+                                  const kiln_vm_options *opts, kiln_vm **out, kiln_error *err)
+{
+    if (!data && size)
+        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "kiln_vm_create_buffer: no data");
+    return create(data, size, base_dir, opts, out, err);
 }
 
 static void free_class(vm_class *c)
@@ -574,6 +604,8 @@ void kiln_vm_destroy(kiln_vm *vm)
     free(vm->out_src);
     free(vm->base_dir);
     free(vm->cache_dir);
+    free(vm->target);
+    free(vm->records);
     free(vm->cap_vi);
     for (size_t i = 0; vm->init_ok && i < vm->graph->n_initializer; i++)
         if (vm->init_ok[i])

@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "kiln/kiln.h"
+#include "kiln/profile.h"
 #include "kiln/runtime.h"
 
 typedef struct kiln_vm kiln_vm;
@@ -49,6 +50,8 @@ typedef struct kiln_vm_options {
     bool reference;         /* the static part on the reference executor, not compiled */
     int num_threads;        /* threads of the compiled static part; 0: the default */
     const char *cache_dir;  /* object cache of the compiled static part; NULL: default */
+    const char *target;     /* target of the compiled parts (kiln_compile_options); NULL: host */
+    const char *records;    /* tuning records applied to the compiled parts, or NULL */
 } kiln_vm_options;
 
 /* Opens the .onnx model at `path` (opts may be NULL). Fails like
@@ -56,6 +59,11 @@ typedef struct kiln_vm_options {
  * static graph works too (everything is static then). */
 kiln_status kiln_vm_create(const char *path, const kiln_vm_options *opts, kiln_vm **out,
                            kiln_error *err);
+/* The same from the bytes of an ONNX ModelProto (copied: data may be freed
+ * on return). base_dir is where external data files are looked up (NULL:
+ * the current directory). */
+kiln_status kiln_vm_create_buffer(const void *data, size_t size, const char *base_dir,
+                                  const kiln_vm_options *opts, kiln_vm **out, kiln_error *err);
 void kiln_vm_destroy(kiln_vm *vm);
 
 /* The model's inputs (ONNX graph inputs that are not initializers) and
@@ -119,6 +127,33 @@ int kiln_vm_num_dynamic_nodes(const kiln_vm *vm);
 bool kiln_vm_static_compiled(const kiln_vm *vm);
 /* "compiled", "reference kernels" or "none" (every node is data-dependent). */
 const char *kiln_vm_static_part(const kiln_vm *vm);
+/* Whether a failed static import or compile (kiln_onnx_load,
+ * kiln_compile_cached: st and its message) stopped on what the VM runs: a
+ * parameter input that is run-time data, If/Loop/Scan, a sequence op, or a
+ * graph input with symbolic or unknown dims. The CLI and the Python package
+ * open such a model on the VM. */
+bool kiln_vm_needed(kiln_status st, const char *msg);
+
+/* Threads of the compiled parts: the options' num_threads resolved as a
+ * module resolves it (0: $KILN_NUM_THREADS, else the physical cores); 1 with
+ * `reference`. */
+int kiln_vm_num_threads(const kiln_vm *vm);
+
+/* vm_api.c: `kiln bench` and `kiln profile` for a VM, on the inputs set.
+ * kiln_vm_bench: kiln_module_bench's time evaluator over kiln_vm_run
+ * (out->threads: kiln_vm_num_threads). kiln_vm_profile: kiln_profile_module
+ * over the VM's steps (kiln_vm_step_info: its own rows, the static part's
+ * kernels, one row per data-dependent node), after one run that fixes the
+ * steps' shapes; the report's executor is "vm", opts->model names it (NULL:
+ * "model.onnx"). kiln_vm_report_describe is that description (one run, then
+ * target and steps) for the CLI's own report. */
+kiln_status kiln_vm_bench(kiln_vm *vm, const kiln_bench_options *opts, kiln_bench_result *out,
+                          kiln_error *err);
+kiln_status kiln_vm_profile(kiln_vm *vm, const kiln_profile_options *opts, kiln_profile **out,
+                            kiln_error *err);
+struct kiln_report;
+kiln_status kiln_vm_report_describe(kiln_vm *vm, struct kiln_report *r, kiln_error *err);
+
 /* Shape classes converted so far (cache misses), over all dynamic nodes and
  * the bodies of If, Loop and Scan. */
 int64_t kiln_vm_num_conversions(const kiln_vm *vm);

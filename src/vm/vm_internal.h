@@ -81,6 +81,7 @@ struct kiln_vm {
     bool reference;
     int num_threads;       /* of compiled parts (the static part, heavy nodes) */
     char *cache_dir;       /* their object cache, or NULL: the default */
+    char *target, *records; /* their target and tuning records, or NULL */
     int n_in, n_out;
     const Onnx__ValueInfoProto **in_vi, **out_vi;
     kiln_dtype *in_dt, *out_dt;
@@ -135,6 +136,8 @@ int kiln_vm_free_names(const Onnx__GraphProto *g, const char **names, int max);
  * dynamic nodes) with vm->bind's shapes bound. */
 kiln_status kiln_vm_init_io(kiln_vm *vm, kiln_error *err);
 kiln_status kiln_vm_build(kiln_vm *vm, const kiln_vm_options *o, kiln_error *err);
+/* Copies o's settings into vm (strings duplicated); KILN_ERR_OUT_OF_MEMORY. */
+kiln_status kiln_vm_copy_options(kiln_vm *vm, const kiln_vm_options *o);
 
 /* vm_symbolic.c: whether t fits input i's declared dtype, rank and fixed dims
  * (errors name the input and dim); makes vm->active the specialization of the

@@ -149,10 +149,10 @@ static kiln_status spec_create(kiln_vm *g, kiln_vm **out, kiln_error *err)
     vm->m = g->m;
     vm->borrowed_m = true;
     vm->graph = g->graph;
-    vm->reference = g->reference;
-    vm->num_threads = g->num_threads;
+    kiln_vm_options o = {.reference = g->reference, .num_threads = g->num_threads,
+                         .cache_dir = g->cache_dir, .target = g->target, .records = g->records};
     vm->base_dir = strdup(g->base_dir);
-    if (!vm->base_dir || (g->cache_dir && !(vm->cache_dir = strdup(g->cache_dir))))
+    if (!vm->base_dir || kiln_vm_copy_options(vm, &o) != KILN_OK)
         s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     if (s == KILN_OK)
         s = kiln_vm_init_io(vm, err);
@@ -164,8 +164,6 @@ static kiln_status spec_create(kiln_vm *g, kiln_vm **out, kiln_error *err)
         }
         vm->bind = b;
         vm->n_bind = g->n_in;
-        kiln_vm_options o = {.reference = g->reference, .num_threads = g->num_threads,
-                             .cache_dir = g->cache_dir};
         s = kiln_vm_build(vm, &o, err);
         vm->bind = NULL;
         vm->n_bind = 0;

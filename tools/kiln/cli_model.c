@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "runtime/pool.h"
 #include "util/rng.h"
 #include "vm/vm.h"
 
@@ -27,15 +26,7 @@
  * symbolic or unknown dims: the VM runs such a model. */
 static bool needs_vm(const char *model, const kiln_error *err)
 {
-    return cli_ends_with(model, ".onnx") && err->status == KILN_ERR_UNSUPPORTED &&
-           (strstr(err->msg, "must be a constant") || strstr(err->msg, "unsupported op 'If'") ||
-            strstr(err->msg, "has a symbolic dimension") ||
-            strstr(err->msg, "has an unknown dimension") ||
-            strstr(err->msg, "has no declared shape") ||
-            strstr(err->msg, "unsupported op 'Loop'") || strstr(err->msg, "unsupported op 'Scan'") ||
-            strstr(err->msg, "unsupported op 'Sequence") ||
-            strstr(err->msg, "unsupported op 'ConcatFromSequence'") ||
-            strstr(err->msg, "unsupported op 'SplitToSequence'"));
+    return cli_ends_with(model, ".onnx") && kiln_vm_needed(err->status, err->msg);
 }
 
 static int open_vm(cli_model *cm, const char *executor, int threads, double t0)
@@ -48,10 +39,7 @@ static int open_vm(cli_model *cm, const char *executor, int threads, double t0)
     }
     cm->executor = "vm";
     cm->vm_reference = o.reference;
-    /* the static part's threads: as a module resolves 0 ($KILN_NUM_THREADS, else the cores) */
-    if (!o.reference && threads <= 0 && kiln_threads_resolve(0, &threads, &err) != KILN_OK)
-        threads = kiln_runtime_physical_cores();
-    cm->threads = o.reference ? 1 : threads;
+    cm->threads = kiln_vm_num_threads(cm->vm);
     cm->load_ms = cli_now_ms() - t0;
     return KILN_EXIT_OK;
 }

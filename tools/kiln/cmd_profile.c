@@ -336,29 +336,8 @@ static kiln_status describe(cli_model *cm, const prof_opts *o, kiln_report *r, k
                 return st;
         }
     } else if (cm->vm) {
-        /* one run first: a data-dependent node's shapes are those of a run */
-        if ((st = kiln_vm_run(cm->vm, err)) != KILN_OK)
+        if ((st = kiln_vm_report_describe(cm->vm, r, err)) != KILN_OK)
             return st;
-        int n = kiln_vm_num_steps(cm->vm);
-        c->binding = kiln_report_strdup("off");
-        c->target = kiln_report_strdup(kiln_vm_static_compiled(cm->vm)
-                                           ? "vm: compiled static part, data-dependent nodes on the VM"
-                                           : "vm: reference static part, data-dependent nodes on the VM");
-        c->build_id = kiln_report_strdup("");
-        if ((st = kiln_report_alloc_steps(r, n, err)) != KILN_OK)
-            return st;
-        char shapes[2048];
-        for (int i = 0; i < n; i++) {
-            kiln_vm_step_desc sd;
-            if (kiln_vm_step_info(cm->vm, i, &sd, shapes, sizeof shapes) != KILN_OK)
-                return kiln_errorf(err, KILN_ERR_INTERNAL, "VM step %d: no info", i);
-            /* the layouts column says what ran a step that is not a compiled kernel */
-            const char *lay = strcmp(sd.kind, "compiled") == 0 ? sd.layouts : sd.kind;
-            if ((st = kiln_report_set_step(r, i, sd.name, sd.op, shapes, lay,
-                                           sd.workload_hash != 0, sd.workload_hash, sd.flops,
-                                           err)) != KILN_OK)
-                return st;
-        }
     } else {
         int n = kiln_ref_executor_num_nodes(cm->ex);
         c->binding = kiln_report_strdup("off");
