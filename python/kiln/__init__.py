@@ -6,9 +6,11 @@ numpy, benchmark and profile them.
     >>> (logits,) = m.run(x)                       # numpy in, numpy out
     >>> print(m.benchmark(number=10, repeat=3))    # TVM time_evaluator semantics
     >>> print(m.profile().table())                 # per fused kernel
+    >>> det = kiln.compile("ssdlite.onnx")          # control flow, dynamic shapes: a VMModule
+    >>> boxes, scores, labels = det.run(image)     # as many detections as the image has
 
 A thin ctypes binding over kiln's C APIs (include/kiln/kiln.h, runtime.h,
-profile.h); see docs/PYTHON.md.
+profile.h, and the VM's src/vm/vm.h); see docs/PYTHON.md.
 """
 from __future__ import annotations
 
@@ -18,12 +20,14 @@ import subprocess
 from typing import Optional, Sequence
 
 from ._lib import KilnError
-from ._module import BenchmarkResult, Module, TensorInfo, ZooEntry, compile, load, zoo
+from ._compile import compile
+from ._module import BenchmarkResult, Module, TensorInfo, ZooEntry, load, zoo
+from ._vm import VMModule
 from ._profile import Report, Row
 
 __version__ = "0.1.0"
 
-__all__ = ["KilnError", "Module", "BenchmarkResult", "TensorInfo", "ZooEntry", "Report", "Row",
+__all__ = ["KilnError", "Module", "VMModule", "BenchmarkResult", "TensorInfo", "ZooEntry", "Report", "Row",
            "compile", "load", "zoo", "tune", "__version__"]
 
 

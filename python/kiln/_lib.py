@@ -1,4 +1,5 @@
-"""ctypes declarations of kiln's C API (include/kiln/*.h) and the library loader.
+"""ctypes declarations of kiln's C API (include/kiln/*.h, and the VM's
+src/vm/vm.h) and the library loader.
 
 The libraries are looked up, in order, in $KILN_LIBRARY_DIR (a CMake build
 folder, for development and the in-tree tests) and in the package's own
@@ -10,8 +11,8 @@ from __future__ import annotations
 
 import ctypes
 import os
-from ctypes import (POINTER, Structure, c_char, c_char_p, c_double, c_int, c_int32, c_int64,
-                    c_size_t, c_uint64, c_void_p)
+from ctypes import (POINTER, Structure, c_bool, c_char, c_char_p, c_double, c_int, c_int32,
+                    c_int64, c_size_t, c_uint64, c_void_p)
 
 import numpy as np
 
@@ -30,11 +31,13 @@ class KilnError(Exception):
     """An error reported by kiln (or a bad argument caught before calling it).
 
     ``status`` is kiln's status name ("shape mismatch", "not found", ...);
-    the message is kiln's own, naming what was wrong and where."""
+    the message is kiln's own, naming what was wrong and where. ``code`` is
+    kiln's numeric status when the error came from kiln, else None."""
 
-    def __init__(self, message: str, status: str = "invalid argument"):
+    def __init__(self, message: str, status: str = "invalid argument", code=None):
         super().__init__(message)
         self.status = status
+        self.code = code
 
 
 class Error(Structure):
@@ -81,6 +84,16 @@ class StepInfo(Structure):
     _fields_ = [("name", c_char_p), ("op", c_char_p), ("workload", c_char_p),
                 ("shapes", c_char_p), ("layouts", c_char_p), ("config", c_char_p),
                 ("workload_hash", c_uint64), ("flops", c_double)]
+
+
+class VMOptions(Structure):
+    _fields_ = [("reference", c_bool), ("num_threads", c_int), ("cache_dir", c_char_p),
+                ("target", c_char_p), ("records", c_char_p)]
+
+
+class VMStepInfo(Structure):
+    _fields_ = [("name", c_char_p), ("op", c_char_p), ("kind", c_char_p), ("layouts", c_char_p),
+                ("flops", c_double), ("workload_hash", c_uint64)]
 
 
 class ProfileOptions(Structure):
@@ -169,6 +182,32 @@ _proto("kiln_profile_format", _status, c_void_p, c_char_p, c_char_p, c_char_p, c
 _proto("kiln_profile_compare", _status, c_void_p, c_char_p, c_void_p, c_char_p, c_char_p,
        c_char_p, c_int, POINTER(c_void_p), _E)
 _proto("kiln_free", None, c_void_p)
+# vm/vm.h: models with control flow, data-dependent shapes, symbolic input dims
+_proto("kiln_vm_needed", c_bool, c_int, c_char_p)
+_proto("kiln_vm_create", _status, c_char_p, POINTER(VMOptions), POINTER(c_void_p), _E)
+_proto("kiln_vm_create_buffer", _status, c_char_p, c_size_t, c_char_p, POINTER(VMOptions),
+       POINTER(c_void_p), _E)
+_proto("kiln_vm_destroy", None, c_void_p)
+_proto("kiln_vm_num_inputs", c_int, c_void_p)
+_proto("kiln_vm_num_outputs", c_int, c_void_p)
+_proto("kiln_vm_input_info", _status, c_void_p, c_int, POINTER(c_char_p), POINTER(c_int),
+       POINTER(Shape))
+_proto("kiln_vm_output_info", _status, c_void_p, c_int, POINTER(c_char_p), POINTER(c_int),
+       POINTER(Shape))
+_proto("kiln_vm_input_dim_param", c_char_p, c_void_p, c_int, c_int)
+_proto("kiln_vm_symbolic", c_bool, c_void_p)
+_proto("kiln_vm_num_specializations", c_int64, c_void_p)
+_proto("kiln_vm_set_input", _status, c_void_p, c_int, POINTER(Tensor), _E)
+_proto("kiln_vm_run", _status, c_void_p, _E)
+_proto("kiln_vm_output", POINTER(Tensor), c_void_p, c_int)
+_proto("kiln_vm_num_steps", c_int, c_void_p)
+_proto("kiln_vm_step_info", _status, c_void_p, c_int, POINTER(VMStepInfo), c_char_p, c_size_t)
+_proto("kiln_vm_num_dynamic_nodes", c_int, c_void_p)
+_proto("kiln_vm_static_part", c_char_p, c_void_p)
+_proto("kiln_vm_num_conversions", c_int64, c_void_p)
+_proto("kiln_vm_num_threads", c_int, c_void_p)
+_proto("kiln_vm_bench", _status, c_void_p, POINTER(BenchOptions), POINTER(BenchResult), _E)
+_proto("kiln_vm_profile", _status, c_void_p, POINTER(ProfileOptions), POINTER(c_void_p), _E)
 
 def status_name(st: int) -> str:
     return lib.kiln_status_str(st).decode()
@@ -179,7 +218,7 @@ def check(st: int, err: Error, what: str = "") -> None:
     if st != 0:
         msg = err.msg.decode(errors="replace") or status_name(st)
         raise KilnError(f"{what}: {msg}" if what and not msg.startswith(what) else msg,
-                        status_name(st))
+                        status_name(st), st)
 
 
 def take_string(p: c_void_p) -> str:

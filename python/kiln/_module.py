@@ -1,4 +1,6 @@
-"""Compiling, loading, running and benchmarking models (kiln.h, runtime.h)."""
+"""Loading, running, benchmarking and profiling compiled models (runtime.h,
+profile.h), and what every executor's model shares (Runner: inputs, runs,
+benchmark, profile, lifetime; the VM's model is in _vm.py)."""
 from __future__ import annotations
 
 import ctypes
@@ -39,10 +41,24 @@ def zoo() -> List[ZooEntry]:
 
 @dataclass(frozen=True)
 class TensorInfo:
-    """Name, shape and numpy dtype of a model input or output."""
+    """Name, shape and numpy dtype of a model input or output.
+
+    A compiled model's shapes are all numbers. On the VM (``executor ==
+    "vm"``) a dim that is not fixed is its ``dim_param`` name (a str, e.g.
+    "batch") or None (unknown, or set by the data), as in ONNX Runtime's
+    ``get_inputs()``; ``shape`` is None for an input declared without a
+    shape."""
     name: str
-    shape: Tuple[int, ...]
+    shape: Optional[Tuple[Union[int, str, None], ...]]
     dtype: np.dtype
+
+    def fits(self, shape: Tuple[int, ...]) -> bool:
+        """Whether an array of ``shape`` may be this tensor (a symbolic dim
+        takes any extent; kiln checks that one name gets one extent)."""
+        if self.shape is None:
+            return True
+        return len(shape) == len(self.shape) and all(
+            not isinstance(d, int) or d == e for d, e in zip(self.shape, shape))
 
 
 class BenchmarkResult:
@@ -78,66 +94,6 @@ class BenchmarkResult:
                 f"{self.threads} thread{'s' if self.threads != 1 else ''})")
 
 
-def _is_zoo(name: str) -> bool:
-    return bool(lib.kiln_zoo_find(name.encode()))
-
-
-def _options(target, records, cache_dir, jobs) -> _lib.CompileOptions:
-    if records is not None and not os.path.isfile(records):
-        raise KilnError(f"{records}: no such tuning records file", "I/O error")
-    return _lib.CompileOptions(target=_lib.enc(target), records=_lib.enc(records),
-                               cache_dir=_lib.enc(cache_dir), jobs=int(jobs))
-
-
-def compile(model: Union[str, os.PathLike, bytes], target: Optional[str] = None,
-            records: Optional[str] = None, *, seed: int = 0, cache_dir: Optional[str] = None,
-            num_threads: int = 0, jobs: int = 0) -> "Module":
-    """Compiles ``model`` into one shared object and loads it.
-
-    model: a zoo name (``kiln.zoo()``), a path to an ``.onnx`` file, or the
-    bytes of an ONNX ModelProto. target: "avx512", "avx2", "generic" or None
-    (the host). records: a tuning records file (JSON lines) or None. seed:
-    the zoo weights' seed. The ``.so`` lands in kiln's model cache
-    ($XDG_CACHE_HOME/kiln or cache_dir) and is reused when the graph and
-    options are the same; ``Module.export`` copies it out. num_threads: as in
-    ``load``. Raises KilnError (unknown name, missing file, unsupported op,
-    no C compiler...)."""
-    opts = _options(target, records, cache_dir, jobs)
-    err = _lib.Error()
-    if isinstance(model, (bytes, bytearray, memoryview)):
-        buf = bytes(model)
-        g = c_void_p()
-        _lib.check(lib.kiln_onnx_load_buffer(buf, len(buf), None, byref(g), byref(err)), err,
-                   "ONNX bytes")
-        b = c_void_p()
-        try:
-            _lib.check(lib.kiln_build_create(g, byref(opts), byref(b), byref(err)), err)
-            _lib.check(lib.kiln_build_link(b, None, byref(err)), err)
-            so = os.fsdecode(lib.kiln_build_output(b))
-        finally:
-            lib.kiln_build_destroy(b)
-            lib.kiln_graph_destroy(g)
-        return load(so, num_threads=num_threads, _name="<onnx bytes>")
-    if not isinstance(model, (str, os.PathLike)):
-        raise KilnError(f"kiln.compile: model must be a zoo name, an .onnx path or bytes, not "
-                        f"{type(model).__name__}")
-    name = os.fspath(model)
-    if not _is_zoo(name):
-        if not name.endswith(".onnx"):
-            raise KilnError(f"'{name}': not a zoo network (kiln.zoo() lists them) nor an .onnx "
-                            "file", "not found")
-        if not os.path.isfile(name):
-            raise KilnError(f"{name}: no such file", "I/O error")
-    so_p = c_void_p()
-    _lib.check(lib.kiln_compile_cached(_lib.enc(name), seed, byref(opts), byref(so_p),
-                                       byref(err)), err)
-    try:
-        so = os.fsdecode(ctypes.string_at(so_p.value))
-    finally:
-        lib.kiln_free(so_p)
-    return load(so, num_threads=num_threads, _name=name)
-
-
 def load(path: Union[str, os.PathLike], num_threads: int = 0, bind_threads: Optional[bool] = None,
          *, _name: Optional[str] = None) -> "Module":
     """Loads a compiled model (a ``.so`` from ``kiln compile`` or
@@ -157,37 +113,48 @@ def load(path: Union[str, os.PathLike], num_threads: int = 0, bind_threads: Opti
     return Module(h, os.path.abspath(path), _name or path)
 
 
-class Module:
-    """A loaded compiled model (``kiln.compile`` or ``kiln.load``).
+class Runner:
+    """What every loaded model shares, whichever executor runs it: inputs
+    checked and set, runs, benchmark, profile, lifetime. ``Module`` (a
+    compiled model) and ``VMModule`` (a model on the VM) fill in the C calls.
 
-    One module runs one inference at a time (calls on it are serialized by a
-    lock); use one module per thread to run concurrently. Foreign calls
-    release the GIL."""
+    One model runs one inference at a time (calls on it are serialized by a
+    lock); use one per thread to run concurrently. Foreign calls release the
+    GIL."""
 
-    def __init__(self, handle: c_void_p, so_path: str, model: str):
+    executor = "graph"
+    # the C functions of the executor: (handle, i, tensor, err), (handle, err),
+    # (handle, i) -> tensor*, (handle, opts, result, err), (handle, opts, out, err)
+    _c_set_input = _c_run = _c_output = _c_bench = _c_profile = _c_destroy = None
+
+    def __init__(self, handle: c_void_p, model: str, count_in, info_in, count_out, info_out,
+                 dim_name=None):
         self._h = handle
         self._lock = threading.Lock()
-        self.path = so_path
         self.model = model
         self._inputs_set = False
-        self.inputs = self._infos(lib.kiln_module_num_inputs, lib.kiln_module_input_info)
-        self.outputs = self._infos(lib.kiln_module_num_outputs, lib.kiln_module_output_info)
+        self.inputs = self._infos(count_in, info_in, dim_name)
+        self.outputs = self._infos(count_out, info_out, None)
 
-    def _infos(self, count, info) -> List[TensorInfo]:
+    def _infos(self, count, info, dim_name) -> List[TensorInfo]:
         out = []
         for i in range(count(self._h)):
             name, dt, shape = c_char_p(), c_int(), _lib.Shape()
             if info(self._h, i, byref(name), byref(dt), byref(shape)) != 0:
-                raise KilnError(f"{self.path}: cannot describe tensor {i}", "internal error")
-            out.append(TensorInfo(name.value.decode(), shape.to_tuple(),
-                                  np.dtype(_lib.DTYPES[dt.value])))
+                raise KilnError(f"{self.model}: cannot describe tensor {i}", "internal error")
+            dims = shape.to_tuple()
+            if dim_name:
+                dims = dim_name(i, dims)
+            elif any(d < 0 for d in dims):
+                dims = tuple(None if d < 0 else d for d in dims)
+            out.append(TensorInfo(name.value.decode(), dims, np.dtype(_lib.DTYPES[dt.value])))
         return out
 
     # ---- description -------------------------------------------------------
     @property
     def handle(self) -> c_void_p:
         if not self._h:
-            raise KilnError("the module is closed")
+            raise KilnError(f"the {'VM model' if self.executor == 'vm' else 'module'} is closed")
         return self._h
 
     @property
@@ -197,6 +164,218 @@ class Module:
     @property
     def output_names(self) -> List[str]:
         return [t.name for t in self.outputs]
+
+    def _state(self) -> str:
+        return f"{self.num_threads} threads"
+
+    def __repr__(self) -> str:
+        def shape(t):
+            return "[any]" if t.shape is None else list(t.shape)
+        ins = ", ".join(f"{t.name}: {t.dtype}{shape(t)}" for t in self.inputs)
+        outs = ", ".join(f"{t.name}: {t.dtype}{shape(t)}" for t in self.outputs)
+        state = "closed" if not self._h else self._state()
+        return (f"<kiln.{type(self).__name__} {self.model!r} ({state}) inputs=[{ins}] "
+                f"outputs=[{outs}]>")
+
+    def close(self) -> None:
+        """Releases the model (also done when it is garbage-collected)."""
+        with self._lock:
+            if self._h:
+                type(self)._c_destroy(self._h)
+                self._h = None
+
+    def __del__(self):
+        h = getattr(self, "_h", None)
+        if h:
+            self._h = None
+            try:
+                type(self)._c_destroy(h)
+            except Exception:  # interpreter shutdown: the library may be gone already
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ---- inputs and runs ---------------------------------------------------
+    def _arrays(self, arrays: Sequence[Any], named: dict) -> List[np.ndarray]:
+        n = len(self.inputs)
+        if len(arrays) > n:
+            raise KilnError(f"{len(arrays)} inputs given, the model has {n} "
+                            f"({', '.join(self.input_names)})")
+        vals: List[Any] = list(arrays) + [None] * (n - len(arrays))
+        for key, v in named.items():
+            if key not in self.input_names:
+                raise KilnError(f"no input named '{key}' (inputs: {', '.join(self.input_names)})",
+                                "not found")
+            i = self.input_names.index(key)
+            if vals[i] is not None:
+                raise KilnError(f"input '{key}' given twice (by position and by name)")
+            vals[i] = v
+        out = []
+        for info, v in zip(self.inputs, vals):
+            if v is None:
+                raise KilnError(f"input '{info.name}' ({info.dtype}{list(info.shape or [])}) "
+                                "missing")
+            if isinstance(v, np.ndarray):
+                if v.dtype != info.dtype:
+                    raise KilnError(f"input '{info.name}': dtype {v.dtype}, the model takes "
+                                    f"{info.dtype}", "type mismatch")
+            else:
+                v = np.asarray(v, dtype=info.dtype)
+            if not info.fits(v.shape):
+                raise KilnError(f"input '{info.name}': shape {list(v.shape)}, the model takes "
+                                f"{list(info.shape)}", "shape mismatch")
+            # no copy when the array is C-contiguous already; kiln copies it once
+            # into the model's own memory
+            out.append(v if v.flags.c_contiguous else np.ascontiguousarray(v))
+        return out
+
+    def _set(self, arrays: List[np.ndarray]) -> None:
+        err = _lib.Error()
+        for i, a in enumerate(arrays):
+            t = _lib.Tensor()
+            t.dtype = _lib.DTYPES.index(self.inputs[i].dtype.type)
+            t.shape.rank = a.ndim
+            for d, e in enumerate(a.shape):
+                t.shape.dims[d] = e
+            t.data = a.ctypes.data
+            _lib.check(type(self)._c_set_input(self._h, i, byref(t), byref(err)), err,
+                       f"input '{self.inputs[i].name}'")
+        self._inputs_set = True
+
+    def default_inputs(self) -> List[np.ndarray]:
+        """Seeded random inputs of the right shapes and dtypes (floats uniform in
+        [-1, 1], integers and bools zero) for timing and profiling. An input
+        whose shape is not fixed (symbolic dims, on the VM) has none: pass
+        inputs instead."""
+        rng = np.random.default_rng(_DEFAULT_INPUT_SEED)
+        out = []
+        for t in self.inputs:
+            if t.shape is None or not all(isinstance(d, int) for d in t.shape):
+                raise KilnError(f"input '{t.name}' has no fixed shape "
+                                f"({'any' if t.shape is None else list(t.shape)}): give the "
+                                "inputs (run(...), set_inputs(...) or inputs=[...])")
+            if np.issubdtype(t.dtype, np.floating):
+                out.append(rng.uniform(-1, 1, t.shape).astype(t.dtype))
+            else:
+                out.append(np.zeros(t.shape, t.dtype))
+        return out
+
+    def set_inputs(self, *arrays: Any, **named: Any) -> None:
+        """Sets the inputs for the next run, benchmark or profile."""
+        a = self._arrays(arrays, named)
+        with self._lock:
+            self.handle
+            self._set(a)
+
+    def _ensure_inputs(self, arrays: Optional[Sequence[Any]]) -> None:
+        if arrays is not None:
+            self._set(self._arrays(arrays, {}))
+        elif not self._inputs_set:
+            self._set(self.default_inputs())
+
+    def run(self, *arrays: Any, **named: Any) -> List[np.ndarray]:
+        """Runs the model once and returns its outputs, in order.
+
+        Inputs by position (the order of ``input_names``) or by name. An input
+        must have the model's dtype and shape exactly (a non-array is converted
+        to the dtype; a symbolic dim takes any extent); anything else raises
+        KilnError. The outputs are new arrays of the shapes this run produced
+        (the model reuses its output memory on the next run)."""
+        a = self._arrays(arrays, named)
+        err = _lib.Error()
+        with self._lock:
+            self.handle
+            self._set(a)
+            _lib.check(type(self)._c_run(self._h, byref(err)), err, "run")
+            outs = []
+            for i, info in enumerate(self.outputs):
+                p = type(self)._c_output(self._h, i)
+                if not p:
+                    raise KilnError(f"output '{info.name}' missing after the run",
+                                    "internal error")
+                t = p.contents
+                res = np.empty(t.shape.to_tuple(), _lib.DTYPES[t.dtype])
+                if res.nbytes:
+                    ctypes.memmove(res.ctypes.data, t.data, res.nbytes)
+                outs.append(res)
+        return outs
+
+    def __call__(self, *arrays: Any, **named: Any) -> List[np.ndarray]:
+        return self.run(*arrays, **named)
+
+    def benchmark(self, number: int = 1, repeat: int = 3, min_repeat_ms: float = 0,
+                  cooldown_ms: float = 0, flush_cache: bool = False,
+                  inputs: Optional[Sequence[Any]] = None) -> BenchmarkResult:
+        """Times the model with TVM's time_evaluator semantics (as ``kiln
+        bench``): one warm-up run, then ``repeat`` measurements of ``number``
+        back-to-back runs each (``number`` grows until a measurement lasts
+        ``min_repeat_ms``), ``cooldown_ms`` between measurements, caches
+        evicted before each when ``flush_cache``. On ``inputs`` if given, else
+        the last inputs set, else ``default_inputs()``."""
+        for k, v in (("number", number), ("repeat", repeat)):
+            if not isinstance(v, (int, np.integer)) or v < 1:
+                raise KilnError(f"benchmark: {k} must be an integer >= 1, not {v!r}")
+        if repeat > _lib.BENCH_MAX_REPEAT:
+            raise KilnError(f"benchmark: repeat must be at most {_lib.BENCH_MAX_REPEAT}")
+        if min_repeat_ms < 0 or cooldown_ms < 0:
+            raise KilnError("benchmark: min_repeat_ms and cooldown_ms must be >= 0")
+        opts = _lib.BenchOptions(number=int(number), repeat=int(repeat),
+                                 min_repeat_ms=float(min_repeat_ms),
+                                 cooldown_ms=float(cooldown_ms), flush_cache=int(bool(flush_cache)))
+        res = _lib.BenchResult()
+        err = _lib.Error()
+        with self._lock:
+            self.handle
+            self._ensure_inputs(inputs)
+            _lib.check(type(self)._c_bench(self._h, byref(opts), byref(res), byref(err)), err,
+                       "benchmark")
+        return BenchmarkResult(res)
+
+    def profile(self, runs: int = 0, warmup: int = 0, bench_number: int = 0,
+                bench_repeat: int = 0, bench: bool = True, peak_gflops: float = 0,
+                inputs: Optional[Sequence[Any]] = None) -> Report:
+        """Profiles every step (``kiln profile``): warm-up runs, then
+        instrumented runs interleaved with bench measurements of the same
+        model. Zeros are the CLI's defaults (20 runs, more for fast models;
+        3 warm-up; bench 10 x 5); peak_gflops 0 measures the FMA peak. Inputs
+        as in ``benchmark``. Returns a Report."""
+        for k, v in (("runs", runs), ("warmup", warmup), ("bench_number", bench_number),
+                     ("bench_repeat", bench_repeat)):
+            if not isinstance(v, (int, np.integer)) or v < 0:
+                raise KilnError(f"profile: {k} must be an integer >= 0, not {v!r}")
+        opts = _lib.ProfileOptions(runs=int(runs), warmup=int(warmup),
+                                   bench_number=int(bench_number),
+                                   bench_repeat=int(bench_repeat), no_bench=int(not bench),
+                                   peak_gflops=float(peak_gflops), model=_lib.enc(self.model))
+        p = c_void_p()
+        err = _lib.Error()
+        with self._lock:
+            self.handle
+            self._ensure_inputs(inputs)
+            _lib.check(type(self)._c_profile(self._h, byref(opts), byref(p), byref(err)), err,
+                       "profile")
+        return Report(p)
+
+
+class Module(Runner):
+    """A loaded compiled model (``kiln.compile`` or ``kiln.load``), run by the
+    graph executor of libkiln_runtime: static shapes, planned memory."""
+
+    _c_set_input = lib.kiln_module_set_input
+    _c_run = lib.kiln_module_run
+    _c_output = lib.kiln_module_output
+    _c_bench = lib.kiln_module_bench
+    _c_profile = lib.kiln_profile_module
+    _c_destroy = lib.kiln_module_destroy
+
+    def __init__(self, handle: c_void_p, so_path: str, model: str):
+        self.path = so_path
+        super().__init__(handle, model, lib.kiln_module_num_inputs, lib.kiln_module_input_info,
+                         lib.kiln_module_num_outputs, lib.kiln_module_output_info)
 
     @property
     def num_threads(self) -> int:
@@ -233,35 +412,9 @@ class Module:
                             "hash": "%016x" % s.workload_hash, "flops": s.flops})
         return out
 
-    def __repr__(self) -> str:
-        ins = ", ".join(f"{t.name}: {t.dtype}{list(t.shape)}" for t in self.inputs)
-        outs = ", ".join(f"{t.name}: {t.dtype}{list(t.shape)}" for t in self.outputs)
-        state = "closed" if not self._h else f"{self.target}, {self.num_threads} threads"
-        return f"<kiln.Module {self.model!r} ({state}) inputs=[{ins}] outputs=[{outs}]>"
+    def _state(self) -> str:
+        return f"{self.target}, {self.num_threads} threads"
 
-    def close(self) -> None:
-        """Releases the module (also done when it is garbage-collected)."""
-        with self._lock:
-            if self._h:
-                lib.kiln_module_destroy(self._h)
-                self._h = None
-
-    def __del__(self):
-        h = getattr(self, "_h", None)
-        if h:
-            self._h = None
-            try:
-                lib.kiln_module_destroy(h)
-            except Exception:  # interpreter shutdown: the library may be gone already
-                pass
-
-    def __enter__(self) -> "Module":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    # ---- inputs and runs ---------------------------------------------------
     def export(self, path: Union[str, os.PathLike]) -> str:
         """Copies the compiled model to ``path`` (loadable by ``kiln.load``,
         the CLI and the C runtime); returns the path."""
@@ -271,157 +424,3 @@ class Module:
         except OSError as e:
             raise KilnError(f"{path}: cannot write: {e.strerror}", "I/O error") from e
         return path
-
-    def _arrays(self, arrays: Sequence[Any], named: dict) -> List[np.ndarray]:
-        n = len(self.inputs)
-        if len(arrays) > n:
-            raise KilnError(f"{len(arrays)} inputs given, the model has {n} "
-                            f"({', '.join(self.input_names)})")
-        vals: List[Any] = list(arrays) + [None] * (n - len(arrays))
-        for key, v in named.items():
-            if key not in self.input_names:
-                raise KilnError(f"no input named '{key}' (inputs: {', '.join(self.input_names)})",
-                                "not found")
-            i = self.input_names.index(key)
-            if vals[i] is not None:
-                raise KilnError(f"input '{key}' given twice (by position and by name)")
-            vals[i] = v
-        out = []
-        for info, v in zip(self.inputs, vals):
-            if v is None:
-                raise KilnError(f"input '{info.name}' ({info.dtype}{list(info.shape)}) missing")
-            if isinstance(v, np.ndarray):
-                if v.dtype != info.dtype:
-                    raise KilnError(f"input '{info.name}': dtype {v.dtype}, the model takes "
-                                    f"{info.dtype}", "type mismatch")
-            else:
-                v = np.asarray(v, dtype=info.dtype)
-            if v.shape != info.shape:
-                raise KilnError(f"input '{info.name}': shape {list(v.shape)}, the model takes "
-                                f"{list(info.shape)}", "shape mismatch")
-            # no copy when the array is C-contiguous already; kiln copies it once
-            # into the module's planned memory
-            out.append(np.ascontiguousarray(v))
-        return out
-
-    def _set(self, arrays: List[np.ndarray]) -> None:
-        err = _lib.Error()
-        for i, a in enumerate(arrays):
-            t = _lib.Tensor()
-            t.dtype = _lib.DTYPES.index(self.inputs[i].dtype.type)
-            t.shape.rank = a.ndim
-            for d, e in enumerate(a.shape):
-                t.shape.dims[d] = e
-            t.data = a.ctypes.data
-            _lib.check(lib.kiln_module_set_input(self._h, i, byref(t), byref(err)), err,
-                       f"input '{self.inputs[i].name}'")
-        self._inputs_set = True
-
-    def default_inputs(self) -> List[np.ndarray]:
-        """Seeded random inputs of the right shapes and dtypes (floats uniform in
-        [-1, 1], integers and bools zero) for timing and profiling."""
-        rng = np.random.default_rng(_DEFAULT_INPUT_SEED)
-        out = []
-        for t in self.inputs:
-            if np.issubdtype(t.dtype, np.floating):
-                out.append(rng.uniform(-1, 1, t.shape).astype(t.dtype))
-            else:
-                out.append(np.zeros(t.shape, t.dtype))
-        return out
-
-    def set_inputs(self, *arrays: Any, **named: Any) -> None:
-        """Sets the inputs for the next run, benchmark or profile."""
-        a = self._arrays(arrays, named)
-        with self._lock:
-            self.handle
-            self._set(a)
-
-    def _ensure_inputs(self, arrays, named) -> None:
-        if arrays or named:
-            self._set(self._arrays(arrays, named))
-        elif not self._inputs_set:
-            self._set(self.default_inputs())
-
-    def run(self, *arrays: Any, **named: Any) -> List[np.ndarray]:
-        """Runs the model once and returns its outputs, in order.
-
-        Inputs by position (the order of ``input_names``) or by name. An input
-        must have the model's dtype and shape exactly (a non-array is converted
-        to the dtype); anything else raises KilnError. The outputs are new
-        arrays (the module reuses its output memory on the next run)."""
-        a = self._arrays(arrays, named)
-        err = _lib.Error()
-        with self._lock:
-            self.handle
-            self._set(a)
-            _lib.check(lib.kiln_module_run(self._h, byref(err)), err, "run")
-            outs = []
-            for i, info in enumerate(self.outputs):
-                t = lib.kiln_module_output(self._h, i).contents
-                res = np.empty(info.shape, info.dtype)
-                if res.nbytes:
-                    ctypes.memmove(res.ctypes.data, t.data, res.nbytes)
-                outs.append(res)
-        return outs
-
-    def __call__(self, *arrays: Any, **named: Any) -> List[np.ndarray]:
-        return self.run(*arrays, **named)
-
-    def benchmark(self, number: int = 1, repeat: int = 3, min_repeat_ms: float = 0,
-                  cooldown_ms: float = 0, flush_cache: bool = False,
-                  inputs: Optional[Sequence[Any]] = None) -> BenchmarkResult:
-        """Times the model with TVM's time_evaluator semantics (kiln_module_bench,
-        as ``kiln bench``): one warm-up run, then ``repeat`` measurements of
-        ``number`` back-to-back runs each (``number`` grows until a measurement
-        lasts ``min_repeat_ms``), ``cooldown_ms`` between measurements, caches
-        evicted before each when ``flush_cache``. On ``inputs`` if given, else
-        the last inputs set, else ``default_inputs()``."""
-        for k, v in (("number", number), ("repeat", repeat)):
-            if not isinstance(v, (int, np.integer)) or v < 1:
-                raise KilnError(f"benchmark: {k} must be an integer >= 1, not {v!r}")
-        if repeat > _lib.BENCH_MAX_REPEAT:
-            raise KilnError(f"benchmark: repeat must be at most {_lib.BENCH_MAX_REPEAT}")
-        if min_repeat_ms < 0 or cooldown_ms < 0:
-            raise KilnError("benchmark: min_repeat_ms and cooldown_ms must be >= 0")
-        opts = _lib.BenchOptions(number=int(number), repeat=int(repeat),
-                                 min_repeat_ms=float(min_repeat_ms),
-                                 cooldown_ms=float(cooldown_ms), flush_cache=int(bool(flush_cache)))
-        res = _lib.BenchResult()
-        err = _lib.Error()
-        a = self._arrays(inputs, {}) if inputs is not None else None
-        with self._lock:
-            self.handle
-            if a is not None:
-                self._set(a)
-            self._ensure_inputs((), {})
-            _lib.check(lib.kiln_module_bench(self._h, byref(opts), byref(res), byref(err)), err,
-                       "benchmark")
-        return BenchmarkResult(res)
-
-    def profile(self, runs: int = 0, warmup: int = 0, bench_number: int = 0,
-                bench_repeat: int = 0, bench: bool = True, peak_gflops: float = 0,
-                inputs: Optional[Sequence[Any]] = None) -> Report:
-        """Profiles every fused kernel (``kiln profile``): warm-up runs, then
-        instrumented runs interleaved with bench measurements of the same
-        module. Zeros are the CLI's defaults (20 runs, more for fast models;
-        3 warm-up; bench 10 x 5); peak_gflops 0 measures the FMA peak. Inputs
-        as in ``benchmark``. Returns a Report."""
-        for k, v in (("runs", runs), ("warmup", warmup), ("bench_number", bench_number),
-                     ("bench_repeat", bench_repeat)):
-            if not isinstance(v, (int, np.integer)) or v < 0:
-                raise KilnError(f"profile: {k} must be an integer >= 0, not {v!r}")
-        opts = _lib.ProfileOptions(runs=int(runs), warmup=int(warmup),
-                                   bench_number=int(bench_number),
-                                   bench_repeat=int(bench_repeat), no_bench=int(not bench),
-                                   peak_gflops=float(peak_gflops), model=_lib.enc(self.model))
-        p = c_void_p()
-        err = _lib.Error()
-        a = self._arrays(inputs, {}) if inputs is not None else None
-        with self._lock:
-            self.handle
-            if a is not None:
-                self._set(a)
-            self._ensure_inputs((), {})
-            _lib.check(lib.kiln_profile_module(self._h, byref(opts), byref(p), byref(err)), err,
-                       "profile")
-        return Report(p)

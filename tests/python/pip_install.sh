@@ -4,7 +4,8 @@
 # ./python` (scikit-build-core, from PyPI, runs the project's CMake and puts
 # libkiln.so and libkiln_runtime.so into the package), then the package used
 # from outside the source tree with nothing pointing at a build folder:
-# compile the zoo's mlp, run it, time it, profile it. The venv sees the
+# compile the zoo's mlp, run it, time it, profile it; a NonZero model (ONNX
+# bytes) on the VM, run and timed. The venv sees the
 # system's numpy (--system-site-packages); scikit-build-core's build folder
 # is WORK_DIR/skbuild, kept between runs so a rerun rebuilds only what changed.
 set -euo pipefail
@@ -32,5 +33,18 @@ r = m.benchmark(repeat=3)
 print(r)
 assert len(r.results) == 3
 assert "Total" in m.profile(runs=5, bench=False, peak_gflops=100).table()
+try:  # a model on the VM (a data-dependent shape) from the installed package
+    from onnx import TensorProto, helper
+except ImportError:
+    helper = None
+if helper:
+    g = helper.make_graph([helper.make_node("NonZero", ["x"], ["y"])], "nz",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT64, [1, None])])
+    vm = kiln.compile(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+                      .SerializeToString())
+    assert isinstance(vm, kiln.VMModule), vm
+    np.testing.assert_array_equal(vm.run(np.array([0, 2, 0, 3], np.float32))[0], [[1, 3]])
+    assert vm.benchmark(repeat=2, inputs=[np.ones(5, np.float32)]).repeat == 2
 print("pip_install: 1 passed, 0 failed")
 PY
