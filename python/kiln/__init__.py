@@ -6,7 +6,7 @@ numpy, benchmark and profile them.
     >>> (logits,) = m.run(x)                       # numpy in, numpy out
     >>> print(m.benchmark(number=10, repeat=3))    # TVM time_evaluator semantics
     >>> print(m.profile().table())                 # per fused kernel
-    >>> det = kiln.compile("ssdlite.onnx")          # control flow, dynamic shapes: a VMModule
+    >>> det = kiln.compile("ssdlite.onnx")         # control flow, dynamic shapes: a VMModule
     >>> boxes, scores, labels = det.run(image)     # as many detections as the image has
 
 A thin ctypes binding over kiln's C APIs (include/kiln/kiln.h, runtime.h,
@@ -21,14 +21,14 @@ from typing import Optional, Sequence
 
 from ._lib import KilnError
 from ._compile import compile
-from ._module import BenchmarkResult, Module, TensorInfo, ZooEntry, load, zoo
+from ._module import BenchmarkResult, Module, Runner, TensorInfo, ZooEntry, load, zoo
 from ._vm import VMModule
 from ._profile import Report, Row
 
 __version__ = "0.1.0"
 
-__all__ = ["KilnError", "Module", "VMModule", "BenchmarkResult", "TensorInfo", "ZooEntry", "Report", "Row",
-           "compile", "load", "zoo", "tune", "__version__"]
+__all__ = ["KilnError", "Runner", "Module", "VMModule", "BenchmarkResult", "TensorInfo",
+           "ZooEntry", "Report", "Row", "compile", "load", "zoo", "tune", "__version__"]
 
 
 def _cli() -> Optional[str]:
