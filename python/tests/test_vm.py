@@ -1,6 +1,7 @@
 """Models on kiln's VM from Python (kiln.VMModule): data-dependent shapes, If,
 symbolic input dims, benchmark and profile, errors; and torchvision's
-SSDlite against PyTorch's detections when its fixture is exported. The small
+SSDlite and Faster R-CNN against PyTorch's detections when their fixtures
+are exported. The small
 models are built here with onnx.helper and checked against numpy."""
 import importlib.util
 import os
@@ -198,21 +199,25 @@ def test_a_static_model_opens_on_the_vm_when_asked():
     assert m.benchmark(repeat=2).repeat == 2  # default inputs: the shape is fixed
 
 
-# ---- torchvision's SSDlite against PyTorch --------------------------------------
+# ---- torchvision's detection networks against PyTorch ---------------------------
 
-def _detection_dir():
-    """scripts/export_detection.py's SSDlite export, where
+DETECTION_NETS = ["ssdlite320_mobilenet_v3_large", "fasterrcnn_mobilenet_v3_large_320_fpn"]
+
+
+def _detection_dir(net):
+    """scripts/export_detection.py's export of net, where
     tests/models/detection.sh puts it ($KILN_FIXTURES, else
     ~/.cache/kiln/fixtures/detection: python/pytest runs with an XDG_CACHE_HOME
     of its own), when complete (export.version is written last); and the
     kiln cache beside it, where that test's `kiln run` compiled the static
-    part (a cold compile takes minutes, a cached one a second), or None."""
+    part and the heavy per-class nodes (cold: minutes; cached: SSDlite 1 s,
+    Faster R-CNN 3 s in all), or None."""
     base = os.environ.get("KILN_FIXTURES")
     cache = None
     if not base:
         cache = os.path.join(os.path.expanduser("~"), ".cache", "kiln")
         base = os.path.join(cache, "fixtures", "detection")
-    d = os.path.join(base, "ssdlite320_mobilenet_v3_large")
+    d = os.path.join(base, net)
     return (d, cache) if os.path.exists(os.path.join(d, "export.version")) else (None, None)
 
 
@@ -224,10 +229,11 @@ def _compare_detection():
     return mod
 
 
-def test_ssdlite_matches_pytorch():
-    d, cache = _detection_dir()
+@pytest.mark.parametrize("net", DETECTION_NETS)
+def test_detection_network_matches_pytorch(net):
+    d, cache = _detection_dir(net)
     if not d:
-        pytest.skip("no SSDlite export (tests/models/detection.sh or "
+        pytest.skip(f"no {net} export (tests/models/detection.sh or "
                     "scripts/export_detection.py makes it)")
     cmp = _compare_detection()
     m = kiln.compile(os.path.join(d, "model.onnx"), num_threads=2, cache_dir=cache)
@@ -242,3 +248,8 @@ def test_ssdlite_matches_pytorch():
         res = cmp.compare((boxes, scores, labels), want,
                           box_atol=cmp.BOX_ATOL_OF_SIZE * max(x.shape[-2:]), score_thresh=0.01)
         assert res["ok"], f"{s}: {res['message']}"
+    # the profile: the static part's compiled kernels and the VM's rows
+    p = m.profile(runs=2, warmup=1, bench=False, peak_gflops=100, inputs=[x])
+    kinds = {r.layouts for r in p.rows}
+    assert "vm" in kinds and kinds & {"vm kernel", "vm converted", "vm control flow"}
+    assert any(r.hash for r in p.rows)  # compiled kernels have a workload hash
