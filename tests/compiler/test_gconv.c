@@ -1,13 +1,14 @@
 /* tests/compiler/test_gconv.c: grouped convolutions against the reference
  * executor, compiled end to end (rtol 1e-3, atol 1e-4): groups 2..64 of
- * widths 1..16 (those narrower than a channel block run on gconv2d_nchwc's
- * block-diagonal weights, the rest on conv2d_nchwc / conv2d_direct /
- * dwconv2d_nchwc), 1x1/3x3/5x5, stride 1 and 2, asymmetric pads, batch 2,
+ * widths 1..16 (those narrower than a channel block run on
+ * gconv2d_planes_nchwc's input planes or gconv2d_nchwc's block-diagonal
+ * weights, the rest on conv2d_nchwc / conv2d_direct / dwconv2d_nchwc), 1x1/3x3/5x5, stride 1 and 2, asymmetric pads, batch 2,
  * bias or not, Relu / residual Add + Relu / Clip epilogues, default and
  * random knobs. Each case also asserts which template the lowering picked,
  * so a narrow-group conv that silently fell back fails here. A blocked conv
  * before the grouped one makes its input arrive in NCHW{vec}c as in a
  * network (resnext: 1x1 conv, then the grouped 3x3). */
+#include "codegen/c/kernels/kiln_kernels_gconv.h" /* kiln_gconv_planes_pay */
 #include "compiler_test.h"
 #include "lower/lower.h"
 #include "pass/pass.h"
@@ -116,11 +117,17 @@ static void check_case(const gcase *c, uint64_t knob_seed)
         printf("case %d: n%d %dx%d groups k%d s%d pads %d,%d,%d,%d %dx%d pre%d epi%d -> %s\n",
                case_no, c->n, c->groups, c->gw, c->k, c->s, c->pt, c->pl, c->pb, c->pr, c->h,
                c->w, c->pre, c->epi, tpl);
-    if (narrow && strcmp(tpl, "gconv2d_nchwc") != 0)
-        fail_msg("case %d: %d groups of %d ran on '%s', not gconv2d_nchwc", case_no, c->groups,
-                 c->gw, tpl);
-    if (!narrow && !strcmp(tpl, "gconv2d_nchwc"))
-        fail_msg("case %d: %d groups of %d taken by gconv2d_nchwc", case_no, c->groups, c->gw);
+    /* narrow: the planes where they pay (the kernel header's rule), else
+     * block-diagonal weights */
+    const char *want = !narrow ? NULL
+                       : kiln_gconv_planes_pay(c->k, c->k, c->s, c->s, c->gw, tg.vec)
+                           ? "gconv2d_planes_nchwc"
+                           : "gconv2d_nchwc";
+    if (want && strcmp(tpl, want) != 0)
+        fail_msg("case %d: %d groups of %d ran on '%s', not %s", case_no, c->groups, c->gw, tpl,
+                 want);
+    if (!want && (!strcmp(tpl, "gconv2d_nchwc") || !strcmp(tpl, "gconv2d_planes_nchwc")))
+        fail_msg("case %d: %d groups of %d taken by %s", case_no, c->groups, c->gw, tpl);
     char tag[32];
     snprintf(tag, sizeof tag, "g%d", case_no);
     ct_check_graph(g, dir, tag, 0, 100 + (uint64_t)case_no, 1e-3, 1e-4);

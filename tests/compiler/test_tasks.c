@@ -400,18 +400,27 @@ static void case_conv2d_direct(void)
     measure_graph(g, "conv2d_direct", "conv2d_direct graph");
 }
 
-/* resnext's 32 groups of 4 channels: blocks of whole groups, block-diagonal */
-static void case_gconv2d_nchwc(void)
+/* A grouped 3x3 conv of 128 channels in groups of gw, stride s. */
+static void gconv_graph(int gw, int s, const char *tpl)
 {
     kiln_graph *g = new_graph();
     int x = in_f32(g, "x", ks(4, 1, 128, 9, 10));
-    int w = weight(g, "w", ks(4, 128, 4, 3, 3), 1);
+    int w = weight(g, "w", ks(4, 128, gw, 3, 3), 1);
     int c = op(g, KILN_OP_CONV, (int[]){x, w}, 2);
-    assert_int_equal(kiln_node_set_int(g, c, "group", 32), KILN_OK);
+    assert_int_equal(kiln_node_set_int(g, c, "group", 128 / gw), KILN_OK);
     set_ints(g, c, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    set_ints(g, c, "strides", 2, (int64_t[]){s, s});
     output(g, out0(g, op(g, KILN_OP_RELU, (int[]){out0(g, c)}, 1)));
-    measure_graph(g, "gconv2d_nchwc", "gconv2d_nchwc graph");
+    char what[64];
+    snprintf(what, sizeof what, "%s graph", tpl);
+    measure_graph(g, tpl, what);
 }
+
+/* resnext's 32 groups of 4 channels: gw depthwise convs on input planes */
+static void case_gconv2d_planes_nchwc(void) { gconv_graph(4, 1, "gconv2d_planes_nchwc"); }
+
+/* groups of 8 at stride 2: blocks of whole groups, block-diagonal */
+static void case_gconv2d_nchwc(void) { gconv_graph(8, 2, "gconv2d_nchwc"); }
 
 static void case_reduce(void)
 {
@@ -601,6 +610,7 @@ static const struct {
     void (*fn)(void);
 } cases[] = {
     {"conv2d_direct", case_conv2d_direct},
+    {"gconv2d_planes_nchwc", case_gconv2d_planes_nchwc},
     {"gconv2d_nchwc", case_gconv2d_nchwc},
     {"reduce", case_reduce},
     {"copy", case_copy},

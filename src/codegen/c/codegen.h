@@ -68,6 +68,10 @@ void kiln_emit_entry(kiln_sb *b, const kiln_task *t, const char *n_tasks, int64_
 bool kiln_tpl_conv_operands(const kiln_graph *g, const kiln_node *n);
 /* Row-major data input (input 0). */
 bool kiln_tpl_row_major_in(const kiln_graph *g, const kiln_node *n);
+/* The group width gw of a grouped Conv whose blocks of `block` channels hold
+ * whole groups (C_in/g == C_out/g == gw, 2 <= gw < block, block % gw == 0,
+ * C_in % block == 0), or 0: the narrow-group templates' conv. */
+int64_t kiln_tpl_narrow_group_width(const kiln_graph *g, const kiln_node *n, int block);
 /* Value v is float32. */
 bool kiln_tpl_f32(const kiln_graph *g, int v);
 /* The kernel headers' epilogue of a conv-like group: KILN_EPI_* flags from

@@ -22,6 +22,20 @@ bool kiln_tpl_conv_operands(const kiln_graph *g, const kiln_node *n)
            g->values[n->inputs[1]]->kind == KILN_VALUE_CONST && kiln_geom_win2d(g, n, &w);
 }
 
+int64_t kiln_tpl_narrow_group_width(const kiln_graph *g, const kiln_node *n, int block)
+{
+    const kiln_value *x = g->values[n->inputs[0]], *y = g->values[n->outputs[0]];
+    int64_t grp = kiln_attr_int(n, "group", 1);
+    if (n->op != KILN_OP_CONV || x->shape.rank != 4 || y->shape.rank != 4 || grp < 2 ||
+        block < 2)
+        return 0;
+    int64_t c_in = x->shape.dims[1], c_out = y->shape.dims[1];
+    if (c_in % grp || c_out % grp || c_in / grp != c_out / grp)
+        return 0;
+    int64_t gw = c_in / grp;
+    return gw >= 2 && gw < block && block % gw == 0 && c_in % block == 0 ? gw : 0;
+}
+
 /* The index in the group of the node producing value v, -1 if none does. */
 static int group_index(const kiln_graph *g, const kiln_group *gr, int v)
 {

@@ -16,9 +16,12 @@
  * FLOPs are the convolution's own, not the padded ones.
  *
  * Groups whose width is a multiple of the block are conv2d_nchwc's; this
- * template comes first in templates.def and takes only the narrow ones. The
- * epilogue is the header's (bias, residual Add, Relu, Clip). Knobs as
- * conv2d_nchwc's (the block sizes are fixed to vec). */
+ * template comes before it in templates.def and takes only the narrow ones
+ * that gconv2d_planes_nchwc (before it) leaves: strided, 1x1 or column-
+ * dilated ones, where writing that template's input planes costs more
+ * than the FMAs it saves (kiln_gconv_planes_pay). The epilogue is the
+ * header's (bias, residual Add, Relu, Clip). Knobs as conv2d_nchwc's (the
+ * block sizes are fixed to vec). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,22 +32,6 @@
 #include "lower/knobs.h"
 #include "util/error.h"
 
-/* The group width of a narrow grouped conv that blocks of `block` channels
- * hold whole, or 0. */
-static int64_t narrow_width(const kiln_graph *g, const kiln_node *n, int block)
-{
-    const kiln_value *x = g->values[n->inputs[0]], *y = g->values[n->outputs[0]];
-    int64_t grp = kiln_attr_int(n, "group", 1);
-    if (n->op != KILN_OP_CONV || x->shape.rank != 4 || y->shape.rank != 4 || grp < 2 ||
-        block < 2)
-        return 0;
-    int64_t c_in = x->shape.dims[1], c_out = y->shape.dims[1];
-    if (c_in % grp || c_out % grp || c_in / grp != c_out / grp)
-        return 0;
-    int64_t gw = c_in / grp;
-    return gw >= 2 && gw < block && block % gw == 0 && c_in % block == 0 ? gw : 0;
-}
-
 static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
                   kiln_epi_kind *epi)
 {
@@ -53,7 +40,7 @@ static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
         return false;
     const kiln_layout *wl = &g->values[n->inputs[1]]->layout;
     if (wl->kind != KILN_LAYOUT_OIHWIO || wl->block_a != wl->block_b ||
-        !narrow_width(g, n, wl->block_a))
+        !kiln_tpl_narrow_group_width(g, n, wl->block_a))
         return false;
     *epi = KILN_EPI_KIND_HEADER;
     return true;
@@ -67,7 +54,7 @@ static bool layout(const kiln_target *tg, const kiln_graph *g, const kiln_node *
         return false;
     const kiln_value *x = g->values[n->inputs[0]], *w = g->values[n->inputs[1]];
     if (x->dtype != KILN_DTYPE_FLOAT32 || w->kind != KILN_VALUE_CONST || !w->data ||
-        w->shape.rank != 4 || !narrow_width(g, n, tg->vec))
+        w->shape.rank != 4 || !kiln_tpl_narrow_group_width(g, n, tg->vec))
         return false;
     out->in = (kiln_layout){KILN_LAYOUT_NCHWC, tg->vec, 0};
     out->weight = (kiln_layout){KILN_LAYOUT_OIHWIO, tg->vec, tg->vec};
