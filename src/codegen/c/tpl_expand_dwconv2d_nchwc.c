@@ -17,16 +17,19 @@
  * Cost model: fusing trades the wide tensor's round trip through memory
  * (written by the expand, read kh*kw/(sh*sw) times by the depthwise, in
  * another task split) for the halo rows computed twice at band boundaries
- * and a smaller expand tile. It wins when the wide tensor does not fit in
- * the L2 (KILN_EXPDW_MIN_L2_FRACTION); below that the separate kernels read
- * it from cache.
+ * and the held rows' bookkeeping. It wins when the wide tensor is more than
+ * half the L2 (KILN_EXPDW_MIN_L2_FRACTION: the separate expand's output
+ * then no longer stays in the L2 beside its input); below that the separate
+ * kernels read it from the L2 and fusing was 0-2% slower (one thread,
+ * kiln_kernels_expdw.h's figures).
  *
  * Epilogues: the expand's bias, then a Relu/Clip prefix in registers, the
  * rest of its chain as a generated function over each sub-band's new wide
  * rows; the depthwise's bias and Relu/Clip prefix in its header, the rest
  * of the group (any operand the generic epilogue reads) generated, on each
  * output span right after it is written. Knobs: the expand's register tile,
- * the depthwise's, rows per task and per sub-band. */
+ * the depthwise's, rows and channel blocks per task, rows per sub-band, the
+ * order of expand and depthwise in a sub-band. */
 #include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +42,8 @@
 #include "util/error.h"
 
 /* Fuse only when the wide tensor is larger than this fraction of the L2
- * (see the top). */
+ * (see the top): 2 MB L2, mobilenet-v2's 56x56x144 (1.8 MB) fuses, its
+ * 28x28x192 (0.6 MB) does not. */
 #define KILN_EXPDW_MIN_L2_FRACTION 0.5
 
 static int node_index(const kiln_graph *g, const int *nodes, int n_nodes, int v)
@@ -207,6 +211,9 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     k = kiln_knob_add(t, "oh_tile", KILN_KNOB_TILE, p->oh_tile,
                       (int)offsetof(kiln_expdw_params, oh_tile));
     kiln_knob_pow2(k, p->d.oh, true);
+    k = kiln_knob_add(t, "oc_group", KILN_KNOB_TILE, p->oc_group,
+                      (int)offsetof(kiln_expdw_params, oc_group));
+    kiln_knob_pow2(k, (int)q.cob, true);
     k = kiln_knob_add(t, "sub_rows", KILN_KNOB_TILE, p->sub_rows,
                       (int)offsetof(kiln_expdw_params, sub_rows));
     kiln_knob_pow2(k, p->d.oh, true);
@@ -317,10 +324,10 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                    "          .sh = %d, .sw = %d, .dh = %d, .dw = %d, .pad_t = %d, .pad_l = %d, .pad_b = %d,\n"
                    "          .pad_r = %d, .cb = %d, .epilogue = %d, .clip_min = %af, .clip_max = %af,\n"
                    "          .ow_tile = %d},\n"
-                   "    .oh_tile = %d, .sub_rows = %d, .order = %d,\n};\n\n",
+                   "    .oh_tile = %d, .oc_group = %d, .sub_rows = %d, .order = %d,\n};\n\n",
                    d->n, d->c, d->h, d->w, d->oh, d->ow, d->kh, d->kw, d->sh, d->sw, d->dh, d->dw,
                    d->pad_t, d->pad_l, d->pad_b, d->pad_r, d->cb, d->epilogue, (double)d->clip_min,
-                   (double)d->clip_max, d->ow_tile, p->oh_tile, p->sub_rows, p->order);
+                   (double)d->clip_max, d->ow_tile, p->oh_tile, p->oc_group, p->sub_rows, p->order);
     bool wide_epi = wf < di, out_epi = kiln_task_has_epilogue(l, t);
     if (wide_epi)
         emit_wide_epi(b, l, t, wf, di);

@@ -9,21 +9,29 @@
  *   wd      the depthwise's packed weights (kiln_dwconv_pack_weights)
  *   output  [n][c_wide/cb][oh][ow][cb]              NCHW{cb}c
  *
- * Algorithm. Tasks are image x band of oh_tile output rows. A task walks its
- * band in sub-bands of sub_rows output rows; for each, the wide rows its
- * filter windows need (halo included) are held in the workspace,
- * [c_wide/cb][rows][w][cb]: rows the previous sub-band already computed
+ * Algorithm. Tasks are image x group of oc_group wide channel blocks x band
+ * of oh_tile output rows. A task walks its band in sub-bands of sub_rows
+ * output rows; for each, the wide rows of its blocks that its filter
+ * windows need (halo included) are held in the workspace,
+ * [oc_group][rows][w][cb]: rows the previous sub-band already computed
  * move to the front (the halo, kh - sh rows at stride sh), the new ones come
  * from the expand 1x1, a pixel range of whole rows run as one long row of
- * register tiles (kiln_conv_tile: bias, Relu, Clip in registers), then the
- * generated activation (`wide_epi`, for SiLU, HardSwish, ..) on them while
- * they are in L1/L2. The depthwise then runs per channel block on the
- * held rows (kiln_dwconv_run on a one-block, sub-band-high view: its top
- * padding shifted, its image the held rows) into the output, and the
- * generated output epilogue (`out_epi`) runs on what it wrote. Only the
- * halo rows at task boundaries are computed twice (kh - sh rows per band).
- * The workspace holds the sub-band's wide rows: sub_rows is chosen so they
- * stay in L2 (kiln_expdw_default_params). */
+ * the conv header's register tiles (kiln_conv_tile: bias, Relu, Clip in
+ * registers), then the generated activation (`wide_epi`, for SiLU,
+ * HardSwish, ..) on them while they are in cache. The depthwise then runs
+ * per channel block on the held rows (kiln_dwconv_run on a one-block,
+ * sub-band-high view: its top padding shifted, its image the held rows)
+ * into the output, and the generated output epilogue (`out_epi`) runs on
+ * what it wrote. order 1 makes every block's new rows, then runs the
+ * depthwise; order 0 alternates per oc tile (its rows then in L1: no faster
+ * on mobilenet-v2's 112x112x96, one thread). Only the halo rows at band
+ * boundaries are computed twice (kh - sh rows per band). sub_rows keeps the
+ * held rows within a quarter of the L2 (kiln_expdw_default_params).
+ *
+ * One thread, mobilenet-v2's shapes (the header timed alone, min of 30): 16->96 on
+ * 112x112, 3x3 stride 2: 346 us fused against 465 separate (0.74); 24->144
+ * on 56x56: 0.91-0.97; 32->192 and 40->240 on 28x28: 1.00-1.02 (the wide
+ * tensor fits in the L2 there, and the separate kernels read it from it). */
 #ifndef KILN_KERNELS_EXPDW_H
 #define KILN_KERNELS_EXPDW_H
 
@@ -35,6 +43,7 @@ typedef struct kiln_expdw_params {
     kiln_dwconv_params d; /* the depthwise on the wide tensor (h, w = e.h, e.w) */
     /* knobs (besides e.ow_tile, e.oc_tile, d.ow_tile) */
     int oh_tile;  /* output rows per task (0: all) */
+    int oc_group; /* wide channel blocks per task (0: all) */
     int sub_rows; /* output rows per sub-band (0: the band) */
     int order;    /* 0: expand and depthwise per oc tile; 1: all blocks' expand, then depthwise */
 } kiln_expdw_params;
@@ -66,9 +75,17 @@ static KILN_KINLINE int kiln_expdw_sub(const kiln_expdw_params *p)
     return p->sub_rows <= 0 || p->sub_rows > band ? band : p->sub_rows;
 }
 
+static KILN_KINLINE int64_t kiln_expdw_ocg(const kiln_expdw_params *p)
+{
+    int64_t cbn = kiln_k_cdiv(p->e.c_out, p->e.cb_out);
+    return p->oc_group <= 0 || p->oc_group > cbn ? cbn : p->oc_group;
+}
+
 static KILN_KINLINE int64_t kiln_expdw_tasks(const kiln_expdw_params *p)
 {
-    return (int64_t)p->d.n * kiln_k_cdiv(p->d.oh, kiln_expdw_band(p));
+    int64_t cbn = kiln_k_cdiv(p->e.c_out, p->e.cb_out);
+    return (int64_t)p->d.n * kiln_k_cdiv(cbn, kiln_expdw_ocg(p)) *
+           kiln_k_cdiv(p->d.oh, kiln_expdw_band(p));
 }
 
 /* Wide rows a sub-band of `sub` output rows reads at most. */
@@ -80,7 +97,7 @@ static KILN_KINLINE int64_t kiln_expdw_rows(const kiln_expdw_params *p, int sub)
 /* Floats of the held wide rows (the workspace's first part). */
 static KILN_KINLINE int64_t kiln_expdw_wide_floats(const kiln_expdw_params *p, int sub)
 {
-    return kiln_k_cdiv(p->e.c_out, p->e.cb_out) * kiln_expdw_rows(p, sub) * p->e.w * p->e.cb_out;
+    return kiln_expdw_ocg(p) * kiln_expdw_rows(p, sub) * p->e.w * p->e.cb_out;
 }
 
 /* Per thread: the held wide rows, 64-byte aligned, then the depthwise's own
@@ -93,18 +110,42 @@ static inline size_t kiln_expdw_workspace_bytes(const kiln_expdw_params *p)
 }
 
 /* Knobs: the expand's register tile from the conv header's model; the
- * depthwise's from its own; bands so that there are at least 2 tasks per
- * thread (each band boundary computes kh - sh wide rows twice); sub-bands
- * as high as keeps the held wide rows within a quarter of the L2 (they are
- * written by the expand and read back kh / sh times by the depthwise). */
+ * depthwise's from its own. Tasks: image x group of oc_group wide channel
+ * blocks x band of oh_tile output rows, the split minimising the modelled
+ * time of the busiest thread, counted in wide block-rows the expand makes:
+ * a band reads (rows - 1) * sh + kh wide rows, so rows split across bands
+ * compute their halo twice (5x5 stride 2 on 56 rows in 4 bands: 21% more),
+ * while channel groups cost nothing but a group not a multiple of the
+ * register tile's blocks (a narrower tile); near ties go to more tasks
+ * (balance on a loaded machine). Sub-bands as high as keeps the held wide
+ * rows within a quarter of the L2 (they are written by the expand and read
+ * back kh / sh times by the depthwise). */
 static inline void kiln_expdw_default_params(kiln_expdw_params *p, int64_t l1_bytes,
                                              int64_t l2_bytes, int n_threads)
 {
     kiln_conv_default_params(&p->e, l1_bytes, l2_bytes, n_threads);
     kiln_dwconv_default_params(&p->d, l1_bytes, l2_bytes, n_threads);
-    int64_t want = 2 * (int64_t)(n_threads > 0 ? n_threads : 1);
-    int64_t bands = kiln_k_min64(p->d.oh, kiln_k_cdiv(want, p->d.n));
-    p->oh_tile = (int)kiln_k_cdiv(p->d.oh, bands > 0 ? bands : 1);
+    const kiln_conv_plan q = kiln_conv_plan_of(&p->e);
+    const int64_t thr = n_threads > 0 ? n_threads : 1, OH = p->d.oh;
+    double best = 1e300;
+    int64_t best_tasks = 0, best_ocg = q.cob, best_band = OH;
+    for (int64_t ocg = 1; ocg <= q.cob; ocg++)
+        for (int64_t bands = 1; bands <= OH && bands <= 8 * thr; bands++) {
+            int64_t band = kiln_k_cdiv(OH, bands);
+            if (kiln_k_cdiv(OH, band) != bands)
+                continue; /* the same split as fewer bands */
+            int64_t tasks = p->d.n * kiln_k_cdiv(q.cob, ocg) * bands;
+            double cost = (double)kiln_expdw_rows(p, (int)band) * (double)ocg *
+                          (ocg % q.O ? 1.05 : 1.0) * (double)kiln_k_cdiv(tasks, thr);
+            if (cost < best * 0.98 || (cost <= best * 1.02 && tasks > best_tasks)) {
+                best = cost < best ? cost : best;
+                best_tasks = tasks;
+                best_ocg = ocg;
+                best_band = band;
+            }
+        }
+    p->oc_group = (int)best_ocg;
+    p->oh_tile = (int)best_band;
     p->order = 1;
     p->sub_rows = 1;
     while (p->sub_rows < p->oh_tile &&
@@ -113,9 +154,9 @@ static inline void kiln_expdw_default_params(kiln_expdw_params *p, int64_t l1_by
 }
 
 /* Wide rows [r0, r1) of image n, channel blocks [ob0, ob1), from the
- * expand, into the held rows at row offset r0 - base (channel block stride
- * rs_blk floats), header epilogue in registers; then wide_epi on each
- * block's new rows. */
+ * expand, into the held rows (wide: block ob0's, block stride rs_blk
+ * floats) at row offset r0 - base, header epilogue in registers; then
+ * wide_epi on each block's new rows. */
 static KILN_KINLINE void kiln_expdw_expand(const kiln_expdw_params *p, const kiln_conv_plan *q,
                                            const float *in, const float *we, const float *be,
                                            float *wide, int64_t rs_blk, int64_t n, int64_t r0,
@@ -147,7 +188,7 @@ static KILN_KINLINE void kiln_expdw_expand(const kiln_expdw_params *p, const kil
     a.lo = e->clip_min;
     a.hi = e->clip_max;
     const float *src = in + n * q->cib * H * W * cbi + r0 * W * cbi;
-    float *dst = wide + (r0 - base) * W * cbo;
+    float *dst = wide + (r0 - base) * W * cbo; /* block ob0's */
     const float *bias = (e->epilogue & KILN_EPI_BIAS) ? be : NULL;
     for (int64_t px = 0; px < npix; px += q->T) {
         const int T = (int)kiln_k_min64(q->T, npix - px);
@@ -155,14 +196,14 @@ static KILN_KINLINE void kiln_expdw_expand(const kiln_expdw_params *p, const kil
         for (int64_t ob = ob0; ob < ob1; ob += q->O) {
             const int O = (int)kiln_k_min64(q->O, ob1 - ob);
             a.w = we + ob * a.w_os;
-            a.out = dst + ob * rs_blk + px * cbo;
+            a.out = dst + (ob - ob0) * rs_blk + px * cbo;
             a.bias = bias ? bias + ob * cbo : NULL;
             kiln_conv_tile(q, T, O, &a);
         }
     }
     if (wide_epi)
         for (int64_t ob = ob0; ob < ob1; ob++)
-            wide_epi(dst + ob * rs_blk, npix * cbo);
+            wide_epi(dst + (ob - ob0) * rs_blk, npix * cbo);
 }
 
 /* Runs tasks [task_begin, task_end). workspace: kiln_expdw_workspace_bytes.
@@ -181,13 +222,15 @@ static KILN_KINLINE void kiln_expdw_run(const kiln_expdw_params *p, const float 
     const int band = kiln_expdw_band(p), sub = kiln_expdw_sub(p);
     const int64_t H = d->h, W = d->w, OH = d->oh, OW = d->ow, cb = d->cb;
     const int64_t cbn = kiln_k_cdiv(d->c, cb), nbands = kiln_k_cdiv(OH, band);
+    const int64_t ocg = kiln_expdw_ocg(p), n_ocg = kiln_k_cdiv(cbn, ocg);
     const int64_t taps = (int64_t)d->kh * d->kw;
     const int64_t rs_blk = kiln_expdw_rows(p, sub) * W * cb; /* floats per held block */
     float *wide = (float *)(((uintptr_t)workspace + 63) & ~(uintptr_t)63);
-    size_t wide_b = (sizeof(float) * (size_t)(cbn * rs_blk) + 63) & ~(size_t)63;
+    size_t wide_b = (sizeof(float) * (size_t)(ocg * rs_blk) + 63) & ~(size_t)63;
     void *dws = (char *)wide + wide_b;
     for (int64_t task = task_begin; task < task_end; task++) {
-        const int64_t n = task / nbands, b = task % nbands;
+        const int64_t b = task % nbands, rest = task / nbands;
+        const int64_t n = rest / n_ocg, g0 = rest % n_ocg * ocg, g1 = kiln_k_min64(cbn, g0 + ocg);
         const int64_t t0 = b * band, t1 = kiln_k_min64(OH, t0 + band);
         int64_t h0 = 0, h1 = 0; /* wide rows held: [h0, h1) */
         for (int64_t o0 = t0; o0 < t1; o0 += sub) {
@@ -201,8 +244,8 @@ static KILN_KINLINE void kiln_expdw_run(const kiln_expdw_params *p, const float 
             if (h1 > h0 && i0 >= h0 && i0 < h1) { /* the halo: move it to the front */
                 int64_t keep = kiln_k_min64(h1, i1) - i0;
                 if (i0 > h0)
-                    for (int64_t blk = 0; blk < cbn; blk++)
-                        memmove(wide + blk * rs_blk, wide + blk * rs_blk + (i0 - h0) * W * cb,
+                    for (int64_t j = 0; j < g1 - g0; j++)
+                        memmove(wide + j * rs_blk, wide + j * rs_blk + (i0 - h0) * W * cb,
                                 sizeof(float) * (size_t)(keep * W * cb));
                 from = i0 + keep;
             }
@@ -222,13 +265,14 @@ static KILN_KINLINE void kiln_expdw_run(const kiln_expdw_params *p, const float 
             }
             /* order 0: each oc tile's new rows, then its depthwise, while
              * they are in L1; 1: every block's rows, then the depthwise */
-            const int64_t step = p->order == 1 ? cbn : q.O;
-            for (int64_t ob = 0; ob < cbn; ob += step) {
-                const int64_t ob1 = kiln_k_min64(cbn, ob + step);
-                kiln_expdw_expand(p, &q, in, we, be, wide, rs_blk, n, from, i1, i0, ob, ob1, wide_epi);
+            const int64_t step = p->order == 1 ? g1 - g0 : q.O;
+            for (int64_t ob = g0; ob < g1; ob += step) {
+                const int64_t ob1 = kiln_k_min64(g1, ob + step);
+                kiln_expdw_expand(p, &q, in, we, be, wide + (ob - g0) * rs_blk, rs_blk, n, from, i1,
+                                  i0, ob, ob1, wide_epi);
                 for (int64_t blk = ob; blk < ob1; blk++) {
                     int64_t first = ((n * cbn + blk) * OH + o0) * OW * cb;
-                    kiln_dwconv_run(&dl, wide + blk * rs_blk, wd + blk * taps * cb,
+                    kiln_dwconv_run(&dl, wide + (blk - g0) * rs_blk, wd + blk * taps * cb,
                                     bd ? bd + blk * cb : NULL, NULL, out + first, 0, 1, dws);
                     if (out_epi)
                         out_epi(ctx, first, (o1 - o0) * OW * cb);
