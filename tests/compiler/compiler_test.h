@@ -14,6 +14,9 @@
 #include "ir/graph.h"
 #include "kiln/runtime.h"
 #include "driver/driver.h"
+#include "lower/lower.h"
+#include "pass/pass.h"
+#include "target/target.h"
 
 /* Worst mismatch of one comparison, for messages. */
 typedef struct ct_result {
@@ -42,6 +45,67 @@ static inline ct_result ct_compare(const float *a, const float *b, int64_t n, do
         }
     }
     return r;
+}
+
+/* A float32 constant of shape s named `name`, uniform in [lo, hi) from seed. */
+static inline int ct_param(kiln_graph *g, const char *name, kiln_shape s, uint64_t seed, float lo,
+                           float hi)
+{
+    void *data = NULL;
+    int v = kiln_graph_add_const_uninit(g, name, KILN_DTYPE_FLOAT32, &s, true, &data);
+    assert_true(v >= 0);
+    kt_fill_random(data, kiln_shape_numel(&s), seed, lo, hi);
+    return v;
+}
+
+/* A 2-D Conv of x with weight w and bias b (-1: none), a k x k kernel,
+ * stride s, pads {top, left, bottom, right} and `groups`: its output. */
+static inline int ct_conv(kiln_graph *g, int x, int w, int b, int k, int s, const int *pads,
+                          int groups)
+{
+    int in[3] = {x, w, b};
+    int id = kiln_graph_add_node(g, KILN_OP_CONV, NULL, in, b >= 0 ? 3 : 2, 1);
+    assert_true(id >= 0);
+    int64_t st[2] = {s, s}, pd[4] = {pads[0], pads[1], pads[2], pads[3]}, ksz[2] = {k, k};
+    assert_int_equal(kiln_node_set_ints(g, id, "strides", st, 2), KILN_OK);
+    assert_int_equal(kiln_node_set_ints(g, id, "pads", pd, 4), KILN_OK);
+    assert_int_equal(kiln_node_set_ints(g, id, "kernel_shape", ksz, 2), KILN_OK);
+    assert_int_equal(kiln_node_set_int(g, id, "group", groups), KILN_OK);
+    return kiln_graph_node_output(g, id, 0);
+}
+
+/* Runs the pass pipeline and lowering of g for the host target, as a
+ * compile does (default knobs): *ctx and *l for the caller to inspect and
+ * destroy (kiln_lowered_destroy, kiln_pass_ctx_destroy). Fails the test,
+ * naming the case, on an error. */
+static inline void ct_lower(const kiln_graph *g, int case_no, kiln_pass_ctx **ctx,
+                            kiln_lowered **l)
+{
+    kiln_error err = {0};
+    kiln_target tg;
+    *ctx = NULL;
+    *l = NULL;
+    if (kiln_target_resolve(NULL, &tg, &err) != KILN_OK ||
+        kiln_pass_ctx_create(g, &tg, ctx, &err) != KILN_OK ||
+        kiln_pass_run_all(*ctx, &err) != KILN_OK || kiln_lower(*ctx, 0, l, &err) != KILN_OK)
+        fail_msg("case %d: lowering: %s", case_no, err.msg);
+}
+
+/* The template name of the last task of g's lowering (ct_lower) that
+ * `pick` chooses, "?" if none: which template a case's node ran on. */
+static inline void ct_template_of(const kiln_graph *g, int case_no,
+                                  bool (*pick)(const kiln_pass_ctx *ctx, const kiln_task *t),
+                                  char *name, size_t n)
+{
+    kiln_pass_ctx *ctx;
+    kiln_lowered *l;
+    ct_lower(g, case_no, &ctx, &l);
+    snprintf(name, n, "?");
+    for (int i = 0; i < l->n_tasks; i++)
+        if (l->tasks[i].tpl && pick(ctx, &l->tasks[i]))
+            snprintf(name, n, "%s", l->tasks[i].tpl->name);
+    kiln_lowered_destroy(l);
+    kiln_pass_ctx_destroy(ctx);
 }
 
 /* Compiles g (knob_seed 0: defaults) into dir/<tag>.so, runs it and the

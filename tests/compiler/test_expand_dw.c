@@ -15,9 +15,6 @@
  * overflows this machine's L2, where the cost model fuses; each case asserts
  * the fused template took the pair, and one small case that it did not. */
 #include "compiler_test.h"
-#include "lower/lower.h"
-#include "pass/pass.h"
-#include "target/target.h"
 
 static char *dir;
 static int case_no;
@@ -31,14 +28,6 @@ typedef struct ecase {
     bool fused; /* expected: the pair runs as expand_dwconv2d_nchwc */
 } ecase;
 
-static int param(kiln_graph *g, const char *name, kiln_shape s, uint64_t seed)
-{
-    void *data = NULL;
-    int v = kiln_graph_add_const_uninit(g, name, KILN_DTYPE_FLOAT32, &s, true, &data);
-    kt_fill_random(data, kiln_shape_numel(&s), seed, -0.5f, 0.5f);
-    return v;
-}
-
 static int node1(kiln_graph *g, kiln_op op, const int *in, int n_in)
 {
     int id = kiln_graph_add_node(g, op, NULL, in, n_in, 1);
@@ -48,15 +37,9 @@ static int node1(kiln_graph *g, kiln_op op, const int *in, int n_in)
 
 static int conv(kiln_graph *g, int x, int c_in, int c_out, int k, int s, int groups, uint64_t seed)
 {
-    int w = param(g, "w", ks(4, c_out, c_in / groups, k, k), seed);
-    int b = param(g, "b", ks(1, c_out), seed + 1);
-    int id = node1(g, KILN_OP_CONV, (int[]){x, w, b}, 3);
-    int64_t st[2] = {s, s}, pd[4] = {k / 2, k / 2, k / 2, k / 2}, ksz[2] = {k, k};
-    assert_int_equal(kiln_node_set_ints(g, id, "strides", st, 2), KILN_OK);
-    assert_int_equal(kiln_node_set_ints(g, id, "pads", pd, 4), KILN_OK);
-    assert_int_equal(kiln_node_set_ints(g, id, "kernel_shape", ksz, 2), KILN_OK);
-    assert_int_equal(kiln_node_set_int(g, id, "group", groups), KILN_OK);
-    return kiln_graph_node_output(g, id, 0);
+    int w = ct_param(g, "w", ks(4, c_out, c_in / groups, k, k), seed, -0.5f, 0.5f);
+    int b = ct_param(g, "b", ks(1, c_out), seed + 1, -0.5f, 0.5f);
+    return ct_conv(g, x, w, b, k, s, (int[]){k / 2, k / 2, k / 2, k / 2}, groups);
 }
 
 static int unary(kiln_graph *g, kiln_op op, int x)
@@ -87,28 +70,16 @@ static int act(kiln_graph *g, int kind, int x)
     }
 }
 
-/* The template of the task holding the depthwise conv. */
-static void template_of(const kiln_graph *g, char *name, size_t n)
+/* The task holding the depthwise conv. */
+static bool holds_depthwise(const kiln_pass_ctx *ctx, const kiln_task *t)
 {
-    kiln_error err = {0};
-    kiln_target tg;
-    kiln_pass_ctx *ctx = NULL;
-    kiln_lowered *l = NULL;
-    if (kiln_target_resolve(NULL, &tg, &err) != KILN_OK ||
-        kiln_pass_ctx_create(g, &tg, &ctx, &err) != KILN_OK ||
-        kiln_pass_run_all(ctx, &err) != KILN_OK || kiln_lower(ctx, 0, &l, &err) != KILN_OK)
-        fail_msg("case %d: lowering: %s", case_no, err.msg);
-    snprintf(name, n, "?");
-    for (int i = 0; i < l->n_tasks; i++) {
-        const kiln_group *gr = &ctx->groups[l->tasks[i].group];
-        for (int j = 0; j < gr->n_nodes; j++) {
-            const kiln_node *m = ctx->g->nodes[gr->nodes[j]];
-            if (m->op == KILN_OP_CONV && kiln_conv_is_depthwise(ctx->g, m))
-                snprintf(name, n, "%s", l->tasks[i].tpl->name);
-        }
+    const kiln_group *gr = &ctx->groups[t->group];
+    for (int j = 0; j < gr->n_nodes; j++) {
+        const kiln_node *m = ctx->g->nodes[gr->nodes[j]];
+        if (m->op == KILN_OP_CONV && kiln_conv_is_depthwise(ctx->g, m))
+            return true;
     }
-    kiln_lowered_destroy(l);
-    kiln_pass_ctx_destroy(ctx);
+    return false;
 }
 
 /* An odd image side whose wide tensor overflows the L2 (times 1.3). */
@@ -148,7 +119,7 @@ static void check_case(const ecase *c, uint64_t knob_seed)
     assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
 
     char tpl[64];
-    template_of(g, tpl, sizeof tpl);
+    ct_template_of(g, case_no, holds_depthwise, tpl, sizeof tpl);
     if (getenv("KT_VERBOSE"))
         printf("case %d: n%d %d->%d k%d s%d act%d tail%d %dx%d knobs %llu -> %s\n", case_no, c->n,
                c->c_in, c->c_wide, c->k, c->s, c->act, c->tail, hw, hw,

@@ -24,27 +24,6 @@ typedef struct gcase {
     int epi;        /* 0 none, 1 relu, 2 residual add + relu, 3 clip 0..6 */
 } gcase;
 
-static int param(kiln_graph *g, const char *name, kiln_shape s, uint64_t seed)
-{
-    void *data = NULL;
-    int v = kiln_graph_add_const_uninit(g, name, KILN_DTYPE_FLOAT32, &s, true, &data);
-    kt_fill_random(data, kiln_shape_numel(&s), seed, -0.5f, 0.5f);
-    return v;
-}
-
-static int conv(kiln_graph *g, int x, int w, int b, int k, int s, const int *pads, int groups)
-{
-    int in[3] = {x, w, b};
-    int id = kiln_graph_add_node(g, KILN_OP_CONV, NULL, in, b >= 0 ? 3 : 2, 1);
-    assert_true(id >= 0);
-    int64_t st[2] = {s, s}, pd[4] = {pads[0], pads[1], pads[2], pads[3]}, ksz[2] = {k, k};
-    assert_int_equal(kiln_node_set_ints(g, id, "strides", st, 2), KILN_OK);
-    assert_int_equal(kiln_node_set_ints(g, id, "pads", pd, 4), KILN_OK);
-    assert_int_equal(kiln_node_set_ints(g, id, "kernel_shape", ksz, 2), KILN_OK);
-    assert_int_equal(kiln_node_set_int(g, id, "group", groups), KILN_OK);
-    return kiln_graph_node_output(g, id, 0);
-}
-
 static int unary(kiln_graph *g, kiln_op op, int x)
 {
     int id = kiln_graph_add_node(g, op, NULL, &x, 1, 1);
@@ -52,25 +31,11 @@ static int unary(kiln_graph *g, kiln_op op, int x)
     return kiln_graph_node_output(g, id, 0);
 }
 
-/* The template name of the task anchored at the grouped conv. */
-static void template_of(const kiln_graph *g, char *name, size_t n)
+/* The task anchored at the grouped conv. */
+static bool grouped(const kiln_pass_ctx *ctx, const kiln_task *t)
 {
-    kiln_error err = {0};
-    kiln_target tg;
-    kiln_pass_ctx *ctx = NULL;
-    kiln_lowered *l = NULL;
-    if (kiln_target_resolve(NULL, &tg, &err) != KILN_OK ||
-        kiln_pass_ctx_create(g, &tg, &ctx, &err) != KILN_OK ||
-        kiln_pass_run_all(ctx, &err) != KILN_OK || kiln_lower(ctx, 0, &l, &err) != KILN_OK)
-        fail_msg("case %d: lowering: %s", case_no, err.msg);
-    snprintf(name, n, "?");
-    for (int i = 0; i < l->n_tasks; i++) {
-        const kiln_node *a = ctx->g->nodes[l->tasks[i].anchor];
-        if (a->op == KILN_OP_CONV && kiln_attr_int(a, "group", 1) > 1 && l->tasks[i].tpl)
-            snprintf(name, n, "%s", l->tasks[i].tpl->name);
-    }
-    kiln_lowered_destroy(l);
-    kiln_pass_ctx_destroy(ctx);
+    const kiln_node *a = ctx->g->nodes[t->anchor];
+    return a->op == KILN_OP_CONV && kiln_attr_int(a, "group", 1) > 1;
 }
 
 static void check_case(const gcase *c, uint64_t knob_seed)
@@ -82,13 +47,13 @@ static void check_case(const gcase *c, uint64_t knob_seed)
     int x = kiln_graph_add_input(g, "x", KILN_DTYPE_FLOAT32, &xs);
     if (c->pre) {
         static const int zero[4] = {0, 0, 0, 0};
-        int w0 = param(g, "w0", ks(4, C, 16, 1, 1), 10 + (uint64_t)case_no);
-        x = unary(g, KILN_OP_RELU, conv(g, x, w0, -1, 1, 1, zero, 1));
+        int w0 = ct_param(g, "w0", ks(4, C, 16, 1, 1), 10 + (uint64_t)case_no, -0.5f, 0.5f);
+        x = unary(g, KILN_OP_RELU, ct_conv(g, x, w0, -1, 1, 1, zero, 1));
     }
-    int w = param(g, "w", ks(4, C, c->gw, c->k, c->k), 20 + (uint64_t)case_no);
-    int b = c->bias ? param(g, "b", ks(1, C), 30 + (uint64_t)case_no) : -1;
+    int w = ct_param(g, "w", ks(4, C, c->gw, c->k, c->k), 20 + (uint64_t)case_no, -0.5f, 0.5f);
+    int b = c->bias ? ct_param(g, "b", ks(1, C), 30 + (uint64_t)case_no, -0.5f, 0.5f) : -1;
     int pads[4] = {c->pt, c->pl, c->pb, c->pr};
-    int y = conv(g, x, w, b, c->k, c->s, pads, c->groups);
+    int y = ct_conv(g, x, w, b, c->k, c->s, pads, c->groups);
     kiln_error err = {0};
     assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
     if (c->epi == 2) {
@@ -111,7 +76,7 @@ static void check_case(const gcase *c, uint64_t knob_seed)
     kiln_target tg;
     assert_int_equal(kiln_target_resolve(NULL, &tg, &err), KILN_OK);
     char tpl[64];
-    template_of(g, tpl, sizeof tpl);
+    ct_template_of(g, case_no, grouped, tpl, sizeof tpl);
     bool narrow = c->gw >= 2 && c->gw < tg.vec && tg.vec % c->gw == 0 && C % tg.vec == 0;
     if (getenv("KT_VERBOSE"))
         printf("case %d: n%d %dx%d groups k%d s%d pads %d,%d,%d,%d %dx%d pre%d epi%d -> %s\n",

@@ -148,14 +148,9 @@ static void fill_typed(kiln_tensor *t, uint64_t seed, fill_spec f)
  * ops into ops. */
 static int fallbacks(const kiln_graph *g, char *ops, size_t n_ops)
 {
-    kiln_error err = {0};
-    kiln_target tg;
-    kiln_pass_ctx *ctx = NULL;
-    kiln_lowered *l = NULL;
-    if (kiln_target_resolve(NULL, &tg, &err) != KILN_OK ||
-        kiln_pass_ctx_create(g, &tg, &ctx, &err) != KILN_OK ||
-        kiln_pass_run_all(ctx, &err) != KILN_OK || kiln_lower(ctx, 0, &l, &err) != KILN_OK)
-        fail_msg("case %d: lowering: %s", case_no, err.msg);
+    kiln_pass_ctx *ctx;
+    kiln_lowered *l;
+    ct_lower(g, case_no, &ctx, &l);
     int nf = l->n_fallback;
     snprintf(ops, n_ops, "%s", l->fallback_ops);
     kiln_lowered_destroy(l);
