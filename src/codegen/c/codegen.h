@@ -72,6 +72,13 @@ bool kiln_tpl_row_major_in(const kiln_graph *g, const kiln_node *n);
  * whole groups (C_in/g == C_out/g == gw, 2 <= gw < block, block % gw == 0,
  * C_in % block == 0), or 0: the narrow-group templates' conv. */
 int64_t kiln_tpl_narrow_group_width(const kiln_graph *g, const kiln_node *n, int block);
+/* The task function and entry of a conv template whose kernel header has
+ * PREFIX_run(&P_, x, w, bias, residual, out, begin, end, ws),
+ * PREFIX_task_out and PREFIX_tasks (dwconv, gconv): the run on the task
+ * range, or, when the group has epilogue nodes the header does not apply,
+ * task by task with those nodes on each task's output while in cache. */
+void kiln_tpl_emit_conv_tasks(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
+                              const char *prefix);
 /* Value v is float32. */
 bool kiln_tpl_f32(const kiln_graph *g, int v);
 /* The kernel headers' epilogue of a conv-like group: KILN_EPI_* flags from

@@ -36,6 +36,38 @@ int64_t kiln_tpl_narrow_group_width(const kiln_graph *g, const kiln_node *n, int
     return gw >= 2 && gw < block && block % gw == 0 && c_in % block == 0 ? gw : 0;
 }
 
+void kiln_tpl_emit_conv_tasks(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
+                              const char *prefix)
+{
+    const kiln_node *n = l->ctx->g->nodes[t->anchor];
+    int xa = kiln_task_arg(t, n->inputs[0]), wa = kiln_task_arg(t, n->inputs[1]);
+    int ba = n->n_inputs > 2 && n->inputs[2] >= 0 ? kiln_task_arg(t, n->inputs[2]) : -1;
+    kiln_sb_puts(b, KILN_TASK_SIG);
+    kiln_emit_arg_ptrs(b, t);
+    bool epi = kiln_task_has_epilogue(l, t);
+    if (epi)
+        kiln_sb_puts(b, "    for (int64_t tk_ = begin_; tk_ < end_; tk_++) {\n    ");
+    kiln_sb_printf(b, "    %s_run(&P_, a%d, a%d, ", prefix, xa, wa);
+    kiln_emit_arg_or_null(b, ba, false);
+    kiln_sb_puts(b, ", ");
+    kiln_emit_arg_or_null(b, t->residual_arg, false);
+    kiln_sb_printf(b, ", o0, %s, %s);\n", epi ? "tk_, tk_ + 1" : "begin_, end_",
+                   t->workspace > 0 ? KILN_TASK_WS : "NULL");
+    if (epi) {
+        /* the rest of the fused epilogue on the task's output, still in cache */
+        kiln_sb_printf(b, "        int64_t f_, len_;\n"
+                          "        %s_task_out(&P_, tk_, &f_, &len_);\n"
+                          "        {\n",
+                       prefix);
+        kiln_emit_epilogue_span(b, l, t, "f_", "len_");
+        kiln_sb_puts(b, "        }\n    }\n");
+    }
+    kiln_sb_puts(b, "}\n");
+    char tasks[64];
+    snprintf(tasks, sizeof tasks, "%s_tasks(&P_)", prefix);
+    kiln_emit_entry(b, t, tasks, 1);
+}
+
 /* The index in the group of the node producing value v, -1 if none does. */
 static int group_index(const kiln_graph *g, const kiln_group *gr, int v)
 {

@@ -111,8 +111,6 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
 
 static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
 {
-    const kiln_graph *g = l->ctx->g;
-    const kiln_node *n = g->nodes[t->anchor];
     const kiln_dwconv_params *p = t->params;
     static const char *const hdr[] = {"kiln_kernels_dwconv.h"};
     kiln_emit_prologue(b, l, t, hdr, 1);
@@ -125,29 +123,7 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                    p->n, p->c, p->h, p->w, p->oh, p->ow, p->kh, p->kw, p->sh, p->sw, p->dh, p->dw,
                    p->pad_t, p->pad_l, p->pad_b, p->pad_r, p->cb, p->epilogue, (double)p->clip_min,
                    (double)p->clip_max, p->ow_tile, p->oh_tile);
-    int xa = kiln_task_arg(t, n->inputs[0]), wa = kiln_task_arg(t, n->inputs[1]);
-    int ba = n->n_inputs > 2 && n->inputs[2] >= 0 ? kiln_task_arg(t, n->inputs[2]) : -1;
-    kiln_sb_puts(b, KILN_TASK_SIG);
-    kiln_emit_arg_ptrs(b, t);
-    bool epi = kiln_task_has_epilogue(l, t);
-    if (epi)
-        kiln_sb_puts(b, "    for (int64_t tk_ = begin_; tk_ < end_; tk_++) {\n    ");
-    kiln_sb_printf(b, "    kiln_dwconv_run(&P_, a%d, a%d, ", xa, wa);
-    kiln_emit_arg_or_null(b, ba, false);
-    kiln_sb_puts(b, ", ");
-    kiln_emit_arg_or_null(b, t->residual_arg, false);
-    kiln_sb_printf(b, ", o0, %s, %s);\n", epi ? "tk_, tk_ + 1" : "begin_, end_",
-                   t->workspace > 0 ? KILN_TASK_WS : "NULL");
-    if (epi) {
-        /* the rest of the fused epilogue on the task's output, still in cache */
-        kiln_sb_puts(b, "        int64_t f_, len_;\n"
-                        "        kiln_dwconv_task_out(&P_, tk_, &f_, &len_);\n"
-                        "        {\n");
-        kiln_emit_epilogue_span(b, l, t, "f_", "len_");
-        kiln_sb_puts(b, "        }\n    }\n");
-    }
-    kiln_sb_puts(b, "}\n");
-    kiln_emit_entry(b, t, "kiln_dwconv_tasks(&P_)", 1);
+    kiln_tpl_emit_conv_tasks(b, l, t, "kiln_dwconv");
     return KILN_OK;
 }
 

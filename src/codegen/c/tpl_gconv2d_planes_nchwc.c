@@ -16,7 +16,8 @@
  * templates.def (as are conv2d_nchwc, for groups of whole blocks, and
  * conv2d_direct, for dilated columns). The epilogue is the header's (bias,
  * residual Add, Relu, Clip), then any other fused node on each task's
- * output. Knobs: ow_tile, oh_tile. */
+ * output. Knobs: ow_tile, oh_tile. The layouts (NCHW{vec}c in and out) are
+ * gconv2d_nchwc's choice for every narrow grouped conv. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,22 +49,6 @@ static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
         !takes(g, n, wl->block_a))
         return false;
     *epi = KILN_EPI_KIND_ANY; /* the header's part, then kiln_emit_epilogue_span */
-    return true;
-}
-
-static bool layout(const kiln_target *tg, const kiln_graph *g, const kiln_node *n, kiln_layout in,
-                   kiln_tpl_layout *out)
-{
-    (void)in;
-    if (n->op != KILN_OP_CONV || kiln_conv_is_depthwise(g, n))
-        return false;
-    const kiln_value *x = g->values[n->inputs[0]], *w = g->values[n->inputs[1]];
-    if (x->dtype != KILN_DTYPE_FLOAT32 || w->kind != KILN_VALUE_CONST || !w->data ||
-        w->shape.rank != 4 || !takes(g, n, tg->vec))
-        return false;
-    out->in = (kiln_layout){KILN_LAYOUT_NCHWC, tg->vec, 0};
-    out->weight = (kiln_layout){KILN_LAYOUT_OIHWIO, tg->vec, tg->vec};
-    out->out = (kiln_layout){KILN_LAYOUT_NCHWC, tg->vec, 0};
     return true;
 }
 
@@ -123,8 +108,6 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
 
 static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
 {
-    const kiln_graph *g = l->ctx->g;
-    const kiln_node *n = g->nodes[t->anchor];
     const kiln_gconv_params *p = t->params;
     static const char *const hdr[] = {"kiln_kernels_gconv.h"};
     kiln_emit_prologue(b, l, t, hdr, 1);
@@ -137,35 +120,13 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                    p->n, p->c, p->h, p->w, p->oh, p->ow, p->kh, p->kw, p->sh, p->sw, p->dh,
                    p->pad_t, p->pad_l, p->pad_b, p->pad_r, p->gw, p->cb, p->epilogue,
                    (double)p->clip_min, (double)p->clip_max, p->ow_tile, p->oh_tile);
-    int xa = kiln_task_arg(t, n->inputs[0]), wa = kiln_task_arg(t, n->inputs[1]);
-    int ba = n->n_inputs > 2 && n->inputs[2] >= 0 ? kiln_task_arg(t, n->inputs[2]) : -1;
-    kiln_sb_puts(b, KILN_TASK_SIG);
-    kiln_emit_arg_ptrs(b, t);
-    bool epi = kiln_task_has_epilogue(l, t);
-    if (epi)
-        kiln_sb_puts(b, "    for (int64_t tk_ = begin_; tk_ < end_; tk_++) {\n    ");
-    kiln_sb_printf(b, "    kiln_gconv_run(&P_, a%d, a%d, ", xa, wa);
-    kiln_emit_arg_or_null(b, ba, false);
-    kiln_sb_puts(b, ", ");
-    kiln_emit_arg_or_null(b, t->residual_arg, false);
-    kiln_sb_printf(b, ", o0, %s, %s);\n", epi ? "tk_, tk_ + 1" : "begin_, end_", KILN_TASK_WS);
-    if (epi) {
-        /* the rest of the fused epilogue on the task's output, still in cache */
-        kiln_sb_puts(b, "        int64_t f_, len_;\n"
-                        "        kiln_gconv_task_out(&P_, tk_, &f_, &len_);\n"
-                        "        {\n");
-        kiln_emit_epilogue_span(b, l, t, "f_", "len_");
-        kiln_sb_puts(b, "        }\n    }\n");
-    }
-    kiln_sb_puts(b, "}\n");
-    kiln_emit_entry(b, t, "kiln_gconv_tasks(&P_)", 1);
+    kiln_tpl_emit_conv_tasks(b, l, t, "kiln_gconv");
     return KILN_OK;
 }
 
 const kiln_template kiln_tpl_gconv2d_planes_nchwc = {
     .name = "gconv2d_planes_nchwc",
     .match = match,
-    .layout = layout,
     .space = space,
     .pack = pack,
     .emit = emit,

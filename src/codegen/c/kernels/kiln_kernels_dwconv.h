@@ -344,16 +344,23 @@ static KILN_KINLINE void kiln_dwconv_tile(int cb, int T, const kiln_dwconv_tile_
 
 /* The output task `task` of kiln_dwconv_run writes: len floats from first
  * (one channel block, its band of rows, every column); generated code
- * applies the fused epilogue the header does not cover there. */
-static KILN_KINLINE void kiln_dwconv_task_out(const kiln_dwconv_params *p, int64_t task,
-                                              int64_t *first, int64_t *len)
+ * applies the fused epilogue the header does not cover there. Tasks are
+ * image x channel block x band of ohb output rows (kiln_kernels_gconv.h's
+ * too). */
+static KILN_KINLINE void kiln_conv_band_out(int64_t OH, int64_t OW, int64_t cb, int64_t ohb,
+                                            int64_t task, int64_t *first, int64_t *len)
 {
-    const int64_t ohb = kiln_dwconv_ohb(p), OH = p->oh, OW = p->ow;
     const int64_t nbands = kiln_k_cdiv(OH, ohb);
     int64_t band = task % nbands, rest = task / nbands; /* rest: image * blocks + block */
     int64_t oh0 = band * ohb, oh1 = kiln_k_min64(OH, oh0 + ohb);
-    *first = rest * OH * OW * p->cb + oh0 * OW * p->cb;
-    *len = (oh1 - oh0) * OW * p->cb;
+    *first = rest * OH * OW * cb + oh0 * OW * cb;
+    *len = (oh1 - oh0) * OW * cb;
+}
+
+static KILN_KINLINE void kiln_dwconv_task_out(const kiln_dwconv_params *p, int64_t task,
+                                              int64_t *first, int64_t *len)
+{
+    kiln_conv_band_out(p->oh, p->ow, p->cb, kiln_dwconv_ohb(p), task, first, len);
 }
 
 /* Pixels [ow0, ow0 + T) of an output row, T <= gather_t: the input columns

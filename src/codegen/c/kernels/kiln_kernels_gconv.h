@@ -90,12 +90,7 @@ static KILN_KINLINE int64_t kiln_gconv_tasks(const kiln_gconv_params *p)
 static KILN_KINLINE void kiln_gconv_task_out(const kiln_gconv_params *p, int64_t task,
                                              int64_t *first, int64_t *len)
 {
-    const int64_t ohb = kiln_gconv_ohb(p), OH = p->oh, OW = p->ow;
-    const int64_t nbands = kiln_k_cdiv(OH, ohb);
-    int64_t band = task % nbands, rest = task / nbands; /* rest: image * blocks + block */
-    int64_t oh0 = band * ohb, oh1 = kiln_k_min64(OH, oh0 + ohb);
-    *first = rest * OH * OW * p->cb + oh0 * OW * p->cb;
-    *len = (oh1 - oh0) * OW * p->cb;
+    kiln_conv_band_out(p->oh, p->ow, p->cb, kiln_gconv_ohb(p), task, first, len);
 }
 
 /* Columns of the planes of a tile of T output pixels: every input column
