@@ -7,14 +7,14 @@
  * and in the output alike (block k of the output reads block k of the
  * input only). The kernel (kiln_kernels_gconv.h) runs the conv as gw
  * depthwise convs over lane-permuted copies ("planes") of the input rows a
- * task reads, on the depthwise microkernels: every FMA useful, where the
- * block-diagonal weights this template used before did vec/gw times the
- * FMAs. The planes cost a store per input vector and plane, so the
- * template takes the convs where that is worth it (kiln_gconv_planes_pay:
- * 3x3 and 5x5 at stride 1, 3x3 at stride 2 with gw 4; not 1x1 convs, nor
- * stride 2 with gw 8) and leaves the rest to gconv2d_nchwc, after it in
- * templates.def (as are conv2d_nchwc, for groups of whole blocks, and
- * conv2d_direct, for dilated columns). The epilogue is the header's (bias,
+ * task reads, on the depthwise microkernels: every FMA useful, where
+ * gconv2d_nchwc's block-diagonal weights do vec/gw times the FMAs. The
+ * planes cost a store per input vector and plane, so the template takes
+ * the convs where that is worth it (kiln_gconv_planes_pay: 3x3 and 5x5 at
+ * stride 1, 3x3 at stride 2 with gw 4; not 1x1 convs, nor stride 2 with gw
+ * 8) with a column dilation of 1, and leaves the rest to gconv2d_nchwc,
+ * after it in templates.def (conv2d_nchwc, after both, takes groups of
+ * whole blocks). The epilogue is the header's (bias,
  * residual Add, Relu, Clip), then any other fused node on each task's
  * output. Knobs: ow_tile, oh_tile. The layouts (NCHW{vec}c in and out) are
  * gconv2d_nchwc's choice for every narrow grouped conv. */
