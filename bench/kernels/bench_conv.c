@@ -7,14 +7,15 @@
  *
  * Usage: bench_conv [network-prefix] [--reps N] [--threads 1|2|12]
  *                   [--knobs T,O,ic,order,ohb,ocg] [--shape SUBSTRING] [--cold]
+ *                   [--cpu-time]
  * Knobs are the analytic defaults (kiln_conv_default_params with this
  * machine's L1d and L2 from sysconf, as the compiler uses, and the thread
  * count) unless given. --cold streams the weights from DRAM on every run (as
  * in a network whose weights exceed the caches) instead of reusing them.
  * Environment: KB_VERBOSE=1 prints the knobs, KB_CBI=N forces the input
- * block, KB_RES=1 adds a residual to the epilogue.  Two threads split the task
- * range in two halves, the second half on a spinning helper thread (no pool:
- * that is the runtime's business). */
+ * block, KB_RES=1 adds a residual to the epilogue. Two threads claim chunks
+ * of the task range in order as the runtime's pool does (up to 8 chunks), the
+ * second thread a spinning helper (no pool: that is the runtime's business). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -131,6 +132,8 @@ static const shape SHAPES[] = {
 };
 /* clang-format on */
 
+static int g_cpu_time;
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -164,9 +167,33 @@ static int64_t job_tasks(const job *j)
 
 static struct {
     _Atomic int gen, done, quit;
+    _Atomic int64_t next; /* the next chunk to claim */
     const job *j;
-    int64_t b, e;
+    int64_t n, chunk;
+    double cpu; /* the helper's CPU time in its chunks, seconds */
 } helper;
+
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Claims and runs chunks of the task range until none is left, as the
+ * runtime's pool does (runtime/pool.c: up to 4 chunks per thread, taken in
+ * order by whichever thread is free); returns this thread's CPU time in them. */
+static double run_chunks(const job *j, int thread)
+{
+    double t0 = thread_cpu_s();
+    for (;;) {
+        int64_t c = atomic_fetch_add(&helper.next, 1), b = c * helper.chunk;
+        if (b >= helper.n)
+            break;
+        job_run(j, b, b + helper.chunk < helper.n ? b + helper.chunk : helper.n, thread);
+    }
+    return thread_cpu_s() - t0;
+}
 
 static void *helper_main(void *arg)
 {
@@ -182,28 +209,34 @@ static void *helper_main(void *arg)
                 sched_yield(); /* the machine is shared: let the other thread have the core */
         }
         seen = g;
-        job_run(helper.j, helper.b, helper.e, 1);
+        helper.cpu = run_chunks(helper.j, 1);
         atomic_store_explicit(&helper.done, g, memory_order_release);
     }
 }
 
-static void run_threads(const job *j, int threads)
+/* Runs the job; returns the threads' CPU time in their work divided by the
+ * thread count (what --cpu-time reports: the time if the work were evenly
+ * shared, without the waits; an uneven split of the tasks does not show). */
+static double run_threads(const job *j, int threads)
 {
     int64_t n = job_tasks(j);
     if (threads == 1) {
+        double t0 = thread_cpu_s();
         job_run(j, 0, n, 0);
-        return;
+        return thread_cpu_s() - t0;
     }
-    int64_t half = n / 2;
+    int64_t nc = n < 8 ? n : 8;
     helper.j = j;
-    helper.b = half;
-    helper.e = n;
+    helper.n = n;
+    helper.chunk = (n + nc - 1) / nc;
+    atomic_store(&helper.next, 0);
     int g = atomic_load(&helper.gen) + 1;
     atomic_store_explicit(&helper.gen, g, memory_order_release);
-    job_run(j, 0, half, 0);
+    double mine = run_chunks(j, 0);
     for (int spin = 0; atomic_load_explicit(&helper.done, memory_order_acquire) != g; spin++)
         if (spin > 20000)
             sched_yield();
+    return (mine + helper.cpu) / 2;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -322,8 +355,8 @@ static result bench_shape(const shape *s, int threads, int reps)
     for (int i = 0; i < n; i++) {
         j.w = wc[i % ncopies];
         double a = now_s();
-        run_threads(&j, threads);
-        ts[i] = now_s() - a;
+        double cpu = run_threads(&j, threads);
+        ts[i] = g_cpu_time ? cpu : now_s() - a;
     }
     qsort(ts, (size_t)n, sizeof(double), cmp_d);
     result r = {ts[n / 2] * 1e3, ts[0] * 1e3, ts[n - 1] * 1e3, flops / ts[n / 2] * 1e-9};
@@ -357,6 +390,8 @@ int main(int argc, char **argv)
                                   &g_knobs[2], &g_knobs[3], &g_knobs[4], &g_knobs[5]) == 6;
         } else if (!strcmp(argv[i], "--cold")) {
             g_cold = 1;
+        } else if (!strcmp(argv[i], "--cpu-time")) {
+            g_cpu_time = 1;
         } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
             only = argv[++i];
         } else
