@@ -15,21 +15,10 @@ KT_BEGIN_SIMD
 
 KT_TEMPLATE_RUN(conv, kiln_conv_params, kiln_conv_run)
 
-/* Checks one configuration: p's geometry, blocks and epilogue are set; if
- * `knobs` is 0 the analytic defaults are used, else random knobs. */
-static void check_conv(kiln_conv_params p, kt_rng *r, int knobs)
+/* Runs p (extent, blocks, epilogue and knobs set) over a random split of its
+ * tasks and checks the output against the reference. */
+static void run_conv(kiln_conv_params p, kt_rng *r)
 {
-    kt_conv_extent(&p);
-    assert_true(kiln_conv_supported(&p));
-    kiln_conv_default_params(&p, 96 << 10, 4 << 20, kt_int(r, 1, 3));
-    if (knobs) {
-        p.ow_tile = kt_int(r, 0, 17);
-        p.oc_tile = kt_int(r, 0, 5);
-        p.ic_tile = kt_int(r, 0, (p.c_in + p.cb_in - 1) / p.cb_in + 1);
-        p.loop_order = kt_int(r, 0, 1);
-        p.oh_tile = kt_int(r, 0, p.oh + 1);
-        p.oc_group = kt_int(r, 0, (p.c_out + p.cb_out - 1) / p.cb_out + 1);
-    }
     kt_conv_data d = kt_conv_data_make(&p, r);
     float *wp = kt_nan_buf(kiln_conv_packed_weight_floats(&p));
     kiln_conv_pack_weights(&p, d.w, wp);
@@ -48,6 +37,24 @@ static void check_conv(kiln_conv_params p, kt_rng *r, int knobs)
     free(ws);
     free(wp);
     kt_conv_data_free(&d);
+}
+
+/* Checks one configuration: p's geometry, blocks and epilogue are set; if
+ * `knobs` is 0 the analytic defaults are used, else random knobs. */
+static void check_conv(kiln_conv_params p, kt_rng *r, int knobs)
+{
+    kt_conv_extent(&p);
+    assert_true(kiln_conv_supported(&p));
+    kiln_conv_default_params(&p, 96 << 10, 4 << 20, kt_int(r, 1, 3));
+    if (knobs) {
+        p.ow_tile = kt_int(r, 0, 17);
+        p.oc_tile = kt_int(r, 0, 5);
+        p.ic_tile = kt_int(r, 0, (p.c_in + p.cb_in - 1) / p.cb_in + 1);
+        p.loop_order = kt_int(r, 0, 1);
+        p.oh_tile = kt_int(r, 0, p.oh + 1);
+        p.oc_group = kt_int(r, 0, (p.c_out + p.cb_out - 1) / p.cb_out + 1);
+    }
+    run_conv(p, r);
 }
 
 static kiln_conv_params random_geometry(kt_rng *r, int cb_out)
@@ -114,6 +121,58 @@ static void test_conv_network_shapes(void **state)
     check_conv(a, &r, 0);
 }
 
+/* Oc tiles outermost with several ic passes per oc tile: the partial sums
+ * go through the output between passes and every tile call prefetches a
+ * share of the next pass's weights (the next ic pass, or at the last pass
+ * the next oc tile's first, past the last oc tile none). Channels that the
+ * blocks do not divide, stride 1 and 2, 1x1 and 3x3, every header epilogue,
+ * ic passes that do and do not divide the input blocks, oc tiles of 1-4
+ * blocks with a partial last one; then the analytic defaults of small
+ * images with many channels (oc tiles outermost, ic passes of an L1 half,
+ * tasks split over output channels) on the machine's cache sizes. */
+static void test_conv_ic_passes(void **state)
+{
+    (void)state;
+    kt_rng r = {2718};
+    for (int i = 0; i < 48; i++) {
+        int cb = i % 3 == 2 ? 8 : 16, k = i % 2 ? 3 : 1, s = 1 + (i / 2) % 2;
+        kiln_conv_params p = {.n = 1 + (i % 5 == 4), .c_in = kt_int(&r, 3, 9) * cb - kt_int(&r, 0, 5),
+                              .c_out = kt_int(&r, 2, 9) * cb - kt_int(&r, 0, 3), .h = kt_int(&r, 3, 10),
+                              .w = kt_int(&r, 3, 10), .kh = k, .kw = k, .sh = s, .sw = s, .dh = 1,
+                              .dw = 1, .pad_t = k / 2, .pad_l = k / 2, .pad_b = k / 2,
+                              .pad_r = k / 2, .groups = 1, .cb_in = cb, .cb_out = cb,
+                              .epilogue = i % 16, .clip_min = -0.25f, .clip_max = 0.5f};
+        kt_conv_extent(&p);
+        assert_true(kiln_conv_supported(&p));
+        kiln_conv_default_params(&p, 48 << 10, 2 << 20, 2);
+        p.loop_order = 1;
+        p.ic_tile = kt_int(&r, 1, 3);
+        p.oc_tile = kt_int(&r, 1, 4);
+        p.ow_tile = kt_int(&r, 1, 7);
+        p.oc_group = kt_int(&r, 0, 5);
+        p.oh_tile = kt_int(&r, 0, p.oh);
+        run_conv(p, &r);
+    }
+    /* c_in, c_out, h, k, stride */
+    static const int shapes[][5] = {
+        {520, 200, 7, 3, 1}, {1000, 264, 7, 1, 1}, {1040, 528, 14, 1, 2}, {300, 300, 15, 3, 2},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        int k = shapes[i][3];
+        kiln_conv_params p = {.n = 1, .c_in = shapes[i][0], .c_out = shapes[i][1],
+                              .h = shapes[i][2], .w = shapes[i][2], .kh = k, .kw = k,
+                              .sh = shapes[i][4], .sw = shapes[i][4], .dh = 1, .dw = 1,
+                              .pad_t = k / 2, .pad_l = k / 2, .pad_b = k / 2, .pad_r = k / 2,
+                              .groups = 1, .cb_in = 16, .cb_out = 16,
+                              .epilogue = KILN_EPI_BIAS | KILN_EPI_RESIDUAL | KILN_EPI_RELU};
+        kt_conv_extent(&p);
+        kiln_conv_default_params(&p, 48 << 10, 2 << 20, 2);
+        assert_int_equal(p.loop_order, 1);
+        assert_true(p.ic_tile >= 1 && p.ic_tile < (p.c_in + 15) / 16);
+        run_conv(p, &r);
+    }
+}
+
 static void test_conv_groups(void **state)
 {
     (void)state;
@@ -169,6 +228,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         KT_RANDOM_UNIT_TESTS(test_conv_random),
         cmocka_unit_test(test_conv_network_shapes),
+        cmocka_unit_test(test_conv_ic_passes),
         cmocka_unit_test(test_conv_groups),
         cmocka_unit_test(test_layout_roundtrip),
     };
