@@ -19,10 +19,12 @@
  * fall into the top/bottom padding are skipped per output row; when the
  * columns need padding the task first copies its band of input rows into the
  * workspace with the padding columns zeroed, so the microkernel has no bounds
- * checks. The epilogue (bias as the initial value, residual, relu, clip) is
- * applied on the registers before the only store (when ic_tile covers all the
- * input blocks; otherwise partial sums go through the output and the last
- * pass applies it). loop_order 0 runs ic passes > rows > pixel tiles > oc
+ * checks (a conv with an input prologue, a per-channel affine map and clamp
+ * such as a pre-activation BatchNorm-Relu, always copies and applies it in
+ * that copy: see "the input prologue"). The epilogue (bias as the initial
+ * value, residual, relu, clip) is applied on the registers before the only
+ * store (when ic_tile covers all the input blocks; otherwise partial sums go
+ * through the output and the last pass applies it). loop_order 0 runs ic passes > rows > pixel tiles > oc
  * tiles (the input tile stays in L1 while the oc tiles' weights stream from
  * L2); 1 runs oc tiles > ic passes > rows > pixel tiles (one oc tile's
  * weights for the pass stay in L1 while the input band streams), better when
@@ -61,6 +63,10 @@ typedef struct kiln_conv_params {
     int loop_order; /* 0: rows > pixel tiles > oc tiles; 1: oc tiles > rows > pixel tiles */
     int oh_tile;    /* output rows per task (0: all) */
     int oc_group;   /* output channel blocks per task (0: all of a group) */
+    /* the input prologue (kiln_conv_run_pro; see "the input prologue"):
+     * KILN_CONV_PRO_* flags, 0 none; the clamp's bounds */
+    int pro;
+    float pro_lo, pro_hi;
 } kiln_conv_params;
 
 #define KILN_CONV_MAXT 16
@@ -135,7 +141,7 @@ static KILN_KINLINE kiln_conv_plan kiln_conv_plan_of(const kiln_conv_params *p)
     q.n_ocg = (q.cob_g / q.oc_group + (q.cob_g % q.oc_group != 0)) * g;
     q.n_bands = kiln_k_cdiv(p->oh, q.oh_tile);
     int64_t last_col = (int64_t)(p->ow - 1) * p->sw + (int64_t)(p->kw - 1) * p->dw; /* padded */
-    q.copy = p->pad_l > 0 || last_col - p->pad_l >= p->w;
+    q.copy = p->pro || p->pad_l > 0 || last_col - p->pad_l >= p->w; /* a prologue stages */
     q.wpad = kiln_k_max64(p->w + p->pad_l, last_col + 1);
     q.band_rows = kiln_k_min64(p->h, (int64_t)(q.oh_tile - 1) * p->sh + (int64_t)(p->kh - 1) * p->dh + 1);
     return q;
@@ -606,6 +612,68 @@ static KILN_KINLINE void kiln_conv_tile_at(const kiln_conv_params *p, const kiln
     kiln_conv_tile_far(q, T, O, a, f);
 }
 
+/* ---- the input prologue ------------------------------------------------------ */
+
+/* A per-input-channel affine map and clamp applied to the input as the conv
+ * reads it: x -> clamp(x * scale[c] + shift[c], pro_lo, pro_hi) (each part
+ * optional; Relu is a clamp to [0, FLT_MAX]), a pre-activation
+ * BatchNorm-Relu before the conv (densenet's) without its own pass over the
+ * tensor. A conv with a prologue always stages its input (q.copy): each
+ * task copies its band of input rows into the workspace once, applying the
+ * prologue on the way, and the microkernels read the staged copy, so the
+ * cost is one operation per input element per task, not per FMA. The zero
+ * padding is written after the prologue (the pad of the activated tensor,
+ * not the prologue of a zero); padded rows are skipped as without one.
+ * scale and shift hold ceil(c_in / cb_in) * cb_in floats, in channel order
+ * (zeros in the padding channels keep those zero). */
+#define KILN_CONV_PRO_SCALE 1
+#define KILN_CONV_PRO_SHIFT 2
+#define KILN_CONV_PRO_CLAMP 4
+
+/* Stages `rows` input rows of every input channel block of one group into
+ * the workspace band ws ([cib_g][band_rows][wpad][cbi]): pad_l zero columns,
+ * the row (through the prologue when p->pro), zero columns up to wpad. src:
+ * the group's first block at the band's first row (blocks src_cs apart,
+ * rows src_rs apart); scale/shift at the group's first channel. */
+static KILN_KINLINE void kiln_conv_stage_band(const kiln_conv_params *p, const kiln_conv_plan *q,
+                                              const float *src, int64_t src_cs, int64_t src_rs,
+                                              int64_t rows, const float *scale,
+                                              const float *shift, float *ws)
+{
+    const int cbi = q->cbi, pro = p->pro;
+    const int64_t W = p->w, rs = q->wpad * cbi, cs = q->band_rows * rs;
+    const float lo = p->pro_lo, hi = p->pro_hi;
+    for (int64_t ib = 0; ib < q->cib_g; ib++) {
+        const float *sc = (pro & KILN_CONV_PRO_SCALE) ? scale + ib * cbi : NULL;
+        const float *sh = (pro & KILN_CONV_PRO_SHIFT) ? shift + ib * cbi : NULL;
+        for (int64_t r = 0; r < rows; r++) {
+            float *d = ws + ib * cs + r * rs;
+            const float *x = src + ib * src_cs + r * src_rs;
+            memset(d, 0, sizeof(float) * (size_t)(p->pad_l * cbi));
+            float *restrict dr = d + p->pad_l * cbi;
+            const float *restrict xr = x;
+            if (!pro) {
+                memcpy(dr, xr, sizeof(float) * (size_t)(W * cbi));
+            } else {
+                for (int64_t j = 0; j < W; j++)
+                    for (int l = 0; l < cbi; l++) {
+                        float v = xr[j * cbi + l];
+                        if (pro & KILN_CONV_PRO_SCALE)
+                            v *= sc[l];
+                        if (pro & KILN_CONV_PRO_SHIFT)
+                            v += sh[l];
+                        if (pro & KILN_CONV_PRO_CLAMP) {
+                            v = v < lo ? lo : v;
+                            v = v > hi ? hi : v;
+                        }
+                        dr[j * cbi + l] = v;
+                    }
+            }
+            memset(d + (p->pad_l + W) * cbi, 0, sizeof(float) * (size_t)((q->wpad - p->pad_l - W) * cbi));
+        }
+    }
+}
+
 /* ---- the driver -------------------------------------------------------------- */
 
 /* The tile arguments of the ic pass starting at input channel block ic0. */
@@ -616,13 +684,16 @@ static KILN_KINLINE void kiln_conv_pass(const kiln_conv_plan *q, kiln_conv_tile_
     a->last = ic0 + q->ict >= q->cib_g;
 }
 
-/* Runs tasks [task_begin, task_end). workspace: kiln_conv_workspace_bytes(p)
- * bytes for this thread (may be NULL when that is 0). bias/residual may be
- * NULL when the epilogue lacks them. */
-static KILN_KINLINE void kiln_conv_run(const kiln_conv_params *p, const float *in,
-                                       const float *w_packed, const float *bias,
-                                       const float *residual, float *out, int64_t task_begin,
-                                       int64_t task_end, void *workspace)
+/* Runs tasks [task_begin, task_end) with the input prologue p->pro (see
+ * "the input prologue"; scale/shift may be NULL when p->pro lacks them).
+ * workspace: kiln_conv_workspace_bytes(p) bytes for this thread (may be
+ * NULL when that is 0). bias/residual may be NULL when the epilogue lacks
+ * them. */
+static KILN_KINLINE void kiln_conv_run_pro(const kiln_conv_params *p, const float *in,
+                                           const float *scale, const float *shift,
+                                           const float *w_packed, const float *bias,
+                                           const float *residual, float *out, int64_t task_begin,
+                                           int64_t task_end, void *workspace)
 {
     const kiln_conv_plan q = kiln_conv_plan_of(p);
     const int64_t H = p->h, W = p->w, OH = p->oh, OW = p->ow;
@@ -649,16 +720,9 @@ static KILN_KINLINE void kiln_conv_run(const kiln_conv_params *p, const float *i
             int64_t r0 = kiln_k_max64(0, oh0 * p->sh - p->pad_t);
             int64_t r1 = kiln_k_min64(H, (oh1 - 1) * p->sh - p->pad_t + (int64_t)(p->kh - 1) * p->dh + 1);
             int64_t rows = r1 > r0 ? r1 - r0 : 0;
-            int64_t rs = q.wpad * cbi, cs = q.band_rows * rs;
-            for (int64_t ib = 0; ib < q.cib_g; ib++)
-                for (int64_t r = 0; r < rows; r++) {
-                    float *d = ws + ib * cs + r * rs;
-                    memset(d, 0, sizeof(float) * (size_t)(p->pad_l * cbi));
-                    memcpy(d + p->pad_l * cbi, src + ib * src_cs + (r0 + r) * src_rs,
-                           sizeof(float) * (size_t)(W * cbi));
-                    memset(d + (p->pad_l + W) * cbi, 0,
-                           sizeof(float) * (size_t)((q.wpad - p->pad_l - W) * cbi));
-                }
+            int64_t rs = q.wpad * cbi, cs = q.band_rows * rs, c0 = grp * q.cib_g * cbi;
+            kiln_conv_stage_band(p, &q, src + r0 * src_rs, src_cs, src_rs, rows,
+                                 scale ? scale + c0 : NULL, shift ? shift + c0 : NULL, ws);
             src = ws;
             src_cs = cs;
             src_rs = rs;
@@ -721,6 +785,17 @@ static KILN_KINLINE void kiln_conv_run(const kiln_conv_params *p, const float *i
                     }
             }
     }
+}
+
+/* Runs tasks [task_begin, task_end) of a conv without a prologue (see
+ * kiln_conv_run_pro). */
+static KILN_KINLINE void kiln_conv_run(const kiln_conv_params *p, const float *in,
+                                       const float *w_packed, const float *bias,
+                                       const float *residual, float *out, int64_t task_begin,
+                                       int64_t task_end, void *workspace)
+{
+    kiln_conv_run_pro(p, in, NULL, NULL, w_packed, bias, residual, out, task_begin, task_end,
+                      workspace);
 }
 
 #endif /* KILN_KERNELS_CONV_H */
