@@ -205,7 +205,7 @@ done:
  * and sequence nodes flagged first, the importer flags the nodes that need
  * a run-time parameter and everything downstream), a second one builds the
  * static part from the rest. */
-static kiln_status split(kiln_vm *vm, bool *dyn, kiln_error *err)
+kiln_status kiln_vm_split(kiln_vm *vm, bool *dyn, kiln_error *err)
 {
     const Onnx__GraphProto *og = vm->graph;
     int *node_map = calloc(og->n_node + 1, sizeof *node_map);
@@ -320,7 +320,7 @@ static kiln_status load_static(kiln_vm *vm, const kiln_vm_options *o, kiln_error
     return compile_graph(vm, g, &vm->smod, err);
 }
 
-static kiln_status build_dynamic(kiln_vm *vm, const bool *dyn, kiln_error *err)
+kiln_status kiln_vm_build_dynamic(kiln_vm *vm, const bool *dyn, kiln_error *err)
 {
     const Onnx__GraphProto *og = vm->graph;
     for (size_t i = 0; i < og->n_node; i++)
@@ -470,11 +470,11 @@ kiln_status kiln_vm_build(kiln_vm *vm, const kiln_vm_options *o, kiln_error *err
     bool *dyn = calloc(vm->graph->n_node + 1, sizeof *dyn);
     if (!dyn)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    kiln_status s = split(vm, dyn, err);
+    kiln_status s = kiln_vm_split(vm, dyn, err);
     if (s == KILN_OK && vm->sg)
         s = load_static(vm, o, err);
     if (s == KILN_OK)
-        s = build_dynamic(vm, dyn, err);
+        s = kiln_vm_build_dynamic(vm, dyn, err);
     free(dyn);
     return s;
 }
@@ -864,6 +864,27 @@ static double graph_flops(const kiln_graph *g)
     return f;
 }
 
+kiln_vm *kiln_vm_root(const kiln_vm *vm)
+{
+    while (vm->parent)
+        vm = vm->parent;
+    return (kiln_vm *)vm;
+}
+
+/* A heavy node's compile found no C compiler (a .so loaded where none is
+ * installed): it and every later heavy class run on reference kernels;
+ * stderr says so once per VM, and kiln_vm_report_describe in the profile's
+ * configuration. */
+static void heavy_without_cc(kiln_vm *vm, const vm_node *n, const char *why)
+{
+    kiln_vm *root = kiln_vm_root(vm);
+    root->no_cc = true;
+    fprintf(stderr,
+            "kiln: vm: %s; node '%s' (%s) and every later heavy Gemm/MatMul/Conv class run on "
+            "reference kernels instead of compiled ones\n",
+            why, n->name, n->np->op_type);
+}
+
 static kiln_status run_node(kiln_vm *vm, vm_node *n, kiln_error *err)
 {
     const kiln_tensor **t = n->in;
@@ -904,9 +925,12 @@ static kiln_status run_node(kiln_vm *vm, vm_node *n, kiln_error *err)
             memcpy(c->key, n->key, len);
         c->key_len = len;
         vm->conversions++;
-        if (!vm->reference && graph_flops(c->g) >= HEAVY_FLOPS &&
-            compile_graph(vm, c->g, &c->mod, err) != KILN_OK) {
+        kiln_status cs = KILN_OK;
+        if (!vm->reference && !kiln_vm_root(vm)->no_cc && graph_flops(c->g) >= HEAVY_FLOPS &&
+            (cs = compile_graph(vm, c->g, &c->mod, err)) != KILN_OK) {
             c->mod = NULL; /* the reference kernels still run it */
+            if (cs == KILN_ERR_NOT_FOUND) /* no C compiler: said once */
+                heavy_without_cc(vm, n, err ? err->msg : "no C compiler found");
             kiln_error_clear(err);
         }
     }
@@ -1186,7 +1210,7 @@ kiln_status kiln_vm_create_body(kiln_vm *parent, const Onnx__GraphProto *g, kiln
     }
     for (size_t i = 0; i < g->n_node; i++)
         dyn[i] = true; /* bodies run node by node: their shapes come from the iteration */
-    s = build_dynamic(vm, dyn, err);
+    s = kiln_vm_build_dynamic(vm, dyn, err);
 done:
     free(dyn);
     if (s != KILN_OK) {

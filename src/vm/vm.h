@@ -154,6 +154,42 @@ kiln_status kiln_vm_profile(kiln_vm *vm, const kiln_profile_options *opts, kiln_
 struct kiln_report;
 kiln_status kiln_vm_report_describe(kiln_vm *vm, struct kiln_report *r, kiln_error *err);
 
+/* vm_so.c: a model the VM runs as one compiled .so (docs/VM.md "One .so",
+ * docs/FORMATS.md "The VM section"). kiln_vm_export splits the ONNX model
+ * as create does and writes out_path: the static part compiled as
+ * kiln_compile compiles a graph (co: its options; NULL: defaults), plus a
+ * VM section (a versioned descriptor and the ONNX bytes of the dynamic
+ * nodes and the initializers they read). A model with symbolic input dims
+ * is refused unless eo binds every such input's shape. */
+typedef struct kiln_vm_export_options {
+    const char *const *shape_names; /* inputs bound to a fixed shape */
+    const kiln_shape *shapes;
+    int n_shapes;
+} kiln_vm_export_options;
+typedef struct kiln_vm_export_info {
+    int static_nodes, dynamic_nodes;             /* ONNX nodes of each part */
+    int initializers_kept, initializers_dropped; /* in the section's ONNX bytes */
+    size_t onnx_bytes, section_bytes;
+    bool static_part;                            /* the .so holds a compiled static part */
+} kiln_vm_export_info;
+kiln_status kiln_vm_export(const void *data, size_t size, const char *base_dir,
+                           const kiln_compile_options *co, const kiln_vm_export_options *eo,
+                           const char *out_path, kiln_vm_export_info *info, kiln_error *err);
+/* Whether the .so at path carries a VM section (then kiln_vm_load opens it,
+ * kiln_module_load does not). */
+bool kiln_vm_so_has_section(const char *path);
+/* A VM from a .so kiln_vm_export wrote: the static part is that .so's
+ * compiled model (no compiler runs), the dynamic nodes come from the
+ * section. A corrupt or truncated section is an error naming the file.
+ * opts->reference is refused; num_threads applies to the compiled parts. */
+kiln_status kiln_vm_load(const char *path, const kiln_vm_options *opts, kiln_vm **out,
+                         kiln_error *err);
+/* Whether vm came from kiln_vm_load; whether heavy Gemm/MatMul/Conv classes
+ * run on reference kernels because no C compiler was found (said once on
+ * stderr, and in a profile's configuration). */
+bool kiln_vm_from_so(const kiln_vm *vm);
+bool kiln_vm_heavy_on_reference(const kiln_vm *vm);
+
 /* Shape classes converted so far (cache misses), over all dynamic nodes and
  * the bodies of If, Loop and Scan. */
 int64_t kiln_vm_num_conversions(const kiln_vm *vm);

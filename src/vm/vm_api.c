@@ -10,6 +10,7 @@
  * measurements (report/profile_run.h), so the VM's own rows (step 0, its
  * kernels, converted nodes, control flow) appear beside the compiled
  * kernels of the static part. */
+#include <stdio.h>
 #include <string.h>
 
 #include "report/profile_run.h"
@@ -84,9 +85,14 @@ kiln_status kiln_vm_report_describe(kiln_vm *vm, kiln_report *r, kiln_error *err
         return st;
     int n = kiln_vm_num_steps(vm);
     c->binding = kiln_report_strdup("off");
-    c->target = kiln_report_strdup(kiln_vm_static_compiled(vm)
-                                       ? "vm: compiled static part, data-dependent nodes on the VM"
-                                       : "vm: reference static part, data-dependent nodes on the VM");
+    char what[256];
+    snprintf(what, sizeof what, "vm: %s static part%s, data-dependent nodes on the VM%s",
+             kiln_vm_static_compiled(vm) ? "compiled" : "reference",
+             kiln_vm_from_so(vm) ? " (from the .so)" : "",
+             kiln_vm_heavy_on_reference(vm)
+                 ? "; heavy Gemm/MatMul/Conv on reference kernels (no C compiler)"
+                 : "");
+    c->target = kiln_report_strdup(what);
     c->build_id = kiln_report_strdup("");
     if (!c->binding || !c->target || !c->build_id)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");

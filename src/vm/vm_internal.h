@@ -114,6 +114,11 @@ struct kiln_vm {
     int64_t n_specialized;  /* specializations created so far */
     const kiln_onnx_binding *bind; /* during a specialization's create: its input shapes */
     int n_bind;
+    /* a VM loaded from a compiled .so (vm_so.c): its static part is the .so's
+     * own module; no_cc: a heavy node's compile found no C compiler, so heavy
+     * classes run on reference kernels (the root VM's flag, bodies included) */
+    bool from_so;
+    bool no_cc;
 };
 
 /* Decodes initializer i of vm->graph into init_t[i] (once). */
@@ -136,6 +141,14 @@ int kiln_vm_free_names(const Onnx__GraphProto *g, const char **names, int max);
  * dynamic nodes) with vm->bind's shapes bound. */
 kiln_status kiln_vm_init_io(kiln_vm *vm, kiln_error *err);
 kiln_status kiln_vm_build(kiln_vm *vm, const kiln_vm_options *o, kiln_error *err);
+/* The graph split (vm.c): dyn[i] set for the dynamic nodes of vm->graph,
+ * vm->sg the static part's graph (NULL: none). kiln_vm_build_dynamic sets up
+ * the nodes with dyn[i] set, after the static part's inputs and outputs
+ * (s_n_in, s_in_map, s_n_out, s_out_names) are known. */
+kiln_status kiln_vm_split(kiln_vm *vm, bool *dyn, kiln_error *err);
+kiln_status kiln_vm_build_dynamic(kiln_vm *vm, const bool *dyn, kiln_error *err);
+/* The outermost VM (vm itself unless a body's). */
+kiln_vm *kiln_vm_root(const kiln_vm *vm);
 /* Copies o's settings into vm (strings duplicated); KILN_ERR_OUT_OF_MEMORY. */
 kiln_status kiln_vm_copy_options(kiln_vm *vm, const kiln_vm_options *o);
 

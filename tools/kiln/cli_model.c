@@ -13,7 +13,10 @@
  * - an .onnx whose graph inputs have symbolic or unknown dims (dynamic axes):
  *   the VM too, which imports and compiles the model per input-shape class at
  *   its first run (the shapes come from --input files, or --input-shape for
- *   the default input). */
+ *   the default input);
+ * - a .so with a VM section (`kiln compile` of a model the VM runs): the VM
+ *   over the .so's compiled static part and its section's dynamic nodes
+ *   (kiln_vm_load: no compiler for the static part). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,7 +36,9 @@ static int open_vm(cli_model *cm, const char *executor, int threads, double t0)
 {
     kiln_error err = {0};
     kiln_vm_options o = {.reference = strcmp(executor, "ref") == 0, .num_threads = threads};
-    if (kiln_vm_create(cm->model, &o, &cm->vm, &err) != KILN_OK) {
+    kiln_status s = cli_ends_with(cm->model, ".so") ? kiln_vm_load(cm->model, &o, &cm->vm, &err)
+                                                    : kiln_vm_create(cm->model, &o, &cm->vm, &err);
+    if (s != KILN_OK) {
         cli_model_close(cm);
         return cli_lib_error(&err);
     }
@@ -81,6 +86,9 @@ int cli_model_open(cli_model *cm, const char *cmd, const char *model, const char
         return KILN_EXIT_ERROR;
     }
     double t0 = cli_now_ms();
+    /* a .so `kiln compile` wrote for a model the VM runs: its VM section */
+    if (is_so && kiln_vm_so_has_section(model))
+        return open_vm(cm, executor, threads, t0);
     /* Every valid graph compiles: a node with no kernel template runs its
      * reference kernel inside the compiled model (a fallback step). The
      * reference executor runs only when the user asks for it. */

@@ -7,6 +7,8 @@
 #include "import/onnx/onnx.h"
 #include "pass/pass.h"
 #include "tune/tune.h"
+#include "util/file.h"
+#include "vm/vm.h"
 
 int kiln_cmd_compile(int argc, char **argv);
 
@@ -47,7 +49,56 @@ static void compile_help(void)
            "                        time). Without it such a model does not compile.\n"
            "  -h, --help            show this message\n"
            "\n"
+           "A model that runs on the VM (If/Loop/Scan, run-time shape parameters,\n"
+           "NonZero/NonMaxSuppression/TopK/RoiAlign on data: docs/VM.md) compiles to one\n"
+           ".so too: its static part compiled as above, plus a VM section holding the\n"
+           "ONNX bytes of its data-dependent nodes, which `kiln run`, `check`, `bench`,\n"
+           "`profile` and kiln.load convert at run time (libkiln, no C compiler needed).\n"
+           "\n"
            "The C compiler is $CC, else cc, gcc or clang from PATH.\n");
+}
+
+/* MODEL needs the VM: kiln_vm_export writes the static part compiled and
+ * the VM section into one .so (docs/VM.md "One .so"). */
+static int compile_vm(const char *model, const char *why, const kiln_compile_options *opts,
+                      const cli_input_shapes *shapes, const char *out, bool quiet, double t0)
+{
+    kiln_error err = {0};
+    void *data = NULL;
+    size_t size = 0;
+    if (kiln_file_read(model, (size_t)INT32_MAX, &data, &size, &err) != KILN_OK)
+        return cli_lib_error(&err);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", model);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        slash[slash == dir ? 1 : 0] = '\0';
+    const char *names[CLI_MAX_INPUT_SHAPES];
+    for (int k = 0; k < shapes->n; k++)
+        names[k] = shapes->name[k];
+    kiln_vm_export_options eo = {.shape_names = names, .shapes = shapes->shape,
+                                 .n_shapes = shapes->n};
+    kiln_vm_export_info info;
+    if (!quiet)
+        fprintf(stderr, "kiln compile: %s runs on the VM (%s): its static part compiled, "
+                        "its dynamic part in the .so's VM section\n",
+                model, why);
+    kiln_status s = kiln_vm_export(data, size, dir, opts, &eo, out, &info, &err);
+    free(data);
+    if (s != KILN_OK)
+        return cli_lib_error(&err);
+    if (!quiet)
+        fprintf(stderr,
+                "kiln compile: VM section: %d dynamic nodes, %d initializers (%d used only by "
+                "the %d static nodes left out), %.1f KB of ONNX; static part %s\n"
+                "kiln compile: wrote %s in %.2f s\n",
+                info.dynamic_nodes, info.initializers_kept, info.initializers_dropped,
+                info.static_nodes, (double)info.onnx_bytes / 1e3,
+                info.static_part ? "compiled into the same .so" : "none (every node is dynamic)",
+                out, (cli_now_ms() - t0) / 1e3);
+    return KILN_EXIT_OK;
 }
 
 int kiln_cmd_compile(int argc, char **argv)
@@ -138,6 +189,13 @@ int kiln_cmd_compile(int argc, char **argv)
     kiln_onnx_options io = {.bindings = binds, .n_bindings = shapes.n};
     kiln_status ls = shapes.n ? kiln_onnx_load_ex(model, &io, &g, &err)
                               : kiln_model_load(model, seed, &g, &err);
+    /* a model the VM runs (data parameters, control flow, data-dependent
+     * ops): the static part compiled plus a VM section, in one .so */
+    if (ls != KILN_OK && cli_ends_with(model, ".onnx") && kiln_vm_needed(ls, err.msg) &&
+        (shapes.n || !(strstr(err.msg, "has a symbolic dimension") ||
+                       strstr(err.msg, "has an unknown dimension") ||
+                       strstr(err.msg, "has no declared shape"))))
+        return compile_vm(model, err.msg, &opts, &shapes, out, quiet, t0);
     if (ls != KILN_OK) {
         if (ls == KILN_ERR_UNSUPPORTED &&
             (strstr(err.msg, "has a symbolic dimension") ||
