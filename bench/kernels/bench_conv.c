@@ -1,17 +1,24 @@
 /* bench/kernels/bench_conv.c: the convolution templates on the convolution
  * shapes of real networks (batch 1): all of resnet-50's, resnet-18's,
- * vgg-16's, mobilenet-v2's depthwise layers and inception-v3's 1x7/7x1
- * (and 1x3/3x1) ones. Per shape: median ms, GFLOP/s and fraction of the
- * measured peak (bench/peak.c) on 1 and 2 threads, then per network the
- * time-weighted total (sum of count x median time, total FLOPs / that time).
+ * vgg-16's, mobilenet-v2's depthwise layers, inception-v3's stem, biggest
+ * square convs and 1x7/7x1 (and 1x3/3x1) ones. Per shape: median ms,
+ * GFLOP/s and fraction of the measured peak (bench/peak.c) on 1 and 2
+ * threads, then per network the time-weighted total (sum of count x median
+ * time, total FLOPs / that time).
  *
  * Usage: bench_conv [network-prefix] [--reps N] [--threads 1|2|12]
  *                   [--knobs T,O,ic,order,ohb,ocg] [--shape SUBSTRING] [--cold]
- *                   [--cpu-time]
+ *                   [--cold-io] [--cpu-time]
  * Knobs are the analytic defaults (kiln_conv_default_params with this
  * machine's L1d and L2 from sysconf, as the compiler uses, and the thread
  * count) unless given. --cold streams the weights from DRAM on every run (as
  * in a network whose weights exceed the caches) instead of reusing them.
+ * --cold-io (with --cold or alone) also rotates the input, output and
+ * residual through copies adding up to >= 64 MiB, so each run reads its input
+ * and writes its output outside L1/L2 as a network's layer does (its input
+ * was written by the previous layer on both cores, its output goes to an
+ * arena region last touched layers ago). The copies lie on huge pages, as
+ * the runtime allocates a network's weights and arena (module.c).
  * Environment: KB_VERBOSE=1 prints the knobs, KB_CBI=N forces the input
  * block, KB_RES=1 adds a residual to the epilogue. Two threads claim chunks
  * of the task range in order as the runtime's pool does (up to 8 chunks), the
@@ -29,6 +36,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "kiln_kernels_conv.h"
 #include "kiln_kernels_dwconv.h"
@@ -120,7 +128,21 @@ static const shape SHAPES[] = {
     {"mobilenetv2", "dw 576 @14",       2,  576,  576,  14,  14, 3, 3, 1, 1, 1, 1},
     {"mobilenetv2", "dw 576 @14/2",     1,  576,  576,  14,  14, 3, 3, 2, 1, 1, 1},
     {"mobilenetv2", "dw 960 @7",        3,  960,  960,   7,   7, 3, 3, 1, 1, 1, 1},
-    /* inception-v3 asymmetric */
+    /* inception-v3: the stem and the biggest square convs, then the asymmetric ones */
+    {"inceptionv3", "3x3/2 3>32 @299",  1,    3,   32, 299, 299, 3, 3, 2, 0, 0, 0},
+    {"inceptionv3", "3x3 32>32 @149",   1,   32,   32, 149, 149, 3, 3, 1, 0, 0, 0},
+    {"inceptionv3", "3x3 32>64 @147",   1,   32,   64, 147, 147, 3, 3, 1, 1, 1, 0},
+    {"inceptionv3", "1x1 64>80 @73",    1,   64,   80,  73,  73, 1, 1, 1, 0, 0, 0},
+    {"inceptionv3", "3x3 80>192 @73",   1,   80,  192,  73,  73, 3, 3, 1, 0, 0, 0},
+    {"inceptionv3", "5x5 48>64 @35",    3,   48,   64,  35,  35, 5, 5, 1, 2, 2, 0},
+    {"inceptionv3", "3x3 64>96 @35",    4,   64,   96,  35,  35, 3, 3, 1, 1, 1, 0},
+    {"inceptionv3", "3x3 96>96 @35",    3,   96,   96,  35,  35, 3, 3, 1, 1, 1, 0},
+    {"inceptionv3", "3x3/2 288>384 @35",1,  288,  384,  35,  35, 3, 3, 2, 0, 0, 0},
+    {"inceptionv3", "3x3/2 96>96 @35",  1,   96,   96,  35,  35, 3, 3, 2, 0, 0, 0},
+    {"inceptionv3", "1x1 768>192 @17", 10,  768,  192,  17,  17, 1, 1, 1, 0, 0, 0},
+    {"inceptionv3", "3x3/2 192>320 @17",1,  192,  320,  17,  17, 3, 3, 2, 0, 0, 0},
+    {"inceptionv3", "3x3 448>384 @8",   2,  448,  384,   8,   8, 3, 3, 1, 1, 1, 0},
+    {"inceptionv3", "1x1 2048>448 @8",  1, 2048,  448,   8,   8, 1, 1, 1, 0, 0, 0},
     {"inceptionv3", "1x7 128>128 @17",  2,  128,  128,  17,  17, 1, 7, 1, 0, 3, 0},
     {"inceptionv3", "7x1 128>192 @17",  2,  128,  192,  17,  17, 7, 1, 1, 3, 0, 0},
     {"inceptionv3", "1x7 160>160 @17",  4,  160,  160,  17,  17, 1, 7, 1, 0, 3, 0},
@@ -255,11 +277,29 @@ static float *rand_buf(int64_t n, unsigned seed)
     return p;
 }
 
+/* n floats (any n >= 0) on 2 MiB-aligned memory advised MADV_HUGEPAGE, as
+ * the runtime allocates a network's arena and weights (module.c: a network
+ * streams its weights on every run, and with 4 KiB pages each page costs a
+ * TLB miss) */
+static float *huge_buf(int64_t n)
+{
+    size_t b = (size_t)((n * 4 + (2 << 20) - 1) / (2 << 20) * (2 << 20));
+    if (b == 0)
+        b = 2 << 20;
+    float *p = aligned_alloc(2 << 20, b);
+    if (!p) {
+        fprintf(stderr, "bench_conv: out of memory\n");
+        exit(1);
+    }
+    madvise(p, b, MADV_HUGEPAGE);
+    return p;
+}
+
 typedef struct result {
     double ms, mn, mx, gflops;
 } result;
 
-static int g_knobs[6], g_have_knobs, g_cold;
+static int g_knobs[6], g_have_knobs, g_cold, g_cold_io;
 static int64_t g_l1 = 48 << 10, g_l2 = 1 << 20; /* the compiler's (sysconf), set in main */
 
 /* Median time of a shape on `threads` threads (1 or 2). */
@@ -323,19 +363,46 @@ static result bench_shape(const shape *s, int threads, int reps)
     float *out = rand_buf(nout, 4);
     /* --cold: rotate through copies of the weights adding up to >= 256 MiB, so
      * each run reads its weights from DRAM, as in a network whose weights do
-     * not fit the caches */
+     * not fit the caches; the copies lie in one region on huge pages, as the
+     * runtime keeps a network's weights (module.c) */
     int ncopies = 1;
     float **wc = &w;
+    int64_t wstride = (nw + 15) / 16 * 16;
+    float *wregion = NULL;
     if (g_cold) {
         ncopies = (int)((256LL << 20) / (nw * 4) + 1);
         wc = malloc(sizeof *wc * (size_t)ncopies);
+        wregion = huge_buf(wstride * (ncopies - 1));
         wc[0] = w;
         for (int c = 1; c < ncopies; c++) {
-            wc[c] = aligned_alloc(64, (size_t)((nw * 4 + 63) / 64 * 64));
+            wc[c] = wregion + (c - 1) * wstride;
             memcpy(wc[c], w, (size_t)nw * 4);
         }
     }
     float *res = getenv("KB_RES") ? rand_buf(nout, 5) : NULL;
+    /* --cold-io: copies of the input, output and residual (index 0: the
+     * originals), in one region on huge pages as the runtime's arena */
+    int nio = 1;
+    float *io_in[64], *io_out[64], *io_res[64], *ioregion = NULL;
+    io_in[0] = in;
+    io_out[0] = out;
+    io_res[0] = res;
+    if (g_cold_io) {
+        int64_t sin = (nin + 15) / 16 * 16, sout = (nout + 15) / 16 * 16;
+        int64_t per = sin + sout * (res ? 2 : 1);
+        nio = (int)kiln_k_min64(64, (64LL << 20) / (per * 4) + 1);
+        ioregion = huge_buf(per * (nio - 1));
+        for (int c = 1; c < nio; c++) {
+            float *b = ioregion + (c - 1) * per;
+            io_in[c] = b;
+            io_out[c] = b + sin;
+            io_res[c] = res ? b + sin + sout : NULL;
+            memcpy(io_in[c], in, (size_t)nin * 4);
+            memcpy(io_out[c], out, (size_t)nout * 4);
+            if (res)
+                memcpy(io_res[c], res, (size_t)nout * 4);
+        }
+    }
     j.res = res;
     j.in = in;
     j.w = w;
@@ -354,6 +421,9 @@ static result bench_shape(const shape *s, int threads, int reps)
     double *ts = malloc(sizeof(double) * (size_t)n);
     for (int i = 0; i < n; i++) {
         j.w = wc[i % ncopies];
+        j.in = io_in[i % nio];
+        j.out = io_out[i % nio];
+        j.res = io_res[i % nio];
         double a = now_s();
         double cpu = run_threads(&j, threads);
         ts[i] = g_cpu_time ? cpu : now_s() - a;
@@ -361,10 +431,10 @@ static result bench_shape(const shape *s, int threads, int reps)
     qsort(ts, (size_t)n, sizeof(double), cmp_d);
     result r = {ts[n / 2] * 1e3, ts[0] * 1e3, ts[n - 1] * 1e3, flops / ts[n / 2] * 1e-9};
     free(ts);
+    free(ioregion);
     free(res);
     free(in);
-    for (int c = 1; c < ncopies; c++)
-        free(wc[c]);
+    free(wregion);
     if (wc != &w)
         free(wc);
     free(w);
@@ -390,6 +460,8 @@ int main(int argc, char **argv)
                                   &g_knobs[2], &g_knobs[3], &g_knobs[4], &g_knobs[5]) == 6;
         } else if (!strcmp(argv[i], "--cold")) {
             g_cold = 1;
+        } else if (!strcmp(argv[i], "--cold-io")) {
+            g_cold_io = 1;
         } else if (!strcmp(argv[i], "--cpu-time")) {
             g_cpu_time = 1;
         } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
