@@ -173,6 +173,45 @@ static void test_conv_ic_passes(void **state)
     }
 }
 
+/* The loop order the analytic defaults pick by the pixels of a task: the
+ * group's weights fit half the L2 in each case, so rows go outermost only
+ * where a task has more than KILN_CONV_ORDER0_PIXELS output pixels to spend
+ * each weight on (a 7x7 or 8x8 image: oc tiles outermost, the next chunk of
+ * weights fetched as the current one computes); every case against the
+ * reference. */
+static void test_conv_order_by_pixels(void **state)
+{
+    (void)state;
+    kt_rng r = {1618};
+    /* c_in, c_out, h, w, kh, kw, stride, pad (h, w), the order expected */
+    static const int shapes[][10] = {
+        {512, 2048, 7, 7, 1, 1, 1, 0, 0, 1},   /* resnet-50 layer 4 expand */
+        {384, 384, 8, 8, 1, 3, 1, 0, 1, 1},    /* inception-v3 1x3 on 8x8 */
+        {160, 960, 7, 7, 1, 1, 1, 0, 0, 1},    /* mobilenet-v2's last expand */
+        {128, 512, 28, 28, 1, 1, 1, 0, 0, 0},  /* resnet-50 layer 2 expand */
+        {64, 64, 56, 56, 3, 3, 1, 1, 1, 0},    /* resnet layer 1 3x3 */
+        {96, 96, 35, 35, 3, 3, 2, 0, 0, 0},    /* inception-v3 3x3/2, 85 pixels a task */
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const int *sh = shapes[i];
+        kiln_conv_params p = {.n = 1, .c_in = sh[0], .c_out = sh[1], .h = sh[2], .w = sh[3],
+                              .kh = sh[4], .kw = sh[5], .sh = sh[6], .sw = sh[6], .dh = 1,
+                              .dw = 1, .pad_t = sh[7], .pad_b = sh[7], .pad_l = sh[8],
+                              .pad_r = sh[8], .groups = 1, .cb_in = 16, .cb_out = 16,
+                              .epilogue = KILN_EPI_BIAS | KILN_EPI_RESIDUAL | KILN_EPI_RELU};
+        kt_conv_extent(&p);
+        kiln_conv_default_params(&p, 48 << 10, 2 << 20, 2);
+        kiln_conv_plan q = kiln_conv_plan_of(&p);
+        assert_true(q.oc_group * q.cib_g * p.kh * p.kw * 16 * 16 * 4 <= (1 << 20));
+        int64_t px = (int64_t)q.oh_tile * p.ow;
+        assert_int_equal(p.loop_order, sh[9]);
+        assert_int_equal(p.loop_order, px > KILN_CONV_ORDER0_PIXELS ? 0 : 1);
+        if (p.loop_order == 1)
+            assert_true(p.ic_tile >= 1 && p.ic_tile < q.cib_g);
+        run_conv(p, &r);
+    }
+}
+
 static void test_conv_groups(void **state)
 {
     (void)state;
@@ -229,6 +268,7 @@ int main(void)
         KT_RANDOM_UNIT_TESTS(test_conv_random),
         cmocka_unit_test(test_conv_network_shapes),
         cmocka_unit_test(test_conv_ic_passes),
+        cmocka_unit_test(test_conv_order_by_pixels),
         cmocka_unit_test(test_conv_groups),
         cmocka_unit_test(test_layout_roundtrip),
     };
