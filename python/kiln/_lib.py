@@ -208,6 +208,12 @@ _proto("kiln_vm_num_conversions", c_int64, c_void_p)
 _proto("kiln_vm_num_threads", c_int, c_void_p)
 _proto("kiln_vm_bench", _status, c_void_p, POINTER(BenchOptions), POINTER(BenchResult), _E)
 _proto("kiln_vm_profile", _status, c_void_p, POINTER(ProfileOptions), POINTER(c_void_p), _E)
+_proto("kiln_vm_export", _status, c_char_p, c_size_t, c_char_p, POINTER(CompileOptions), c_void_p,
+       c_char_p, c_void_p, _E)
+_proto("kiln_vm_so_has_section", c_bool, c_char_p)
+_proto("kiln_vm_load", _status, c_char_p, POINTER(VMOptions), POINTER(c_void_p), _E)
+_proto("kiln_vm_from_so", c_bool, c_void_p)
+_proto("kiln_vm_heavy_on_reference", c_bool, c_void_p)
 
 def status_name(st: int) -> str:
     return lib.kiln_status_str(st).decode()

@@ -95,15 +95,19 @@ class BenchmarkResult:
 
 
 def load(path: Union[str, os.PathLike], num_threads: int = 0, bind_threads: Optional[bool] = None,
-         *, _name: Optional[str] = None) -> "Module":
+         *, _name: Optional[str] = None) -> "Runner":
     """Loads a compiled model (a ``.so`` from ``kiln compile`` or
-    ``Module.export``). num_threads: 0 is $KILN_NUM_THREADS, else the physical
+    ``Module.export``; one with a VM section, from a model the VM runs,
+    loads as a ``VMModule``). num_threads: 0 is $KILN_NUM_THREADS, else the physical
     cores; bind_threads: pin thread i to core i (None: $KILN_BIND_THREADS)."""
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise KilnError(f"{path}: no such file", "I/O error")
     if not isinstance(num_threads, int) or num_threads < 0:
         raise KilnError(f"num_threads must be an integer >= 0, not {num_threads!r}")
+    from ._vm import has_vm_section, load_vm  # _vm imports this module
+    if has_vm_section(os.path.abspath(path)):
+        return load_vm(os.path.abspath(path), _name or path, num_threads)
     opts = _lib.ModuleOptions(num_threads=num_threads,
                               bind_threads=-1 if bind_threads is None else int(bool(bind_threads)))
     h = c_void_p()

@@ -11,6 +11,7 @@ class at the first run of each (4 kept).
 from __future__ import annotations
 
 import os
+import shutil
 from ctypes import byref, c_void_p, create_string_buffer
 from typing import List, Optional, Tuple, Union
 
@@ -39,7 +40,28 @@ def open_vm(model: Union[str, bytes], name: str, *, target: Optional[str] = None
         _lib.check(st, err, "ONNX bytes")
     else:
         _lib.check(lib.kiln_vm_create(_lib.enc(model), byref(opts), byref(h), byref(err)), err)
-    return VMModule(h, name)
+    vm = VMModule(h, name)
+    vm._source = model
+    vm._compile_args = dict(target=target, records=records, cache_dir=cache_dir)
+    return vm
+
+
+def load_vm(path: str, name: str, num_threads: int = 0) -> "VMModule":
+    """A VMModule from a .so with a VM section (``kiln compile`` or
+    ``VMModule.export`` of a model the VM runs): its static part is the .so's
+    compiled model, its data-dependent nodes come from the section."""
+    opts = _lib.VMOptions(reference=False, num_threads=num_threads)
+    h = c_void_p()
+    err = _lib.Error()
+    _lib.check(lib.kiln_vm_load(_lib.enc(path), byref(opts), byref(h), byref(err)), err)
+    vm = VMModule(h, name)
+    vm._so_path = path
+    return vm
+
+
+def has_vm_section(path: str) -> bool:
+    """Whether the .so at path carries a VM section."""
+    return bool(lib.kiln_vm_so_has_section(_lib.enc(path)))
 
 
 class VMModule(Runner):
@@ -51,9 +73,16 @@ class VMModule(Runner):
     rows: the VM's own step, the static part's compiled kernels, one row per
     data-dependent node, its kind in the Layouts column).
 
-    There is no ``.so`` to export: the VM converts nodes at run time and
-    lives in libkiln. For a model whose only dynamic part is symbolic input
-    dims, ``kiln compile MODEL --input-shape NAME=DIMS`` makes a static one."""
+    ``export`` writes one ``.so`` (the static part compiled, plus a VM
+    section with the data-dependent nodes' ONNX bytes) that ``kiln.load``
+    and the CLI open; it still needs libkiln (the VM converts those nodes at
+    run time), but no C compiler for the static part. A model with symbolic
+    input dims does not export (a .so holds one input-shape class: ``kiln
+    compile MODEL --input-shape NAME=DIMS``)."""
+
+    _source: Optional[Union[str, bytes]] = None
+    _compile_args: dict = {}
+    _so_path: Optional[str] = None
 
     executor = "vm"
     _c_set_input = lib.kiln_vm_set_input
@@ -130,7 +159,28 @@ class VMModule(Runner):
         return f"vm, static part {self.static_part}, {self.num_threads} threads"
 
     def export(self, path: Union[str, os.PathLike]) -> str:
-        raise KilnError(f"{self.model}: a model on the VM has no compiled .so to export (the VM "
-                        "converts data-dependent nodes at run time); with only symbolic input "
-                        "dims, `kiln compile MODEL --input-shape NAME=DIMS` makes a static one",
-                        "unsupported")
+        """Writes the model as one ``.so`` (its static part compiled, its
+        data-dependent part in a VM section; docs/VM.md) that ``kiln.load``,
+        ``kiln run|check|bench|profile`` and the C call kiln_vm_load open;
+        returns the path. A model loaded from such a .so is copied."""
+        path = os.fspath(path)
+        if self._so_path is not None:
+            try:
+                shutil.copyfile(self._so_path, path)
+            except OSError as e:
+                raise KilnError(f"{path}: cannot write: {e.strerror}", "I/O error") from e
+            return path
+        src = self._source
+        if isinstance(src, bytes):
+            data, base = src, None
+        else:
+            with open(src, "rb") as f:
+                data = f.read()
+            base = _lib.enc(os.path.dirname(os.path.abspath(src)))
+        a = self._compile_args
+        co = _lib.CompileOptions(target=_lib.enc(a.get("target")), records=_lib.enc(a.get("records")),
+                                 cache_dir=_lib.enc(a.get("cache_dir")), verbose=0, jobs=0)
+        err = _lib.Error()
+        _lib.check(lib.kiln_vm_export(data, len(data), base, byref(co), None, _lib.enc(path), None,
+                                      byref(err)), err)
+        return path

@@ -1,5 +1,6 @@
 """Models on kiln's VM from Python (kiln.VMModule): data-dependent shapes, If,
-symbolic input dims, benchmark and profile, errors; and torchvision's
+symbolic input dims, benchmark and profile, errors, export to one .so and
+kiln.load of it (corrupt sections refused); and torchvision's
 SSDlite and Faster R-CNN against PyTorch's detections when their fixtures
 are exported. The small
 models are built here with onnx.helper and checked against numpy."""
@@ -114,6 +115,92 @@ def test_symbolic_batch_at_two_sizes(tmp_path):
     assert m.static_part == "compiled"
 
 
+# ---- one .so: export, then kiln.load without the .onnx ----------------------------
+
+def reshape_nonzero_model():
+    """x [6] -> r = relu(x * w) (static; w read only there) -> y = Reshape(r,
+    shape) -> (y + b, NonZero(y)): a run-time shape and a data-dependent op."""
+    w = np.array([1, -2, 3, -4, 5, -6], np.float32)
+    data = model_bytes(
+        [helper.make_node("Mul", ["x", "w"], ["m"]),
+         helper.make_node("Relu", ["m"], ["r"]),
+         helper.make_node("Reshape", ["r", "shape"], ["y"]),
+         helper.make_node("Add", ["y", "b"], ["z"]),
+         helper.make_node("NonZero", ["y"], ["nz"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6]),
+         helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("nz", TensorProto.INT64, None)],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array([10], np.float32), "b")])
+    return data, w
+
+
+def test_export_then_load_runs_without_the_onnx(tmp_path):
+    data, w = reshape_nonzero_model()
+    src = tmp_path / "m.onnx"
+    src.write_bytes(data)
+    m = kiln.compile(str(src), num_threads=1)
+    assert isinstance(m, kiln.VMModule) and m.static_part == "compiled"
+    so = tmp_path / "m.so"
+    assert m.export(so) == str(so)
+    src.unlink()
+    loaded = kiln.load(so, num_threads=1)
+    assert isinstance(loaded, kiln.VMModule) and loaded.static_part == "compiled"
+    assert loaded.input_names == ["x", "shape"] and loaded.output_names == ["z", "nz"]
+    x = np.array([1, 1, 1, -1, 0.5, 1], np.float32)
+    for shape in ([2, 3], [3, 2], [6, 1], [2, 3]):
+        sh = np.array(shape, np.int64)
+        z, nz = loaded.run(x, sh)
+        r = np.maximum(x * w, 0).reshape(shape)
+        np.testing.assert_array_equal(z, r + 10)
+        np.testing.assert_array_equal(nz, np.array(np.nonzero(r)))
+        for a, b in zip(m.run(x, sh), (z, nz)):  # the .onnx VM's outputs
+            np.testing.assert_array_equal(a, b)
+    # exporting a loaded one copies its .so
+    again = tmp_path / "again.so"
+    loaded.export(again)
+    np.testing.assert_array_equal(kiln.load(again).run(x, np.array([3, 2], np.int64))[0],
+                                  np.maximum(x * w, 0).reshape(3, 2) + 10)
+
+
+def test_export_if_and_bytes_models(tmp_path):
+    out = helper.make_tensor_value_info("r", TensorProto.FLOAT, [4])
+    then_g = helper.make_graph([helper.make_node("Mul", ["a", "a"], ["r"])], "then", [], [out])
+    else_g = helper.make_graph([helper.make_node("Neg", ["a"], ["r"])], "else", [], [out])
+    data = model_bytes(
+        [helper.make_node("Abs", ["x"], ["a"]),
+         helper.make_node("If", ["c"], ["z"], then_branch=then_g, else_branch=else_g)],
+        [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [4])])
+    m = kiln.compile(data, num_threads=1)  # bytes export too
+    so = m.export(tmp_path / "if.so")
+    loaded = kiln.load(so)
+    x = np.array([1, -2, 3.5, 0], np.float32)
+    np.testing.assert_array_equal(loaded.run(True, x)[0], np.abs(x) ** 2)
+    np.testing.assert_array_equal(loaded.run(False, x)[0], -np.abs(x))
+    assert any(s["kind"] == "vm control flow" for s in loaded.steps)
+    p = loaded.profile(runs=2, warmup=1, bench=False, peak_gflops=10, inputs=[True, x])
+    assert "from the .so" in p.data["configuration"]["target"]
+
+
+def test_a_corrupt_vm_section_is_an_error(tmp_path):
+    data, _ = reshape_nonzero_model()
+    so = tmp_path / "m.so"
+    kiln.compile(data, num_threads=1).export(so)
+    raw = bytearray(so.read_bytes())
+    at = raw.find(b"KILNVM\r\n")
+    assert at > 0
+    bad = bytearray(raw)
+    bad[at + 60] ^= 0xFF  # a byte of the descriptor
+    (tmp_path / "bad.so").write_bytes(bad)
+    with pytest.raises(kiln.KilnError, match="checksum mismatch"):
+        kiln.load(tmp_path / "bad.so")
+    (tmp_path / "cut.so").write_bytes(raw[:at + 20])
+    with pytest.raises(kiln.KilnError, match="shared object"):
+        kiln.load(tmp_path / "cut.so")
+
+
 # ---- benchmark and profile ----------------------------------------------------
 
 def test_benchmark_time_evaluator_semantics(positives):
@@ -157,8 +244,8 @@ def test_vm_errors_raise_with_kilns_message(positives, tmp_path):
     assert e.value.status == "shape mismatch"
     with pytest.raises(kiln.KilnError, match="no fixed shape"):
         m.default_inputs()
-    with pytest.raises(kiln.KilnError, match="no compiled .so") as e:
-        m.export(tmp_path / "m.so")
+    with pytest.raises(kiln.KilnError, match="symbolic or unknown dim") as e:
+        m.export(tmp_path / "m.so")  # a .so holds one input-shape class
     assert e.value.status == "unsupported"
     # two inputs that name 'batch' with different extents: kiln's message
     data, _ = batch_model()
@@ -253,3 +340,20 @@ def test_detection_network_matches_pytorch(net):
     kinds = {r.layouts for r in p.rows}
     assert "vm" in kinds and kinds & {"vm kernel", "vm converted", "vm control flow"}
     assert any(r.hash for r in p.rows)  # compiled kernels have a workload hash
+
+
+@pytest.mark.parametrize("net", DETECTION_NETS[:1])
+def test_detection_network_through_one_so(net, tmp_path):
+    """kiln.compile, export, kiln.load: the .so's detections equal the .onnx VM's."""
+    d, cache = _detection_dir(net)
+    if not d:
+        pytest.skip(f"no {net} export (tests/models/detection.sh or "
+                    "scripts/export_detection.py makes it)")
+    cmp = _compare_detection()
+    m = kiln.compile(os.path.join(d, "model.onnx"), num_threads=2, cache_dir=cache)
+    so = m.export(tmp_path / "det.so")
+    loaded = kiln.load(so, num_threads=2)
+    assert isinstance(loaded, kiln.VMModule) and loaded.static_part == "compiled"
+    x = cmp.read_tensor(os.path.join(d, "test_data_set_0", "input_0.pb"))
+    for a, b in zip(m.run(x), loaded.run(x)):
+        np.testing.assert_array_equal(a, b)

@@ -17,6 +17,7 @@
  */
 #define _DEFAULT_SOURCE 1 /* MADV_HUGEPAGE */
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -225,6 +226,51 @@ void kiln_module_destroy(kiln_module *m)
     free(m);
 }
 
+/* Whether the ELF file at path holds every byte its headers say it has: a
+ * truncated .so maps pages past its end, and reading them is SIGBUS, not a
+ * dlopen error. */
+kiln_status kiln_so_complete(const char *path, kiln_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return kiln_errorf(err, KILN_ERR_IO, "%s: cannot open", path);
+    Elf64_Ehdr eh;
+    kiln_status s = KILN_OK;
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || fread(&eh, sizeof eh, 1, f) != 1 ||
+        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh.e_phentsize != sizeof(Elf64_Phdr)) {
+        s = kiln_errorf(err, KILN_ERR_PARSE,
+                        "%s: cannot load as a shared object: not a 64-bit ELF file", path);
+        goto done;
+    }
+    /* offsets and sizes are at most 2^63 here: their sums do not wrap */
+    const uint64_t big = UINT64_C(1) << 62;
+    uint64_t size = (uint64_t)sb.st_size;
+    uint64_t end =
+        (eh.e_phoff < big ? eh.e_phoff : big) + (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr);
+    uint64_t sh = (eh.e_shoff < big ? eh.e_shoff : big) + (uint64_t)eh.e_shnum * eh.e_shentsize;
+    end = sh > end ? sh : end;
+    for (int i = 0; i < eh.e_phnum && end <= size; i++) {
+        Elf64_Phdr ph;
+        if (fseek(f, (long)(eh.e_phoff + (uint64_t)i * sizeof ph), SEEK_SET) != 0 ||
+            fread(&ph, sizeof ph, 1, f) != 1)
+            break;
+        uint64_t seg =
+            (ph.p_offset < big ? ph.p_offset : big) + (ph.p_filesz < big ? ph.p_filesz : big);
+        if (ph.p_type == PT_LOAD && seg > end)
+            end = seg;
+    }
+    if (end > size)
+        s = kiln_errorf(err, KILN_ERR_PARSE,
+                        "%s: cannot load as a shared object: truncated (its headers need %llu "
+                        "bytes, the file has %llu)",
+                        path, (unsigned long long)end, (unsigned long long)size);
+done:
+    fclose(f);
+    return s;
+}
+
 kiln_status kiln_module_load(const char *path, const kiln_module_options *opts, kiln_module **out,
                              kiln_error *err)
 {
@@ -246,6 +292,8 @@ kiln_status kiln_module_load(const char *path, const kiln_module_options *opts, 
     if (!S_ISREG(sb.st_mode))
         return kiln_errorf(err, KILN_ERR_IO, "%s: not a regular file", path);
 
+    if ((st = kiln_so_complete(path, err)) != KILN_OK)
+        return st;
     kiln_module *m = calloc(1, sizeof *m);
     if (!m)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);

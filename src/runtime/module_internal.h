@@ -25,6 +25,12 @@ struct kiln_module {
     int num_threads;
 };
 
+/* Whether the ELF file at path holds every byte its program and section
+ * headers say it has (else an error naming the file): dlopen maps a
+ * truncated .so's missing pages, and reading them is SIGBUS. kiln_module_load
+ * and the VM's .so loader (vm/vm_so.c) check it before dlopen. */
+kiln_status kiln_so_complete(const char *path, kiln_error *err);
+
 /* Runs step s: its kernel, or its node's reference kernel (the only kind of
  * step that can fail). */
 static inline kiln_status kiln_module_exec_step(kiln_module *m, int s, kiln_error *err)

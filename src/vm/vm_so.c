@@ -23,13 +23,13 @@
  * kiln_vm_create sets them up. */
 #include <cJSON.h>
 #include <dlfcn.h>
-#include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "driver/driver.h"
+#include "runtime/module_internal.h"
 #include "toolchain/toolchain.h"
 #include "util/error.h"
 #include "vm/vm_internal.h"
@@ -387,44 +387,6 @@ kiln_status kiln_vm_export(const void *data, size_t size, const char *base_dir,
 
 /* ---- load --------------------------------------------------------------------- */
 
-/* Whether the ELF file at path holds every byte its headers say it has: a
- * truncated .so maps pages past its end, and reading them is SIGBUS, not a
- * dlopen error. */
-static kiln_status elf_complete(const char *path, kiln_error *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return kiln_errorf(err, KILN_ERR_IO, "%s: cannot open", path);
-    Elf64_Ehdr eh;
-    kiln_status s = KILN_OK;
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || fread(&eh, sizeof eh, 1, f) != 1 ||
-        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh.e_phentsize != sizeof(Elf64_Phdr)) {
-        s = kiln_errorf(err, KILN_ERR_PARSE, "%s: not a 64-bit ELF shared object", path);
-        goto done;
-    }
-    uint64_t size = (uint64_t)sb.st_size, end = eh.e_phoff + (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr);
-    if (eh.e_shoff + (uint64_t)eh.e_shnum * eh.e_shentsize > end)
-        end = eh.e_shoff + (uint64_t)eh.e_shnum * eh.e_shentsize;
-    for (int i = 0; i < eh.e_phnum && end <= size; i++) {
-        Elf64_Phdr ph;
-        if (fseek(f, (long)(eh.e_phoff + (uint64_t)i * sizeof ph), SEEK_SET) != 0 ||
-            fread(&ph, sizeof ph, 1, f) != 1)
-            break;
-        if (ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > end)
-            end = ph.p_offset + ph.p_filesz;
-    }
-    if (end > size)
-        s = kiln_errorf(err, KILN_ERR_PARSE,
-                        "%s: cannot load as a shared object: truncated (its headers need %llu "
-                        "bytes, the file has %llu)",
-                        path, (unsigned long long)end, (unsigned long long)size);
-done:
-    fclose(f);
-    return s;
-}
-
 static void *open_so(const char *path, char *local, size_t cap)
 {
     /* a path without '/' would make dlopen search the library path */
@@ -441,7 +403,7 @@ bool kiln_vm_so_has_section(const char *path)
     if (!path || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
         return false;
     char local[4200];
-    if (elf_complete(path, NULL) != KILN_OK)
+    if (kiln_so_complete(path, NULL) != KILN_OK)
         return false;
     void *dl = open_so(path, local, sizeof local);
     if (!dl)
@@ -570,7 +532,7 @@ kiln_status kiln_vm_load(const char *path, const kiln_vm_options *opts, kiln_vm 
     if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
         return kiln_errorf(err, KILN_ERR_IO, "%s: no such file", path);
     char local[4200];
-    kiln_status es = elf_complete(path, err);
+    kiln_status es = kiln_so_complete(path, err);
     if (es != KILN_OK)
         return es;
     dlerror();

@@ -402,7 +402,8 @@ static void test_heavy_without_compiler(void **state)
     setenv("CC", "/nonexistent/cc", 1);
     kiln_vm *vm = load_so(so);
     kiln_error err = {0};
-    kiln_tensor x = tensor(KILN_DTYPE_FLOAT32, ks(1, M * K)), sh = tensor(KILN_DTYPE_INT64, ks(1, 2));
+    kiln_tensor x = tensor(KILN_DTYPE_FLOAT32, ks(1, M * K));
+    kiln_tensor sh = tensor(KILN_DTYPE_INT64, ks(1, 2));
     kt_fill_random(x.data, M * K, 5, -1, 1);
     ((int64_t *)sh.data)[0] = M, ((int64_t *)sh.data)[1] = K;
     assert_int_equal(kiln_vm_set_input(vm, 0, &x, &err), KILN_OK);
