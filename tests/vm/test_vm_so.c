@@ -12,7 +12,8 @@
  * - A heavy dynamic MatMul (compiled per class where a compiler exists):
  *   with none, it runs on reference kernels (said once) and still matches.
  * - Corrupt and truncated VM sections: errors that name the file, no crash.
- * - The CLI: `kiln compile` writes the .so, `kiln run` runs it. */
+ * - The CLI: `kiln compile` writes the .so, `kiln run` runs it; a symbolic
+ *   input needs --input-shape, which the .so then takes only. */
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -539,6 +540,44 @@ static void test_cli(void **state)
     free(dir);
 }
 
+/* x [n] (symbolic) -> NonZero(x): kiln compile needs --input-shape, which
+ * binds n in the section's graph; the .so takes that shape only */
+static void test_cli_symbolic(void **state)
+{
+    (void)state;
+    char *dir = kt_tempdir();
+    char onnx[4200], so[4200], xf[4200];
+    snprintf(onnx, sizeof onnx, "%s/sym.onnx", dir);
+    snprintf(so, sizeof so, "%s/sym.so", dir);
+    snprintf(xf, sizeof xf, "%s/x.npy", dir);
+    vi_store s[2];
+    int64_t n[1] = {-1};
+    Onnx__ValueInfoProto *ins[1] = {kt_onnx_vi(&s[0], "x", KILN_DTYPE_FLOAT32, 1, n)};
+    Onnx__ValueInfoProto *outs[1] = {kt_onnx_vi(&s[1], "nz", KILN_DTYPE_INT64, -1, NULL)};
+    char *nz_in[] = {"x"}, *nz_out[] = {"nz"};
+    Onnx__NodeProto nd;
+    kt_onnx_node(&nd, "NonZero", nz_in, 1, nz_out, 1);
+    Onnx__NodeProto *np[1] = {&nd};
+    kt_onnx_write_graph(onnx, "sym", np, 1, ins, 1, outs, 1, 17);
+    expect_cli(2, kt_fmt("compile %s -o %s", onnx, so), "--input-shape x=DIMS");
+    expect_cli(0, kt_fmt("compile %s -o %s --input-shape x=5", onnx, so), "VM section");
+    kiln_error err = {0};
+    kiln_tensor x = tensor(KILN_DTYPE_FLOAT32, ks(1, 5));
+    static const float xv[5] = {0, 2, 0, -1, 3};
+    memcpy(x.data, xv, sizeof xv);
+    assert_int_equal(kiln_tensor_write_npy(xf, &x, &err), KILN_OK);
+    kiln_tensor_release(&x);
+    expect_cli(0, kt_fmt("run %s --input %s", so, xf), "output:  nz int64 [1, 3]");
+    kiln_vm *vm = load_so(so);
+    x = tensor(KILN_DTYPE_FLOAT32, ks(1, 4));
+    assert_int_not_equal(kiln_vm_set_input(vm, 0, &x, &err), KILN_OK); /* bound to 5 */
+    assert_non_null(strstr(err.msg, "dim 0 is 5"));
+    kiln_tensor_release(&x);
+    kiln_vm_destroy(vm);
+    kt_rmdir(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -548,6 +587,7 @@ int main(void)
         cmocka_unit_test(test_heavy_without_compiler),
         cmocka_unit_test(test_corrupt),
         cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_cli_symbolic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
