@@ -110,9 +110,19 @@ static kiln_status pack_dynamic(const kiln_vm *vm, const bool *dyn, uint8_t **bu
             nodes[gp.n_node++] = og->node[i];
     for (size_t i = 0; i < og->n_initializer; i++) {
         const char *nm = og->initializer[i]->name;
-        if (nm && init_read(og, dyn, nm))
+        const Onnx__TensorProto *tp = og->initializer[i];
+        if (nm && init_read(og, dyn, nm)) {
+            if (tp->has_data_location &&
+                tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+                s = kiln_errorf(err, KILN_ERR_UNSUPPORTED,
+                                "initializer '%s', read by a data-dependent node, keeps its data "
+                                "in an external file: a .so's VM section cannot hold it yet "
+                                "(save the model with its data inside the .onnx)",
+                                nm);
+                goto done;
+            }
             inits[gp.n_initializer++] = og->initializer[i];
-        else
+        } else
             dropped[i] = true;
     }
     for (size_t i = 0; i < og->n_input; i++) {
