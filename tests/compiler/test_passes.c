@@ -363,6 +363,35 @@ static void test_alter_layout(void **state)
     assert_int_equal(count_transforms(ctx->g), 2);
     kiln_pass_ctx_destroy(ctx);
     kiln_graph_destroy(g);
+    /* conv to 72 channels (NCHW16c, 8 padded) -> depthwise with a bias: the
+     * depthwise keeps the padded blocks (no re-blocking to 8c between them) */
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    x = kiln_graph_add_input(g, "x", KILN_DTYPE_FLOAT32, &xs);
+    w1 = param(g, "w1", ks(4, 72, 16, 1, 1), 3, -1, 1);
+    int j1[2] = {x, w1};
+    c1 = kiln_graph_node_output(g, kiln_graph_add_node(g, KILN_OP_CONV, "c1", j1, 2, 1), 0);
+    int wd = param(g, "wd", ks(4, 72, 1, 3, 3), 4, -1, 1);
+    int bd = param(g, "bd", ks(1, 72), 5, -1, 1);
+    int jd[3] = {c1, wd, bd};
+    int dn = kiln_graph_add_node(g, KILN_OP_CONV, "dw", jd, 3, 1);
+    kiln_node_set_int(g, dn, "group", 72);
+    int d = kiln_graph_node_output(g, dn, 0);
+    assert_int_equal(kiln_graph_add_output(g, d), KILN_OK);
+    assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+    assert_int_equal(kiln_pass_ctx_create(g, &t, &ctx, &err), KILN_OK);
+    assert_int_equal(kiln_pass_run_until(ctx, "alter-layout", &err), KILN_OK);
+    /* only the output's back to row-major (the 1x1 conv reads the NCHW
+     * input as it is): nothing between the convs */
+    assert_int_equal(count_transforms(ctx->g), 1);
+    for (int i = 0; i < ctx->g->n_nodes; i++) {
+        const kiln_node *n = ctx->g->nodes[i];
+        if (n->op == KILN_OP_CONV && kiln_attr_int(n, "group", 1) == 72) {
+            assert_int_equal(ctx->g->values[n->inputs[0]]->layout.block_a, 16);
+            assert_int_equal(ctx->g->values[n->outputs[0]]->layout.block_a, 16);
+        }
+    }
+    kiln_pass_ctx_destroy(ctx);
+    kiln_graph_destroy(g);
 }
 
 static void test_fuse_groups(void **state)

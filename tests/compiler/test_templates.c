@@ -450,11 +450,14 @@ static void test_conv_random(void **state)
 
 /* C_out = 264 (not a multiple of 16): the output is NCHW16c with padding
  * channels; they flow into a pool, a conv, a residual Add, a global pool, a
- * depthwise conv, a Div (through a transform) and the graph output */
+ * depthwise conv, a Div (through a transform) and the graph output; and
+ * through an inverted-residual tail (HardSwish, a depthwise conv with a
+ * bias that keeps the padded blocks, squeeze-and-excitation's scale, the
+ * project conv) */
 static void test_conv_padded_channels(void **state)
 {
     (void)state;
-    for (int variant = 0; variant < 5; variant++) {
+    for (int variant = 0; variant < 6; variant++) {
         kiln_graph *g;
         assert_int_equal(kiln_graph_create(&g), KILN_OK);
         const int m = 264;
@@ -503,6 +506,33 @@ static void test_conv_padded_channels(void **state)
             ints(g, c2, "pads", 4, 1, 1, 1, 1);
             kiln_node_set_int(g, c2, "group", m);
             y = out(g, c2);
+        } else if (variant == 5) { /* mobilenet-v3's block on padded channels */
+            y = out(g, node(g, KILN_OP_HARDSWISH, &y, 1));
+            int wd = param(g, "wd", ks(4, m, 1, 5, 5), 19, -0.5f, 0.5f);
+            int bd = param(g, "bd", ks(1, m), 20, -0.5f, 0.5f);
+            int in2[3] = {y, wd, bd};
+            int c2 = node(g, KILN_OP_CONV, in2, 3);
+            ints(g, c2, "pads", 4, 2, 2, 2, 2);
+            ints(g, c2, "strides", 2, 2, 2);
+            kiln_node_set_int(g, c2, "group", m);
+            y = out(g, c2);
+            y = out(g, node(g, KILN_OP_HARDSWISH, &y, 1));
+            int s = out(g, node(g, KILN_OP_GLOBALAVERAGEPOOL, &y, 1));
+            int ws1 = param(g, "ws1", ks(4, 24, m, 1, 1), 21, -0.5f, 0.5f);
+            int bs1 = param(g, "bs1", ks(1, 24), 22, -0.5f, 0.5f);
+            int is1[3] = {s, ws1, bs1};
+            s = out(g, node(g, KILN_OP_CONV, is1, 3));
+            s = out(g, node(g, KILN_OP_RELU, &s, 1));
+            int ws2 = param(g, "ws2", ks(4, m, 24, 1, 1), 23, -0.5f, 0.5f);
+            int bs2 = param(g, "bs2", ks(1, m), 24, -0.5f, 0.5f);
+            int is2[3] = {s, ws2, bs2};
+            s = out(g, node(g, KILN_OP_CONV, is2, 3));
+            s = out(g, node(g, KILN_OP_HARDSIGMOID, &s, 1));
+            int a[2] = {s, y};
+            y = out(g, node(g, KILN_OP_MUL, a, 2));
+            int w3 = param(g, "w3", ks(4, 40, m, 1, 1), 25, -0.5f, 0.5f);
+            int in3[2] = {y, w3};
+            y = out(g, node(g, KILN_OP_CONV, in3, 2));
         } else { /* y / |y|: 0/0 in the padding, then a conv */
             int r = out(g, node(g, KILN_OP_ABS, &y, 1));
             int a[2] = {y, r};

@@ -43,9 +43,16 @@ void kiln_emit_operand_ch(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
         return;
     case 2: {
         int64_t c = y->shape.dims[1];
-        if (y->layout.kind == KILN_LAYOUT_NCHWC && chan && c % y->layout.block_a == 0) {
-            /* the loop gives the channel: contiguous in the block's lanes */
+        if (y->layout.kind == KILN_LAYOUT_NCHWC && chan &&
+            (c % y->layout.block_a == 0 || kiln_layout_equal(v->layout, y->layout))) {
+            /* the loop gives the channel: contiguous in the block's lanes (a
+             * partial last block's padded lanes too, when the operand is
+             * blocked alike: its storage is padded, its padding finite) */
             kiln_sb_printf(b, "a%d[%s]", arg, chan);
+        } else if (y->layout.kind == KILN_LAYOUT_NCHWC && chan) {
+            /* a row-major operand of a partial last block: the padded lanes
+             * read the last channel (finite; the padding is never read back) */
+            kiln_sb_printf(b, "a%d[KILN_MIN_(%s, %lld)]", arg, chan, (long long)(c - 1));
         } else if (y->layout.kind == KILN_LAYOUT_NCHWC) {
             int64_t bb = y->layout.block_a, cb = (c + bb - 1) / bb;
             kiln_sb_printf(b, "a%d[KILN_MIN_(((%s) / %lld %% %lld) * %lld + (%s) %% %lld, %lld)]",
