@@ -33,6 +33,16 @@
  *    goes to memory) joins that group when every value the group produced
  *    is read only by it; the group then runs as that template and takes
  *    elementwise nodes after the second anchor as any anchored group does.
+ *  - An anchored node (a conv) whose data input (input 0) is the output of
+ *    an elementwise group that nothing else reads (no value of it read
+ *    outside the group or a graph output; the output read by the node once,
+ *    as its data input) joins that group when the node's template takes the
+ *    group as its input prologue (template.prologue: a pre-activation
+ *    BatchNorm's per-channel Mul/Add and Relu, applied as the conv reads its
+ *    input, when its cost model says so). The group becomes anchored at the
+ *    node (its prologue's nodes first in its node list), runs as that
+ *    template, and takes elementwise nodes after the anchor as any anchored
+ *    group does.
  *  - Everything else (conv, pooling, dense, softmax, movement, reference
  *    fallbacks, multi-output ops) opens a group. */
 #include <stdlib.h>
@@ -51,7 +61,10 @@ typedef struct gstate {
     int *nodes;
     int last;       /* last node index */
     bool has_add, has_relu, has_clip;
-    const kiln_template *tpl; /* a template for two anchors took the group (pair_group) */
+    const kiln_template *tpl; /* a template for two anchors took the group (pair_group),
+                                 or the anchor with the group as its prologue */
+    bool pro;       /* the group is the input prologue of `anchor` (prologue_group) */
+    int anchor;     /* with pro: the anchor's node (else the anchor is nodes[0]) */
 } gstate;
 
 typedef struct fctx {
@@ -68,13 +81,9 @@ static bool is_f32(const kiln_value *v)
     return v->dtype == KILN_DTYPE_FLOAT32;
 }
 
-/* The fusion style of a group anchored at n: what its template absorbs. */
-static style anchor_style(const kiln_target *tg, const kiln_graph *g, const kiln_node *n)
+/* The fusion style of what a template absorbs after its anchor. */
+static style epi_style(kiln_epi_kind e)
 {
-    if (n->n_outputs != 1 || !is_f32(g->values[n->outputs[0]]))
-        return ST_NONE;
-    kiln_epi_kind e;
-    kiln_target_template(tg, g, n, &e);
     switch (e) {
     case KILN_EPI_KIND_HEADER:
         return ST_CONV; /* the kernel headers' epilogue */
@@ -85,6 +94,16 @@ static style anchor_style(const kiln_target *tg, const kiln_graph *g, const kiln
     default:
         return ST_NONE;
     }
+}
+
+/* The fusion style of a group anchored at n: what its template absorbs. */
+static style anchor_style(const kiln_target *tg, const kiln_graph *g, const kiln_node *n)
+{
+    if (n->n_outputs != 1 || !is_f32(g->values[n->outputs[0]]))
+        return ST_NONE;
+    kiln_epi_kind e;
+    kiln_target_template(tg, g, n, &e);
+    return epi_style(e);
 }
 
 /* How the epilogue can read operand `v` against output `y`. */
@@ -254,6 +273,44 @@ static int pair_group(const fctx *f, const kiln_node *n)
     return gi;
 }
 
+/* The elementwise group that anchored node n may take as its input
+ * prologue (see the top), or -1. */
+static int prologue_group(const fctx *f, const kiln_node *n)
+{
+    const kiln_graph *g = f->g;
+    if (n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs != 1 ||
+        !is_f32(g->values[n->outputs[0]]))
+        return -1;
+    const kiln_value *x = g->values[n->inputs[0]];
+    if (x->kind != KILN_VALUE_NODE)
+        return -1;
+    int gi = f->group_of[x->producer];
+    const gstate *s = &f->gs[gi];
+    if (s->tpl || s->pro || s->st != ST_ELEMWISE || s->tip != x->id)
+        return -1;
+    for (int k = 1; k < n->n_inputs; k++)
+        if (n->inputs[k] == x->id)
+            return -1;
+    /* every value of the group: no graph output, read by the group's nodes
+     * only, but for its output, read by n alone (as its data input) */
+    for (int i = 0; i < s->n_nodes; i++) {
+        const kiln_node *m = g->nodes[s->nodes[i]];
+        for (int k = 0; k < m->n_outputs; k++) {
+            int v = m->outputs[k];
+            if (g->values[v]->is_output)
+                return -1;
+            for (int e = f->cons_start[v]; e < f->cons_start[v + 1]; e++) {
+                int c = f->cons[e];
+                if (f->group_of[c] != gi && (c != n->id || v != x->id))
+                    return -1;
+            }
+        }
+    }
+    if (!kiln_target_prologue_template(f->tg, g, s->nodes, s->n_nodes, n, NULL))
+        return -1;
+    return gi;
+}
+
 static bool push_node(gstate *s, int node)
 {
     if (s->n_nodes == s->cap) {
@@ -403,7 +460,7 @@ static kiln_status build_groups(kiln_pass_ctx *ctx, fctx *f, kiln_error *err)
         gr->n_nodes = s->n_nodes;
         gr->nodes = s->nodes;
         s->nodes = NULL;
-        gr->anchor = gr->nodes[0];
+        gr->anchor = s->pro ? s->anchor : gr->nodes[0];
         gr->tpl = s->tpl;
         const kiln_node *a = g->nodes[gr->anchor];
         if ((a->op == KILN_OP_RESHAPE || a->op == KILN_OP_FLATTEN) && gr->n_nodes == 1 &&
@@ -533,7 +590,24 @@ kiln_status kiln_pass_fuse(kiln_pass_ctx *ctx, kiln_error *err)
                 goto done;
             }
             s->tip = n->outputs[0];
-            s->st = e == KILN_EPI_KIND_ANY ? ST_GENERIC : e == KILN_EPI_KIND_HEADER ? ST_CONV : ST_NONE;
+            s->st = epi_style(e) == ST_ELEMWISE ? ST_NONE : epi_style(e);
+            s->has_add = s->has_relu = s->has_clip = false;
+            continue;
+        }
+        int pro = prologue_group(&f, n);
+        if (pro >= 0) {
+            gstate *s = &f.gs[pro];
+            kiln_epi_kind e = KILN_EPI_KIND_NONE;
+            s->tpl = kiln_target_prologue_template(f.tg, g, s->nodes, s->n_nodes, n, &e);
+            s->pro = true;
+            s->anchor = i;
+            f.group_of[i] = pro;
+            if (!push_node(s, i)) {
+                st = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+                goto done;
+            }
+            s->tip = n->outputs[0];
+            s->st = epi_style(e) == ST_ELEMWISE ? ST_NONE : epi_style(e);
             s->has_add = s->has_relu = s->has_clip = false;
             continue;
         }

@@ -38,13 +38,15 @@ typedef struct kiln_group {
     kiln_group_kind kind;
     int anchor;        /* the node that decides the template (conv, pool, ...) */
     int n_nodes;
-    int *nodes;        /* node ids, topological order; anchor first for anchored groups */
+    int *nodes;        /* node ids, topological order; anchor first for anchored groups,
+                          but after its input prologue's nodes (fuse.c, template.prologue) */
     int n_inputs;
     int *inputs;       /* value ids read from outside the group (activations, constants) */
     int n_outputs;
     int *outputs;      /* value ids written (visible outside the group) */
     const struct kiln_template *tpl; /* NULL: the anchor's template; else one taking two
-                                        anchors (template.pair: expand + depthwise conv) */
+                                        anchors (template.pair: expand + depthwise conv) or
+                                        the anchor's with an input prologue */
 } kiln_group;
 
 /* ---- memory plan ------------------------------------------------------------ */

@@ -66,6 +66,19 @@ const kiln_template *kiln_target_pair_template(const kiln_target *tg, const kiln
     return NULL;
 }
 
+const kiln_template *kiln_target_prologue_template(const kiln_target *tg, const kiln_graph *g,
+                                                   const int *nodes, int n_nodes,
+                                                   const kiln_node *n, kiln_epi_kind *epi)
+{
+    const kiln_template *t = kiln_target_template(tg, g, n, NULL);
+    kiln_epi_kind e = KILN_EPI_KIND_NONE;
+    if (!t->prologue || !t->prologue(tg, g, nodes, n_nodes, n, &e))
+        return NULL;
+    if (epi)
+        *epi = e;
+    return t;
+}
+
 bool kiln_target_has_template(const kiln_target *tg, const kiln_graph *g, const kiln_node *n)
 {
     return kiln_target_template(tg, g, n, NULL) != kiln_target_templates(tg)->fallback;

@@ -70,6 +70,17 @@ typedef struct kiln_template {
      * own cost model decides (fuse only where it wins). */
     bool (*pair)(const kiln_target *tg, const kiln_graph *g, const int *nodes, int n_nodes,
                  const kiln_node *next, kiln_epi_kind *epi);
+    /* NULL: none. An input prologue: whether node `n`, which this template
+     * takes (match), may read its data input (input 0) through the
+     * elementwise group nodes[0..n_nodes) that computes it, applied as n
+     * reads it (a pre-activation BatchNorm's per-channel Mul/Add and Relu
+     * before a conv), the group's own kernel gone. fuse has checked that
+     * nothing else reads the group's values. The group then runs as this
+     * template anchored at n (the prologue's nodes first in its node
+     * list); *epi: what it absorbs after n. The template's cost model
+     * decides. */
+    bool (*prologue)(const kiln_target *tg, const kiln_graph *g, const int *nodes, int n_nodes,
+                     const kiln_node *n, kiln_epi_kind *epi);
 } kiln_template;
 
 /* A target's templates, in match order, the fallback last. */
@@ -95,6 +106,12 @@ const kiln_template *kiln_target_template(const kiln_target *tg, const kiln_grap
 const kiln_template *kiln_target_pair_template(const kiln_target *tg, const kiln_graph *g,
                                                const int *nodes, int n_nodes,
                                                const kiln_node *next, kiln_epi_kind *epi);
+/* The template taking node n with the elementwise group nodes[0..n_nodes)
+ * as its input prologue (template.prologue: asked of n's own template
+ * only), or NULL. epi may be NULL. */
+const kiln_template *kiln_target_prologue_template(const kiln_target *tg, const kiln_graph *g,
+                                                   const int *nodes, int n_nodes,
+                                                   const kiln_node *n, kiln_epi_kind *epi);
 /* Whether a template other than the fallback takes n. */
 bool kiln_target_has_template(const kiln_target *tg, const kiln_graph *g, const kiln_node *n);
 /* The layouts the template that claims n wants, given the layout its data

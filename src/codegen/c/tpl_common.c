@@ -84,8 +84,10 @@ int kiln_tpl_header_epilogue(const kiln_lowered *l, kiln_task *t, bool has_bias,
     const kiln_group *gr = &l->ctx->groups[t->group];
     const kiln_value *y = g->values[gr->outputs[0]];
     int stop = gr->n_nodes;
+    /* the anchor: nodes[0], or after its input prologue's nodes */
+    int first = group_index(g, gr, g->nodes[gr->anchor]->outputs[0]) + 1;
     for (;;) {
-        int epi = has_bias ? KILN_EPI_BIAS : 0, res = -1, i = 1;
+        int epi = has_bias ? KILN_EPI_BIAS : 0, res = -1, i = first;
         *lo = -3.4028234663852886e38f;
         *hi = 3.4028234663852886e38f;
         for (; i < stop; i++) {
@@ -123,7 +125,7 @@ int kiln_tpl_header_epilogue(const kiln_lowered *l, kiln_task *t, bool has_bias,
                     ok = false;
             }
         }
-        if (ok || i == 1) {
+        if (ok || i == first) {
             t->epi_from = i;
             t->residual_arg = res;
             return epi;

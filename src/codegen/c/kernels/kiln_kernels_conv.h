@@ -118,6 +118,7 @@ typedef struct kiln_conv_plan {
     int copy;          /* the columns need padding: copy bands into the workspace */
     int64_t wpad;      /* padded width of the copied band (pixels) */
     int64_t band_rows; /* most input rows a band copy holds */
+    int stage_tile;    /* the prologue is staged per pixel tile (see "the input prologue") */
 } kiln_conv_plan;
 
 static KILN_KINLINE kiln_conv_plan kiln_conv_plan_of(const kiln_conv_params *p)
@@ -144,7 +145,9 @@ static KILN_KINLINE kiln_conv_plan kiln_conv_plan_of(const kiln_conv_params *p)
     q.n_ocg = (q.cob_g / q.oc_group + (q.cob_g % q.oc_group != 0)) * g;
     q.n_bands = kiln_k_cdiv(p->oh, q.oh_tile);
     int64_t last_col = (int64_t)(p->ow - 1) * p->sw + (int64_t)(p->kw - 1) * p->dw; /* padded */
-    q.copy = p->pro || p->pad_l > 0 || last_col - p->pad_l >= p->w; /* a prologue stages */
+    q.stage_tile = p->pro && q.order == 0 && p->kh == 1 && p->kw == 1 && !p->pad_t && !p->pad_l &&
+                   !p->pad_b && !p->pad_r;
+    q.copy = (p->pro && !q.stage_tile) || p->pad_l > 0 || last_col - p->pad_l >= p->w;
     q.wpad = kiln_k_max64(p->w + p->pad_l, last_col + 1);
     q.band_rows = kiln_k_min64(p->h, (int64_t)(q.oh_tile - 1) * p->sh + (int64_t)(p->kh - 1) * p->dh + 1);
     return q;
@@ -203,6 +206,8 @@ static KILN_KINLINE void kiln_conv_task_out(const kiln_conv_params *p, int64_t t
 static KILN_KINLINE size_t kiln_conv_workspace_bytes(const kiln_conv_params *p)
 {
     kiln_conv_plan q = kiln_conv_plan_of(p);
+    if (q.stage_tile)
+        return (size_t)(q.T * q.ict * q.cbi) * sizeof(float) + 64;
     if (!q.copy)
         return 0;
     return (size_t)(q.cib_g * q.band_rows * q.wpad * q.cbi) * sizeof(float) + 64;
@@ -633,12 +638,16 @@ static KILN_KINLINE void kiln_conv_tile_at(const kiln_conv_params *p, const kiln
  * reads it: x -> clamp(x * scale[c] + shift[c], pro_lo, pro_hi) (each part
  * optional; Relu is a clamp to [0, FLT_MAX]), a pre-activation
  * BatchNorm-Relu before the conv (densenet's) without its own pass over the
- * tensor. A conv with a prologue always stages its input (q.copy): each
- * task copies its band of input rows into the workspace once, applying the
- * prologue on the way, and the microkernels read the staged copy, so the
- * cost is one operation per input element per task, not per FMA. The zero
- * padding is written after the prologue (the pad of the activated tensor,
- * not the prologue of a zero); padded rows are skipped as without one.
+ * tensor. A conv with a prologue stages its input through it, so the cost
+ * is one operation per input element per task, not per FMA: an unpadded
+ * 1x1 conv in loop order 0 (q.stage_tile), per ic pass, output row and
+ * pixel tile, just before the oc tiles read it, [nicb][T][cbi] in the
+ * workspace, read from the L1; any other (q.copy) per task, its band of
+ * input rows, with the padding columns, as the padded convs copy (whole
+ * bands go through the L2: for densenet's 1x1s that was no faster than the
+ * separate elementwise kernel). The zero padding is written after the
+ * prologue (the pad of the activated tensor, not the prologue of a zero);
+ * padded rows are skipped as without one.
  * scale and shift hold ceil(c_in / cb_in) * cb_in floats, in channel order
  * (zeros in the padding channels keep those zero). */
 #define KILN_CONV_PRO_SCALE 1
@@ -697,6 +706,67 @@ static KILN_KINLINE void kiln_conv_pass(const kiln_conv_plan *q, kiln_conv_tile_
     a->nicb = (int)kiln_k_min64(q->ict, q->cib_g - ic0);
     a->first = ic0 == 0;
     a->last = ic0 + q->ict >= q->cib_g;
+}
+
+/* Loop order 0 of an unpadded 1x1 conv with a prologue (q->stage_tile):
+ * per ic pass, output row and pixel tile, the tile's input (T pixels of the
+ * pass's input blocks) goes through the prologue into ws as [nicb][T][cbi]
+ * right before the oc tiles read it from the L1. src: the image's and
+ * group's first input block; scale/shift at the group's first channel; w
+ * the packed weights; a: the task's tile arguments. */
+static KILN_KINLINE void kiln_conv_order0_staged(const kiln_conv_params *p, const kiln_conv_plan *q,
+                                                 kiln_conv_tile_args *a, const float *src,
+                                                 int64_t src_cs, const float *scale,
+                                                 const float *shift, const float *w,
+                                                 const float *bias, const float *res, float *out,
+                                                 int64_t n, int64_t oh0, int64_t oh1, int64_t ob0,
+                                                 int64_t ob1, float *ws)
+{
+    const int cbi = q->cbi, pro = p->pro;
+    const float lo = p->pro_lo, hi = p->pro_hi;
+    const int64_t OW = p->ow, cbo = q->cbo, nfull = OW / q->T, ntiles = nfull + (OW % q->T != 0);
+    const int64_t xps = (int64_t)p->sw * cbi;
+    a->in_ps = cbi;
+    a->in_rs = a->in_ss = 0;
+    a->nkh = a->nkw = 1;
+    a->in = ws;
+    for (int64_t ic0 = 0; ic0 < q->cib_g; ic0 += q->ict) {
+        kiln_conv_pass(q, a, ic0);
+        for (int64_t oh = oh0; oh < oh1; oh++)
+            for (int64_t t = 0; t < ntiles; t++) {
+                const int T = t < nfull ? q->T : (int)(OW % q->T);
+                const int64_t ow0 = t * q->T;
+                a->in_cs = (int64_t)T * cbi;
+                for (int icb = 0; icb < a->nicb; icb++) {
+                    const int64_t c = (ic0 + icb) * cbi;
+                    const float *restrict x = src + (ic0 + icb) * src_cs +
+                                              (oh * p->sh * p->w + ow0 * p->sw) * cbi;
+                    float *restrict d = ws + (int64_t)icb * T * cbi;
+                    for (int j = 0; j < T; j++)
+                        for (int l = 0; l < cbi; l++) {
+                            float v = x[j * xps + l];
+                            if (pro & KILN_CONV_PRO_SCALE)
+                                v *= scale[c + l];
+                            if (pro & KILN_CONV_PRO_SHIFT)
+                                v += shift[c + l];
+                            if (pro & KILN_CONV_PRO_CLAMP) {
+                                v = v < lo ? lo : v;
+                                v = v > hi ? hi : v;
+                            }
+                            d[j * cbi + l] = v;
+                        }
+                }
+                for (int64_t ob = ob0; ob < ob1; ob += q->O) {
+                    const int64_t off = n * q->cob * p->oh * OW * cbo + ob * a->out_os +
+                                        (oh * OW + ow0) * cbo;
+                    a->w = w + ob * a->w_os + ic0 * a->w_cs;
+                    a->out = out + off;
+                    a->res = res ? res + off : NULL;
+                    a->bias = bias ? bias + ob * cbo : NULL;
+                    kiln_conv_tile(q, T, (int)kiln_k_min64(q->O, ob1 - ob), a);
+                }
+            }
+    }
 }
 
 /* Runs tasks [task_begin, task_end) with the input prologue p->pro (see
@@ -760,6 +830,13 @@ static KILN_KINLINE void kiln_conv_run_pro(const kiln_conv_params *p, const floa
         a.hi = p->clip_max;
         kiln_conv_far far = {0, 0, 0};
         const int64_t nfull = OW / q.T, trem = OW % q.T, ntiles = nfull + (trem != 0);
+        if (q.stage_tile) {
+            const int64_t c0 = grp * q.cib_g * cbi;
+            kiln_conv_order0_staged(p, &q, &a, src, src_cs, scale ? scale + c0 : NULL,
+                                    shift ? shift + c0 : NULL, w_packed, bias_p, res_p, out, n,
+                                    oh0, oh1, ob0, ob1, ws);
+            continue;
+        }
         if (q.order == 0) {
             for (int64_t ic0 = 0; ic0 < q.cib_g; ic0 += q.ict) {
                 kiln_conv_pass(&q, &a, ic0);
