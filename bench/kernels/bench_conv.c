@@ -1,5 +1,6 @@
 /* bench/kernels/bench_conv.c: the convolution templates on the convolution
- * shapes of real networks (batch 1): all of resnet-50's, resnet-18's,
+ * shapes of real networks (batch 1): all of resnet-50's, resnext-50's dense
+ * ones, resnet-18's,
  * vgg-16's, mobilenet-v2's depthwise layers, inception-v3's stem, biggest
  * square convs and 1x7/7x1 (and 1x3/3x1) ones. Per shape: median ms,
  * GFLOP/s and fraction of the measured peak (bench/peak.c) on 1 and 2
@@ -74,6 +75,24 @@ static const shape SHAPES[] = {
     {"resnet50", "l4 ds 1x1/2 1024>2048",1, 1024, 2048,  14,  14, 1, 1, 2, 0, 0, 0},
     {"resnet50", "l4 1x1 2048>512",     2, 2048,  512,   7,   7, 1, 1, 1, 0, 0, 0},
     {"resnet50", "l4 3x3 512",          2,  512,  512,   7,   7, 3, 3, 1, 1, 1, 0},
+    /* resnext50_32x4d's dense convs (its grouped 3x3s run on other templates) */
+    {"resnext50", "conv1 7x7/2",         1,    3,   64, 224, 224, 7, 7, 2, 3, 3, 0},
+    {"resnext50", "l1 1x1 64>128",       1,   64,  128,  56,  56, 1, 1, 1, 0, 0, 0},
+    {"resnext50", "l1 1x1 256>128",      2,  256,  128,  56,  56, 1, 1, 1, 0, 0, 0},
+    {"resnext50", "l1 1x1 128>256",      3,  128,  256,  56,  56, 1, 1, 1, 0, 0, 0},
+    {"resnext50", "l1 ds 1x1 64>256",    1,   64,  256,  56,  56, 1, 1, 1, 0, 0, 0},
+    {"resnext50", "l2 1x1 256>256 @56",  1,  256,  256,  56,  56, 1, 1, 1, 0, 0, 0},
+    {"resnext50", "l2 1x1 256>512",      4,  256,  512,  28,  28, 1, 1, 1, 0, 0, 0},
+    {"resnext50", "l2 1x1 512>256",      3,  512,  256,  28,  28, 1, 1, 1, 0, 0, 0},
+    {"resnext50", "l2 ds 1x1/2 256>512", 1,  256,  512,  56,  56, 1, 1, 2, 0, 0, 0},
+    {"resnext50", "l3 1x1 512>512 @28",  1,  512,  512,  28,  28, 1, 1, 1, 0, 0, 0},
+    {"resnext50", "l3 1x1 512>1024",     6,  512, 1024,  14,  14, 1, 1, 1, 0, 0, 0},
+    {"resnext50", "l3 1x1 1024>512",     5, 1024,  512,  14,  14, 1, 1, 1, 0, 0, 0},
+    {"resnext50", "l3 ds 1x1/2 512>1024",1,  512, 1024,  28,  28, 1, 1, 2, 0, 0, 0},
+    {"resnext50", "l4 1x1 1024>1024 @14",1, 1024, 1024,  14,  14, 1, 1, 1, 0, 0, 0},
+    {"resnext50", "l4 1x1 1024>2048",    3, 1024, 2048,   7,   7, 1, 1, 1, 0, 0, 0},
+    {"resnext50", "l4 1x1 2048>1024",    2, 2048, 1024,   7,   7, 1, 1, 1, 0, 0, 0},
+    {"resnext50", "l4 ds 1x1/2 1024>2048",1,1024, 2048,  14,  14, 1, 1, 2, 0, 0, 0},
     /* resnet-18 */
     {"resnet18", "conv1 7x7/2",         1,    3,   64, 224, 224, 7, 7, 2, 3, 3, 0},
     {"resnet18", "l1 3x3 64",           4,   64,   64,  56,  56, 3, 3, 1, 1, 1, 0},
