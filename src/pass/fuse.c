@@ -329,9 +329,10 @@ static bool push_node(gstate *s, int node)
 /* The per-concat conditions of an in-place Concat: its output is laid out
  * with every input a contiguous slice (all dims before the axis are 1; in a
  * blocked layout the axis is the channel and every input but the last fills
- * whole blocks, so the slices start on block boundaries), and every input is
- * a kernel group's single output in the same layout, no graph output, and
- * read once by this concat. */
+ * whole blocks, so the slices start on block boundaries; every slice starts
+ * 64-byte aligned, as the runtime requires of every tensor: 10 channels of
+ * 7x7 floats are not), and every input is a kernel group's single output in
+ * the same layout, no graph output, and read once by this concat. */
 static bool concat_slices(const fctx *f, const kiln_node *n)
 {
     const kiln_graph *g = f->g;
@@ -349,10 +350,14 @@ static bool concat_slices(const fctx *f, const kiln_node *n)
     bool blocked = y->layout.kind == KILN_LAYOUT_NCHWC;
     if (blocked && axis != 1)
         return false;
+    int64_t off = 0;
     for (int k = 0; k < n->n_inputs; k++) {
         const kiln_value *x = g->values[n->inputs[k]];
         if (x->kind != KILN_VALUE_NODE || x->is_output || !kiln_layout_equal(x->layout, y->layout))
             return false;
+        if (off % 64 != 0)
+            return false;
+        off += kiln_layout_nbytes(x->dtype, &x->shape, x->layout);
         if (blocked && k + 1 < n->n_inputs &&
             (x->shape.rank < 2 || y->layout.block_a < 1 || x->shape.dims[1] % y->layout.block_a != 0))
             return false;

@@ -838,6 +838,26 @@ static void test_elemwise_movement(void **state)
     int cat = node(g, KILN_OP_CONCAT, ci, 2);
     kiln_node_set_int(g, cat, "axis", 1);
     check(g, out(g, cat), 6200);
+
+    /* two convs of 10 channels on 7x7 concatenated, then a conv: a slice at
+     * 10 * 49 floats would start off the 64-byte alignment the runtime
+     * requires of every tensor (the model then failed to load), so this
+     * concat is a kernel */
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    xi = input(g, "x", ks(4, 1, 3, 9, 9));
+    int w3 = param(g, "w3", ks(4, 10, 3, 3, 3), 5, -0.5f, 0.5f);
+    int w4 = param(g, "w4", ks(4, 10, 3, 3, 3), 6, -0.5f, 0.5f);
+    int w5 = param(g, "w5", ks(4, 8, 20, 1, 1), 7, -0.5f, 0.5f);
+    int i3[2] = {xi, w3}, i4[2] = {xi, w4};
+    int c3 = out(g, node(g, KILN_OP_CONV, i3, 2));
+    int c4 = out(g, node(g, KILN_OP_CONV, i4, 2));
+    c3 = out(g, node(g, KILN_OP_RELU, &c3, 1));
+    c4 = out(g, node(g, KILN_OP_RELU, &c4, 1));
+    int cj[2] = {c3, c4};
+    int cat2 = node(g, KILN_OP_CONCAT, cj, 2);
+    kiln_node_set_int(g, cat2, "axis", 1);
+    int cw[2] = {out(g, cat2), w5};
+    check(g, out(g, node(g, KILN_OP_CONV, cw, 2)), 6300);
 }
 
 /* ---- Cast, Gather with any indices, Where, Expand, Einsum --------------------------- */
