@@ -99,7 +99,8 @@ void kiln_emit_epilogue_span(kiln_sb *b, const kiln_lowered *l, const kiln_task 
 const char *kiln_tpl_ctype(kiln_dtype t);
 /* A conv whose c output channels are padded to blocks of cb reads its bias
  * (input 2, a constant) as whole blocks: re-lowers it zero-padded
- * (tpl_dwconv2d_nchwc.c). Nothing to do without a bias or padding. */
+ * (tpl_common.c; the blocked and depthwise convs). Nothing to do without a
+ * bias or padding. */
 kiln_status kiln_tpl_pad_bias(kiln_lowered *l, kiln_task *t, const kiln_node *n, int64_t c,
                               int cb, kiln_error *err);
 /* A conv's geometry as the conv kernel header's params (tpl_conv2d_nchwc.c). */

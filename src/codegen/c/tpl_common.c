@@ -1,5 +1,9 @@
 /* codegen/c/tpl_common.c: small questions and pieces several templates share
  * (operand checks of their match hooks, the kernel headers' epilogue). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "codegen/c/codegen.h"
 #include "codegen/c/kernels/kiln_kernels_common.h"
 #include "lower/geom.h"
@@ -194,4 +198,28 @@ void kiln_emit_epilogue_span(kiln_sb *b, const kiln_lowered *l, const kiln_task 
                    first, first, len);
     kiln_emit_epilogue(b, l, t, "v", "i");
     kiln_sb_puts(b, "                o0[i] = v;\n            }\n");
+}
+
+kiln_status kiln_tpl_pad_bias(kiln_lowered *l, kiln_task *t, const kiln_node *n, int64_t c,
+                              int cb, kiln_error *err)
+{
+    const kiln_graph *g = l->ctx->g;
+    if (n->n_inputs <= 2 || n->inputs[2] < 0 || c % cb == 0)
+        return KILN_OK;
+    const kiln_value *bv = g->values[n->inputs[2]];
+    if (bv->kind != KILN_VALUE_CONST || !bv->data || kiln_shape_numel(&bv->shape) != c)
+        return kiln_errorf(err, KILN_ERR_INTERNAL, "conv '%s': padded channels need a constant bias",
+                           n->name);
+    int64_t nb = (c + cb - 1) / cb * cb;
+    float *pb = calloc((size_t)nb, sizeof(float));
+    if (!pb)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory padding '%s'", n->name);
+    memcpy(pb, bv->data, sizeof(float) * (size_t)c);
+    char lb[32];
+    snprintf(lb, sizeof lb, "pad%lld", (long long)nb);
+    int bid = kiln_lower_weights(l, bv->id, lb, pb, (int64_t)sizeof(float) * nb);
+    if (bid < 0)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    t->args[kiln_task_arg(t, bv->id)] = bid;
+    return KILN_OK;
 }

@@ -387,24 +387,10 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     t->args[kiln_task_arg(t, wv->id)] = tid;
     /* padded output channels: the kernel reads the bias of whole blocks */
-    if (n->n_inputs > 2 && n->inputs[2] >= 0 && p->c_out % p->cb_out != 0) {
-        const kiln_value *bv = g->values[n->inputs[2]];
-        if (bv->kind != KILN_VALUE_CONST || !bv->data || kiln_shape_numel(&bv->shape) != p->c_out)
-            return kiln_errorf(err, KILN_ERR_INTERNAL, "conv '%s': padded channels need a constant bias",
-                               n->name);
-        int64_t nb = (int64_t)(p->c_out + p->cb_out - 1) / p->cb_out * p->cb_out;
-        float *pb = calloc((size_t)nb, sizeof(float));
-        if (!pb)
-            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory padding '%s'", n->name);
-        memcpy(pb, bv->data, sizeof(float) * (size_t)p->c_out);
-        snprintf(lb, sizeof lb, "pad%lld", (long long)nb);
-        int bid = kiln_lower_weights(l, bv->id, lb, pb, (int64_t)sizeof(float) * nb);
-        if (bid < 0)
-            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-        t->args[kiln_task_arg(t, bv->id)] = bid;
-    }
-    kiln_status s = pack_pro(l, t, err);
+    kiln_status s = kiln_tpl_pad_bias(l, t, n, p->c_out, p->cb_out, err);
     if (s != KILN_OK)
+        return s;
+    if ((s = pack_pro(l, t, err)) != KILN_OK)
         return s;
     t->workspace = (int64_t)kiln_conv_workspace_bytes(p);
     return KILN_OK;

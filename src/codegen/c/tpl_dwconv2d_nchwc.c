@@ -12,7 +12,6 @@
  * task), defaults from the header's model. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "codegen/c/codegen.h"
 #include "codegen/c/kernels/kiln_kernels_dwconv.h"
@@ -92,30 +91,6 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     k = kiln_knob_add(t, "cb", KILN_KNOB_BLOCK, p->cb, (int)offsetof(kiln_dwconv_params, cb));
     kiln_knob_choice(k, p->cb); /* the block alter-layout applied: fixed in a model */
     t->flops = kiln_dwconv_flops(p);
-    return KILN_OK;
-}
-
-kiln_status kiln_tpl_pad_bias(kiln_lowered *l, kiln_task *t, const kiln_node *n, int64_t c,
-                              int cb, kiln_error *err)
-{
-    const kiln_graph *g = l->ctx->g;
-    if (n->n_inputs <= 2 || n->inputs[2] < 0 || c % cb == 0)
-        return KILN_OK;
-    const kiln_value *bv = g->values[n->inputs[2]];
-    if (bv->kind != KILN_VALUE_CONST || !bv->data || kiln_shape_numel(&bv->shape) != c)
-        return kiln_errorf(err, KILN_ERR_INTERNAL, "conv '%s': padded channels need a constant bias",
-                           n->name);
-    int64_t nb = (c + cb - 1) / cb * cb;
-    float *pb = calloc((size_t)nb, sizeof(float));
-    if (!pb)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory padding '%s'", n->name);
-    memcpy(pb, bv->data, sizeof(float) * (size_t)c);
-    char lb[32];
-    snprintf(lb, sizeof lb, "pad%lld", (long long)nb);
-    int bid = kiln_lower_weights(l, bv->id, lb, pb, (int64_t)sizeof(float) * nb);
-    if (bid < 0)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    t->args[kiln_task_arg(t, bv->id)] = bid;
     return KILN_OK;
 }
 
