@@ -248,17 +248,26 @@ static bool accepts(const fctx *f, int gi, const kiln_node *n)
     return closed_except(f, gi, n);
 }
 
-/* The group anchored node n joins as a second anchor (see the top), or -1. */
-static int pair_group(const fctx *f, const kiln_node *n)
+/* The group computing the data input (input 0) of n, a node with one float
+ * output, or -1 (none, or a graph input or constant). */
+static int data_input_group(const fctx *f, const kiln_node *n)
 {
     const kiln_graph *g = f->g;
     if (n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs != 1 ||
         !is_f32(g->values[n->outputs[0]]))
         return -1;
     const kiln_value *x = g->values[n->inputs[0]];
-    if (x->kind != KILN_VALUE_NODE)
+    return x->kind == KILN_VALUE_NODE ? f->group_of[x->producer] : -1;
+}
+
+/* The group anchored node n joins as a second anchor (see the top), or -1. */
+static int pair_group(const fctx *f, const kiln_node *n)
+{
+    const kiln_graph *g = f->g;
+    int gi = data_input_group(f, n);
+    if (gi < 0)
         return -1;
-    int gi = f->group_of[x->producer];
+    const kiln_value *x = g->values[n->inputs[0]];
     const gstate *s = &f->gs[gi];
     if (s->tpl || s->st == ST_NONE || s->st == ST_ELEMWISE || s->tip != x->id)
         return -1;
@@ -278,13 +287,10 @@ static int pair_group(const fctx *f, const kiln_node *n)
 static int prologue_group(const fctx *f, const kiln_node *n)
 {
     const kiln_graph *g = f->g;
-    if (n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs != 1 ||
-        !is_f32(g->values[n->outputs[0]]))
+    int gi = data_input_group(f, n);
+    if (gi < 0)
         return -1;
     const kiln_value *x = g->values[n->inputs[0]];
-    if (x->kind != KILN_VALUE_NODE)
-        return -1;
-    int gi = f->group_of[x->producer];
     const gstate *s = &f->gs[gi];
     if (s->tpl || s->pro || s->st != ST_ELEMWISE || s->tip != x->id)
         return -1;
