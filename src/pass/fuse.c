@@ -248,8 +248,8 @@ static bool accepts(const fctx *f, int gi, const kiln_node *n)
     return closed_except(f, gi, n);
 }
 
-/* The group computing the data input (input 0) of n, a node with one float
- * output, or -1 (none, or a graph input or constant). */
+/* The group whose tip (last value) is the data input (input 0) of n, a node
+ * with one float output, or -1 (none, or a graph input or constant). */
 static int data_input_group(const fctx *f, const kiln_node *n)
 {
     const kiln_graph *g = f->g;
@@ -257,7 +257,10 @@ static int data_input_group(const fctx *f, const kiln_node *n)
         !is_f32(g->values[n->outputs[0]]))
         return -1;
     const kiln_value *x = g->values[n->inputs[0]];
-    return x->kind == KILN_VALUE_NODE ? f->group_of[x->producer] : -1;
+    if (x->kind != KILN_VALUE_NODE)
+        return -1;
+    int gi = f->group_of[x->producer];
+    return gi >= 0 && f->gs[gi].tip == x->id ? gi : -1;
 }
 
 /* The group anchored node n joins as a second anchor (see the top), or -1. */
@@ -267,9 +270,8 @@ static int pair_group(const fctx *f, const kiln_node *n)
     int gi = data_input_group(f, n);
     if (gi < 0)
         return -1;
-    const kiln_value *x = g->values[n->inputs[0]];
     const gstate *s = &f->gs[gi];
-    if (s->tpl || s->st == ST_NONE || s->st == ST_ELEMWISE || s->tip != x->id)
+    if (s->tpl || s->st == ST_NONE || s->st == ST_ELEMWISE)
         return -1;
     for (int k = 1; k < n->n_inputs; k++) /* its other inputs: no values of the group */
         if (n->inputs[k] >= 0 && g->values[n->inputs[k]]->kind == KILN_VALUE_NODE &&
@@ -292,7 +294,7 @@ static int prologue_group(const fctx *f, const kiln_node *n)
         return -1;
     const kiln_value *x = g->values[n->inputs[0]];
     const gstate *s = &f->gs[gi];
-    if (s->tpl || s->pro || s->st != ST_ELEMWISE || s->tip != x->id)
+    if (s->tpl || s->pro || s->st != ST_ELEMWISE)
         return -1;
     for (int k = 1; k < n->n_inputs; k++)
         if (n->inputs[k] == x->id)

@@ -153,13 +153,21 @@ static void run_reshape_nz(kiln_vm *vm, const kiln_tensor *x, const int64_t *sha
     kiln_tensor_release(&sh);
 }
 
+/* A new temporary directory (the caller removes and frees it) and the paths
+ * of NAME.onnx and NAME.so in it. */
+static char *temp_paths(const char *name, char onnx[4200], char so[4200])
+{
+    char *dir = kt_tempdir();
+    snprintf(onnx, 4200, "%s/%s.onnx", dir, name);
+    snprintf(so, 4200, "%s/%s.so", dir, name);
+    return dir;
+}
+
 static void test_reshape_nonzero(void **state)
 {
     (void)state;
-    char *dir = kt_tempdir();
     char onnx[4200], so[4200];
-    snprintf(onnx, sizeof onnx, "%s/m.onnx", dir);
-    snprintf(so, sizeof so, "%s/m.so", dir);
+    char *dir = temp_paths("m", onnx, so);
     reshape_nz_model(onnx);
     kiln_error err = {0};
     kiln_vm *ref = NULL;
@@ -229,10 +237,8 @@ static void test_reshape_nonzero(void **state)
 static void test_if(void **state)
 {
     (void)state;
-    char *dir = kt_tempdir();
     char onnx[4200], so[4200];
-    snprintf(onnx, sizeof onnx, "%s/if.onnx", dir);
-    snprintf(so, sizeof so, "%s/if.so", dir);
+    char *dir = temp_paths("if", onnx, so);
     vi_store s[6];
     int64_t three[1] = {3};
     Onnx__ValueInfoProto *tout[1] = {kt_onnx_vi(&s[0], "t", KILN_DTYPE_FLOAT32, 1, three)};
@@ -301,10 +307,8 @@ static void test_if(void **state)
 static void test_loop_no_static(void **state)
 {
     (void)state;
-    char *dir = kt_tempdir();
     char onnx[4200], so[4200];
-    snprintf(onnx, sizeof onnx, "%s/loop.onnx", dir);
-    snprintf(so, sizeof so, "%s/loop.so", dir);
+    char *dir = temp_paths("loop", onnx, so);
     vi_store s[10];
     int64_t two[1] = {2};
     Onnx__ValueInfoProto *bin[3] = {kt_onnx_vi(&s[0], "i", KILN_DTYPE_INT64, 0, NULL),
@@ -369,10 +373,8 @@ static void test_heavy_without_compiler(void **state)
 {
     (void)state;
     enum { M = 64, K = 256, N = 1024 };
-    char *dir = kt_tempdir();
     char onnx[4200], so[4200];
-    snprintf(onnx, sizeof onnx, "%s/heavy.onnx", dir);
-    snprintf(so, sizeof so, "%s/heavy.so", dir);
+    char *dir = temp_paths("heavy", onnx, so);
     vi_store s[3];
     int64_t xd[1] = {M * K}, two[1] = {2}, wd[2] = {K, N};
     float *w = malloc(sizeof(float) * K * N);
@@ -477,10 +479,8 @@ static void expect_load_error(const char *so, const char *what)
 static void test_corrupt(void **state)
 {
     (void)state;
-    char *dir = kt_tempdir();
     char onnx[4200], so[4200], bad[4200];
-    snprintf(onnx, sizeof onnx, "%s/m.onnx", dir);
-    snprintf(so, sizeof so, "%s/m.so", dir);
+    char *dir = temp_paths("m", onnx, so);
     reshape_nz_model(onnx);
     export_so(onnx, so);
     /* the header: magic 8, version 4, flags 4, desc_size 8, onnx_size 8, checksum 8 */
@@ -510,10 +510,8 @@ static void test_corrupt(void **state)
 static void test_cli(void **state)
 {
     (void)state;
-    char *dir = kt_tempdir();
     char onnx[4200], so[4200];
-    snprintf(onnx, sizeof onnx, "%s/m.onnx", dir);
-    snprintf(so, sizeof so, "%s/m.so", dir);
+    char *dir = temp_paths("m", onnx, so);
     reshape_nz_model(onnx);
     char *out = NULL;
     int rc = kt_run_cli(kt_fmt("compile %s -o %s", onnx, so), &out);
@@ -545,10 +543,8 @@ static void test_cli(void **state)
 static void test_cli_symbolic(void **state)
 {
     (void)state;
-    char *dir = kt_tempdir();
     char onnx[4200], so[4200], xf[4200];
-    snprintf(onnx, sizeof onnx, "%s/sym.onnx", dir);
-    snprintf(so, sizeof so, "%s/sym.so", dir);
+    char *dir = temp_paths("sym", onnx, so);
     snprintf(xf, sizeof xf, "%s/x.npy", dir);
     vi_store s[2];
     int64_t n[1] = {-1};
