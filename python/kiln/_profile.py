@@ -30,7 +30,8 @@ class Row:
 
 
 class Report:
-    """A profile: per-kernel medians over the instrumented runs, Sum and Total
+    """A profile: per-kernel times (means over the instrumented runs that were
+    not slowed, like Total's, so the rows add up to it), Sum and Total
     rows, the configuration and the agreement with a bench of the same module.
 
     ``table()``, ``csv()``, ``json()``, ``chrome()`` and ``html()`` give the
@@ -110,12 +111,12 @@ class Report:
 
     @property
     def total_us(self) -> float:
-        """Median wall time of an instrumented run."""
+        """Mean wall time of the instrumented runs that were not slowed."""
         return self.data["total"]["duration_us"]
 
     @property
     def sum_us(self) -> float:
-        """Sum of every kernel's median."""
+        """Sum of every kernel's time (Total less the time between kernels)."""
         return self.data["sum"]["duration_us"]
 
     def __str__(self) -> str:

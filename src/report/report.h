@@ -18,15 +18,21 @@
 
 #include "kiln/types.h"
 
-#define KILN_REPORT_VERSION 1
+#define KILN_REPORT_VERSION 2
+
+/* A run slower than the median run by more than this many median absolute
+ * deviations of the runs' wall times, and by this fraction of the median at
+ * least, is left out of the profile's times (report.c). */
+#define KILN_REPORT_SLOW_MADS 4.0
+#define KILN_REPORT_SLOW_FLOOR 0.02
 
 typedef struct kiln_report_step {
     char *name, *op, *shapes, *layouts; /* never NULL once filled */
     uint64_t hash;       /* workload hash; has_hash 0 when the executor has none */
     int has_hash;
     double flops;        /* of one call; 0 if unknown */
-    double median_us, min_us, max_us; /* over the instrumented runs */
-    double mean_us;
+    double time_us;      /* mean over the kept runs (report.c): what rows and Sum add */
+    double median_us, min_us, max_us, mean_us; /* over every instrumented run */
     double start_us;     /* start in the representative run (the median wall time) */
     double trace_us;     /* duration in the representative run */
 } kiln_report_step;
@@ -35,7 +41,7 @@ typedef struct kiln_report_row {
     char *name, *op, *shapes, *layouts;
     uint64_t hash;
     int has_hash;
-    double duration_us;  /* sum of the medians of its steps */
+    double duration_us;  /* sum of its steps' times */
     double percent;      /* of Total */
     int count;           /* steps (calls per run) aggregated in the row */
     double flops;        /* per run, of all its calls; 0 if unknown */
@@ -61,12 +67,13 @@ typedef struct kiln_report {
     int n_rows, rows_total;    /* rows shown; rows before --top */
     kiln_report_row *rows;
     char aggregate[16], sort[16];
-    double sum_us;             /* sum of every step's median */
-    double sum_mean_us;        /* sum of every step's mean (= total_mean_us - between_us) */
+    double sum_us;             /* sum of every step's time (= total_us - between_us) */
+    double sum_mean_us;        /* sum of every step's mean over every run */
     int sum_count;             /* steps */
-    double total_us;           /* median wall time of an instrumented run */
-    double total_mean_us, total_min_us, total_max_us;
-    double between_us;         /* median over the runs of (run wall time - its kernels' time) */
+    double total_us;           /* mean wall time of the kept runs (report.c) */
+    int runs_kept;             /* of cfg.runs; the others were slowed (report.c) */
+    double total_mean_us, total_median_us, total_min_us, total_max_us; /* over every run */
+    double between_us;         /* mean over the kept runs of (run wall time - its kernels' time) */
     double clock_ns;           /* one clock read */
     double overhead_us;        /* estimated profiler overhead per run */
     int has_bench;

@@ -46,9 +46,9 @@ kiln_status kiln_report_write_chrome(FILE *f, const kiln_report *r, kiln_error *
             add(a, "shapes", cJSON_CreateString(s->shapes), &ok);
             add(a, "layouts", cJSON_CreateString(s->layouts), &ok);
             add(a, "hash", cJSON_CreateString(h), &ok);
-            add(a, "median_us", cJSON_CreateNumber(s->median_us), &ok);
-            if (s->flops > 0 && s->median_us > 0)
-                add(a, "gflops", cJSON_CreateNumber(s->flops / (s->median_us * 1e3)), &ok);
+            add(a, "duration_us", cJSON_CreateNumber(s->time_us), &ok);
+            if (s->flops > 0 && s->time_us > 0)
+                add(a, "gflops", cJSON_CreateNumber(s->flops / (s->time_us * 1e3)), &ok);
         }
         add(e, "args", a, &ok);
     }

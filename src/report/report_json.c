@@ -113,6 +113,8 @@ kiln_status kiln_report_write_json(FILE *f, const kiln_report *r, kiln_error *er
     cJSON *tot = cJSON_CreateObject();
     if (tot) {
         add(tot, "duration_us", cJSON_CreateNumber(r->total_us), &ok);
+        add(tot, "runs_kept", cJSON_CreateNumber(r->runs_kept), &ok);
+        add(tot, "median_us", cJSON_CreateNumber(r->total_median_us), &ok);
         add(tot, "mean_us", cJSON_CreateNumber(r->total_mean_us), &ok);
         add(tot, "min_us", cJSON_CreateNumber(r->total_min_us), &ok);
         add(tot, "max_us", cJSON_CreateNumber(r->total_max_us), &ok);
@@ -165,7 +167,8 @@ kiln_status kiln_report_write_json(FILE *f, const kiln_report *r, kiln_error *er
         add(o, "layouts", str(s->layouts), &ok);
         add(o, "hash", hash_or_null(s->has_hash, s->hash), &ok);
         add(o, "flops", num_or_null(s->flops), &ok);
-        add(o, "duration_us", cJSON_CreateNumber(s->median_us), &ok);
+        add(o, "duration_us", cJSON_CreateNumber(s->time_us), &ok);
+        add(o, "median_us", cJSON_CreateNumber(s->median_us), &ok);
         add(o, "mean_us", cJSON_CreateNumber(s->mean_us), &ok);
         add(o, "min_us", cJSON_CreateNumber(s->min_us), &ok);
         add(o, "max_us", cJSON_CreateNumber(s->max_us), &ok);
@@ -351,14 +354,15 @@ static void read_steps(rd *x, const cJSON *arr, kiln_report *r)
         s->layouts = get_str(x, e, path, "layouts", 0);
         s->has_hash = get_hash(x, e, path, &s->hash);
         s->flops = get_num(x, e, path, "flops", 1);
-        s->median_us = get_num(x, e, path, "duration_us", 0);
+        s->time_us = get_num(x, e, path, "duration_us", 0);
+        s->median_us = get_num(x, e, path, "median_us", 0);
         s->mean_us = get_num(x, e, path, "mean_us", 0);
         r->sum_mean_us += s->mean_us;
         s->min_us = get_num(x, e, path, "min_us", 0);
         s->max_us = get_num(x, e, path, "max_us", 0);
         s->start_us = get_num(x, e, path, "start_us", 0);
         s->trace_us = get_num(x, e, path, "trace_us", 0);
-        if (x->st == KILN_OK && (s->median_us < 0 || s->min_us < 0 || s->max_us < 0))
+        if (x->st == KILN_OK && (s->time_us < 0 || s->median_us < 0 || s->min_us < 0 || s->max_us < 0))
             x->st = kiln_errorf(x->err, KILN_ERR_PARSE, "%s: %s: negative duration", x->what,
                                 path);
     }
@@ -444,6 +448,8 @@ kiln_status kiln_report_parse_json(const char *text, const char *what, kiln_repo
     const cJSON *tot = get_obj(&x, root, "", "total", 0);
     if (tot) {
         r.total_us = get_num(&x, tot, "total", "duration_us", 0);
+        r.runs_kept = get_int(&x, tot, "total", "runs_kept", 1, 1 << 30);
+        r.total_median_us = get_num(&x, tot, "total", "median_us", 0);
         r.total_mean_us = get_num(&x, tot, "total", "mean_us", 0);
         r.total_min_us = get_num(&x, tot, "total", "min_us", 0);
         r.total_max_us = get_num(&x, tot, "total", "max_us", 0);

@@ -92,8 +92,8 @@ static void config_block(FILE *f, const kiln_report *r)
         for (int i = 0; i < c->n_fallbacks; i++)
             fprintf(f, "  %s\n", c->fallbacks[i]);
     }
-    fprintf(f, "Runs: %d instrumented after %d warm-up; durations are per-kernel medians, "
-               "Total the median run\n",
+    fprintf(f, "Runs: %d instrumented after %d warm-up; durations and Total are means over the "
+               "runs not slowed\n",
             c->runs, c->warmup);
     if (c->peak_gflops > 0) {
         fprintf(f, "Peak: %.1f GFLOP/s on %d thread%s (%s", c->peak_gflops, c->threads,
