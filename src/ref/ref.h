@@ -18,6 +18,14 @@ static inline void kiln_ref_strides(const kiln_shape *s, int64_t *strides)
     }
 }
 
+struct kiln_resize_params;
+/* Resize's taps for output coordinate x of dim d (input extent `in`): up to
+ * 4 input indices (clamped into [0, in)) and their weights, *count of them
+ * (-1: tf_crop_and_resize extrapolates there); ref/resize.c. The reference
+ * kernel and the compiled Resize template share it. */
+void kiln_resize_dim_taps(const struct kiln_resize_params *p, int d, int64_t in, int64_t x,
+                          int64_t *idx, double *w, int *count);
+
 /* Copies `count` elements of `es` bytes from src, read with element stride
  * src_stride (may be negative), to contiguous dst (ref/transform.c). */
 void kiln_ref_copy_strided(void *dst, const void *src, int64_t count, int64_t src_stride,

@@ -45,9 +45,10 @@ static void cubic_coeffs(double r, double A, double *c)
     c[3] = ((A * x3 - 5 * A) * x3 + 8 * A) * x3 - 4 * A;
 }
 
-/* Fills the taps of output coordinate x in dim d. */
-static void dim_taps(const kiln_resize_params *p, int d, int64_t in, int64_t x, int64_t *idx,
-                     double *w, int *count)
+/* Fills the taps of output coordinate x in dim d (ref/ref.h; the compiled
+ * Resize template tabulates the same taps). */
+void kiln_resize_dim_taps(const kiln_resize_params *p, int d, int64_t in, int64_t x, int64_t *idx,
+                          double *w, int *count)
 {
     double scale = p->scale[d], ow = scale * (double)in, xo = 0.0, xf = (double)x;
     switch (p->coord) {
@@ -178,8 +179,8 @@ kiln_status kiln_ref_resize(const kiln_node *n, const kiln_tensor *const *in,
         taps[d].w = w + 4 * off;
         taps[d].count = count + off;
         for (int64_t x = 0; x < p.out[d]; x++)
-            dim_taps(&p, d, xt->shape.dims[d], x, taps[d].idx + 4 * x, taps[d].w + 4 * x,
-                     taps[d].count + x);
+            kiln_resize_dim_taps(&p, d, xt->shape.dims[d], x, taps[d].idx + 4 * x,
+                                 taps[d].w + 4 * x, taps[d].count + x);
         off += p.out[d];
     }
     const float *xp = xt->data;

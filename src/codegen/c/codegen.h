@@ -128,6 +128,7 @@ kiln_status kiln_emit_concat(kiln_sb *b, const kiln_lowered *l, const kiln_task 
 kiln_status kiln_emit_split(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
 kiln_status kiln_emit_pad(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
 kiln_status kiln_emit_layout(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+kiln_status kiln_emit_resize(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
 /* The reference-kernel fallback (emit_ref.c). */
 kiln_status kiln_emit_ref(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
 

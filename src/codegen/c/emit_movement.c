@@ -16,7 +16,9 @@
 #include <string.h>
 
 #include "codegen/c/codegen.h"
+#include "ir/infer_nn.h"
 #include "lower/geom.h"
+#include "ref/ref.h"
 
 static const char *elem_type(size_t esz)
 {
@@ -442,6 +444,87 @@ kiln_status kiln_emit_layout(kiln_sb *b, const kiln_lowered *l, const kiln_task 
                    kiln_task_arg(t, n->inputs[0]), kiln_task_arg(t, n->inputs[0]));
     char nt[64];
     snprintf(nt, sizeof nt, "%lld", (long long)(N * cb2 * H));
+    kiln_emit_entry(b, t, nt, 1);
+    return KILN_OK;
+}
+
+/* Resize (float32, row-major) of the last two dims: the taps of every output
+ * row and column (ref/resize.c's kiln_resize_dim_taps, so that the kernel
+ * and the reference agree tap for tap) are tables in the kernel file; a task
+ * is one output row, each element the sum over its row taps of the weighted
+ * sum over its column taps, in float. The leading dims are not resized. */
+static void resize_table(kiln_sb *b, const kiln_resize_params *p, int d, int64_t in,
+                         const char *name)
+{
+    int64_t n = p->out[d];
+    for (int k = 0; k < 3; k++) { /* the indices, the weights, the counts */
+        kiln_sb_puts(b, "static const ");
+        kiln_sb_printf(b, k == 0 ? "int32_t %sI_[%lld][4]" : k == 1 ? "float %sW_[%lld][4]"
+                                                                   : "uint8_t %sN_[%lld]",
+                       name, (long long)n);
+        kiln_sb_puts(b, " = {");
+        for (int64_t x = 0; x < n; x++) {
+            int64_t idx[4] = {0, 0, 0, 0};
+            double w[4] = {0, 0, 0, 0};
+            int count = 0;
+            kiln_resize_dim_taps(p, d, in, x, idx, w, &count);
+            if (k == 0)
+                kiln_sb_printf(b, "%s{%lld,%lld,%lld,%lld}", x ? "," : "", (long long)idx[0],
+                               (long long)idx[1], (long long)idx[2], (long long)idx[3]);
+            else if (k == 1)
+                kiln_sb_printf(b, "%s{%af,%af,%af,%af}", x ? "," : "", (double)(float)w[0],
+                               (double)(float)w[1], (double)(float)w[2], (double)(float)w[3]);
+            else
+                kiln_sb_printf(b, "%s%d", x ? "," : "", count < 0 ? 0 : count);
+            if (x % 8 == 7)
+                kiln_sb_puts(b, "\n");
+        }
+        kiln_sb_puts(b, "};\n");
+    }
+}
+
+kiln_status kiln_emit_resize(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
+{
+    const kiln_graph *g = l->ctx->g;
+    const kiln_node *n = g->nodes[t->anchor];
+    const kiln_value *x = g->values[n->inputs[0]];
+    kiln_resize_params p;
+    kiln_error err = {0};
+    if (kiln_resize_resolve(n, &x->shape, &p, &err) != KILN_OK || p.rank < 2)
+        return KILN_ERR_UNSUPPORTED;
+    int r = p.rank;
+    int64_t planes = 1;
+    for (int d = 0; d < r - 2; d++)
+        planes *= x->shape.dims[d];
+    int64_t ih = x->shape.dims[r - 2], iw = x->shape.dims[r - 1];
+    int64_t oh = p.out[r - 2], ow = p.out[r - 1];
+    kiln_emit_prologue(b, l, t, NULL, 0);
+    kiln_sb_printf(b, "static const int64_t IH_ = %lld, IW_ = %lld, OH_ = %lld, OW_ = %lld;\n",
+                   (long long)ih, (long long)iw, (long long)oh, (long long)ow);
+    resize_table(b, &p, r - 2, ih, "H");
+    resize_table(b, &p, r - 1, iw, "W");
+    kiln_sb_puts(b, "\n" KILN_TASK_SIG);
+    kiln_emit_arg_ptrs(b, t);
+    kiln_sb_printf(b,
+                   "    for (int64_t row = begin_; row < end_; row++) {\n"
+                   "        int64_t plane = row / OH_, h = row %% OH_;\n"
+                   "        const float *src = a%d + plane * IH_ * IW_;\n"
+                   "        for (int64_t w = 0; w < OW_; w++) {\n"
+                   "            float acc = 0.0f;\n"
+                   "            for (int i = 0; i < HN_[h]; i++) {\n"
+                   "                const float *line = src + (int64_t)HI_[h][i] * IW_;\n"
+                   "                float s = 0.0f;\n"
+                   "                for (int j = 0; j < WN_[w]; j++)\n"
+                   "                    s += WW_[w][j] * line[WI_[w][j]];\n"
+                   "                acc += HW_[h][i] * s;\n"
+                   "            }\n"
+                   "            int64_t idx = row * OW_ + w;\n",
+                   kiln_task_arg(t, n->inputs[0]));
+    if (kiln_task_has_epilogue(l, t))
+        kiln_emit_epilogue(b, l, t, "acc", "idx");
+    kiln_sb_puts(b, "            o0[idx] = acc;\n        }\n    }\n}\n");
+    char nt[64];
+    snprintf(nt, sizeof nt, "%lld", (long long)(planes * oh));
     kiln_emit_entry(b, t, nt, 1);
     return KILN_OK;
 }
