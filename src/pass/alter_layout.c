@@ -31,11 +31,20 @@
  *    layout transform (an Identity node whose output layout differs from its
  *    input's), created once per value and shared by all its consumers; graph
  *    outputs too. So transforms appear only at the edges of a run.
- * The logical shapes never change, only kiln_value.layout. */
+ * The logical shapes never change, only kiln_value.layout.
+ *
+ * Block choices (pass/layout_dp.h): a template may offer several blocks
+ * per node (template.blocks). The pass first runs the layout DP
+ * (layout_dp.c), which evaluates whole-graph choices by running this same
+ * walk without keeping its graph (kiln_alter_layout_eval: the conv compute
+ * at each choice's cost plus the bytes every transform moves), then
+ * applies the choice it found; a chain keeps the templates' defaults unless
+ * its choice is strictly cheaper. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "pass/layout_dp.h"
 #include "pass/pass.h"
 #include "target/template.h"
 #include "util/error.h"
@@ -129,6 +138,7 @@ typedef struct state {
     int *blk_of; /* new value id -> its blocked copy */
     int cap;
     int transforms;
+    double cost_us; /* the analytic cost (layout_dp.h) */
 } state;
 
 static bool grow_maps(state *s)
@@ -178,6 +188,10 @@ static int as_layout(state *s, int v, kiln_layout l)
         return -1;
     *slot = out;
     s->transforms++;
+    int64_t bytes = kiln_layout_nbytes(g->values[v]->dtype, &g->values[v]->shape,
+                                       g->values[v]->layout) +
+                    kiln_layout_nbytes(g->values[v]->dtype, &g->values[v]->shape, l);
+    s->cost_us += (double)bytes / KILN_LAYOUT_TRANSFORM_BW * 1e6 + KILN_LAYOUT_TRANSFORM_US;
     return out;
 }
 
@@ -211,10 +225,46 @@ static int lay_template(state *s, const kiln_node *n, int *in, const kiln_tpl_la
     return emit(s, n, in, tl->out);
 }
 
-kiln_status kiln_pass_alter_layout(kiln_pass_ctx *ctx, kiln_error *err)
+int kiln_layout_block(kiln_layout l)
+{
+    return l.kind == KILN_LAYOUT_NCHWC ? l.block_a : 1;
+}
+
+void kiln_layout_eval_free(kiln_layout_eval *ev)
+{
+    if (!ev)
+        return;
+    free(ev->n_blocks);
+    free(ev->blocks);
+    free(ev->picked);
+    ev->n_blocks = NULL;
+    ev->blocks = NULL;
+    ev->picked = NULL;
+}
+
+/* The flops of a node with block choices (a conv): 2 x output elements x
+ * the weight's elements per output channel. */
+static double node_flops(const kiln_graph *g, const kiln_node *n)
+{
+    const kiln_value *y = g->values[n->outputs[0]];
+    double f = (double)kiln_shape_numel(&y->shape);
+    if (n->n_inputs > 1 && n->inputs[1] >= 0) {
+        const kiln_value *w = g->values[n->inputs[1]];
+        if (w->shape.rank >= 2 && w->shape.dims[0] > 0)
+            f *= 2.0 * (double)kiln_shape_numel(&w->shape) / (double)w->shape.dims[0];
+    }
+    return f;
+}
+
+/* The walk (see the top) with `choice` (NULL: defaults). *out receives the
+ * new graph; out NULL: a dry run whose graph is dropped. ev (may be NULL)
+ * receives the cost and, when its arrays are allocated, what each node was
+ * offered and given. */
+static kiln_status walk(const kiln_pass_ctx *ctx, const kiln_layout_choice *choice,
+                        kiln_layout_eval *ev, kiln_graph **out, int *transforms, kiln_error *err)
 {
     const kiln_graph *src = ctx->g;
-    state s = {.ctx = ctx};
+    state s = {.ctx = (kiln_pass_ctx *)ctx};
     kiln_status st = kiln_rewrite_begin(&s.rw, src, err);
     if (st != KILN_OK)
         return st;
@@ -225,11 +275,36 @@ kiln_status kiln_pass_alter_layout(kiln_pass_ctx *ctx, kiln_error *err)
         if (!in)
             goto oom;
         kiln_graph *g = s.rw.dst;
-        /* the template taking n may choose its layouts (conv block sizes) */
-        kiln_tpl_layout tl;
+        /* the template taking n may choose its layouts (conv block sizes):
+         * its default, or the requested choice where it offers it */
+        kiln_tpl_block bl[KILN_TPL_MAX_BLOCKS];
         int x0 = n->n_inputs > 0 ? kiln_rewrite_value(&s.rw, n->inputs[0]) : -1;
-        bool chosen = n->n_inputs > 0 && n->n_outputs == 1 && x0 >= 0 &&
-                      kiln_target_layout(&ctx->target, src, n, g->values[x0]->layout, &tl);
+        int nb = n->n_inputs > 0 && n->n_outputs == 1 && x0 >= 0
+                     ? kiln_target_blocks(&ctx->target, src, n, g->values[x0]->layout, bl)
+                     : 0;
+        bool chosen = nb > 0;
+        int pick = 0;
+        if (chosen && choice && (choice[i].in_block || choice[i].out_block)) {
+            /* the requested blocks; else (the input arrives in another
+             * block than when the choice was made) the requested output */
+            int exact = -1, out_only = -1;
+            for (int k = nb - 1; k >= 0; k--)
+                if (kiln_layout_block(bl[k].lay.out) == choice[i].out_block) {
+                    out_only = k;
+                    if (kiln_layout_block(bl[k].lay.in) == choice[i].in_block)
+                        exact = k;
+                }
+            pick = exact >= 0 ? exact : out_only >= 0 ? out_only : 0;
+        }
+        kiln_tpl_layout tl = bl[pick].lay;
+        if (chosen) {
+            s.cost_us += node_flops(src, n) * bl[pick].cost / KILN_LAYOUT_CONV_RATE * 1e6;
+            if (ev && ev->n_blocks) {
+                ev->n_blocks[i] = nb;
+                memcpy(ev->blocks[i], bl, sizeof(kiln_tpl_block) * (size_t)nb);
+                ev->picked[i] = pick;
+            }
+        }
         for (int k = 0; k < n->n_inputs; k++)
             in[k] = k == 0                                                  ? x0
                     : chosen && k == 1 && tl.weight.kind != KILN_LAYOUT_ROW_MAJOR ? -1
@@ -300,14 +375,75 @@ kiln_status kiln_pass_alter_layout(kiln_pass_ctx *ctx, kiln_error *err)
     }
     free(s.rm_of);
     free(s.blk_of);
-    kiln_graph *ng;
-    if ((st = kiln_rewrite_finish(&s.rw, &ng, err)) != KILN_OK)
-        return st;
-    ctx->stat_transforms = s.transforms;
-    return kiln_pass_ctx_replace(ctx, ng, err);
+    if (ev) {
+        ev->cost_us = s.cost_us;
+        ev->transforms = s.transforms;
+    }
+    if (transforms)
+        *transforms = s.transforms;
+    if (!out) {
+        kiln_rewrite_abort(&s.rw);
+        return KILN_OK;
+    }
+    return kiln_rewrite_finish(&s.rw, out, err);
 oom:
     free(s.rm_of);
     free(s.blk_of);
     kiln_rewrite_abort(&s.rw);
     return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory in alter-layout");
+}
+
+kiln_status kiln_alter_layout_eval(const kiln_pass_ctx *ctx, const kiln_layout_choice *choice,
+                                   bool want_blocks, kiln_layout_eval *ev, kiln_error *err)
+{
+    kiln_layout_eval e = {0};
+    if (want_blocks) {
+        size_t n = (size_t)(ctx->g->n_nodes > 0 ? ctx->g->n_nodes : 1);
+        e.n_blocks = calloc(n, sizeof *e.n_blocks);
+        e.blocks = calloc(n, sizeof *e.blocks);
+        e.picked = calloc(n, sizeof *e.picked);
+        if (!e.n_blocks || !e.blocks || !e.picked) {
+            kiln_layout_eval_free(&e);
+            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory in alter-layout");
+        }
+    }
+    kiln_status st = walk(ctx, choice, &e, NULL, NULL, err);
+    if (st != KILN_OK) {
+        kiln_layout_eval_free(&e);
+        return st;
+    }
+    *ev = e;
+    return KILN_OK;
+}
+
+kiln_status kiln_pass_alter_layout_with(kiln_pass_ctx *ctx, const kiln_layout_choice *choice,
+                                        kiln_error *err)
+{
+    kiln_graph *ng = NULL;
+    int transforms = 0;
+    kiln_status st = walk(ctx, choice, NULL, &ng, &transforms, err);
+    if (st != KILN_OK)
+        return st;
+    ctx->stat_transforms = transforms;
+    return kiln_pass_ctx_replace(ctx, ng, err);
+}
+
+kiln_status kiln_pass_alter_layout(kiln_pass_ctx *ctx, kiln_error *err)
+{
+    kiln_layout_plan plan = {0};
+    kiln_status st = kiln_layout_dp(ctx, &plan, err);
+    if (st != KILN_OK)
+        return st;
+    if (ctx->verbose)
+        for (int c = 0; c < plan.n_chains; c++)
+            if (plan.chains[c].changed)
+                fprintf(ctx->dump ? ctx->dump : stderr,
+                        "alter-layout: chain at '%s' (%d convs with block choices): blocks "
+                        "changed, analytic cost %.1f -> %.1f us\n",
+                        ctx->g->nodes[plan.chains[c].first]->name ? ctx->g->nodes[plan.chains[c].first]->name : "?",
+                        plan.chains[c].n_nodes,
+                        plan.chains[c].default_us, plan.chains[c].chosen_us);
+    st = kiln_pass_alter_layout_with(ctx, plan.choice, err);
+    kiln_layout_plan_free(&plan);
+    return st;
 }

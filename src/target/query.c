@@ -96,6 +96,29 @@ bool kiln_target_layout(const kiln_target *tg, const kiln_graph *g, const kiln_n
     return false;
 }
 
+int kiln_target_blocks(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
+                       kiln_layout in, kiln_tpl_block *out)
+{
+    const kiln_template_set *set = kiln_target_templates(tg);
+    if (empty_node(g, n))
+        return 0;
+    for (int i = 0; i < set->n_tpl; i++) {
+        const kiln_template *t = set->tpl[i];
+        if (!t->layout || !t->layout(tg, g, n, in, &out[0].lay))
+            continue;
+        out[0].cost = 1.0;
+        if (!t->blocks)
+            return 1;
+        int k = t->blocks(tg, g, n, in, out);
+        if (k > 0)
+            return k;
+        t->layout(tg, g, n, in, &out[0].lay); /* a hook that declined: layout()'s */
+        out[0].cost = 1.0;
+        return 1;
+    }
+    return 0;
+}
+
 bool kiln_target_epilogue_op(const kiln_target *tg, const kiln_graph *g, const kiln_node *n)
 {
     return !empty_node(g, n) && kiln_target_templates(tg)->expr_op(g, n);

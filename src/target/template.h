@@ -48,6 +48,19 @@ typedef struct kiln_tpl_layout {
     kiln_layout out;    /* output 0 */
 } kiln_tpl_layout;
 
+/* One block choice of a layout-preferring template (template.blocks): its
+ * layouts and the analytic cost of the node's compute with them, relative
+ * to the same node at full vector width with no padding (1.0); padding and
+ * narrow vectors make it larger. pass/layout_dp.c weighs these against the
+ * layout transforms a choice creates. */
+typedef struct kiln_tpl_block {
+    kiln_tpl_layout lay;
+    double cost;
+} kiln_tpl_block;
+
+/* The most block choices a template offers for one node. */
+#define KILN_TPL_MAX_BLOCKS 4
+
 typedef struct kiln_template {
     const char *name; /* in workload keys, kernel names and reports */
     bool (*match)(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
@@ -55,6 +68,13 @@ typedef struct kiln_template {
     /* NULL: alter-layout's generic rules place the node */
     bool (*layout)(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
                    kiln_layout in, kiln_tpl_layout *out);
+    /* NULL: layout()'s choice is the only one, cost 1. The block choices
+     * for n given its input layout, layout()'s own first (and cheapest or
+     * tied: untuned builds keep it unless the layout DP finds a cheaper
+     * chain), at most KILN_TPL_MAX_BLOCKS; returns how many (0: none, as
+     * layout() returning false). */
+    int (*blocks)(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
+                  kiln_layout in, kiln_tpl_block *out);
     /* NULL: no knobs (flops default to output elements x nodes) */
     kiln_status (*space)(struct kiln_lowered *l, struct kiln_task *t, kiln_error *err);
     /* NULL: weights as they are. Called with the knob values final and
@@ -118,6 +138,12 @@ bool kiln_target_has_template(const kiln_target *tg, const kiln_graph *g, const 
  * input arrives in; false when no template has a layout preference for n. */
 bool kiln_target_layout(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
                         kiln_layout in, kiln_tpl_layout *out);
+/* The block choices of the template that claims n (template.blocks; a
+ * template without the hook: its layout() choice alone, cost 1), the
+ * default first; 0 when no template has a layout preference for n. out
+ * holds KILN_TPL_MAX_BLOCKS. */
+int kiln_target_blocks(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
+                       kiln_layout in, kiln_tpl_block *out);
 /* Whether n can be fused as an expression (epilogues, elementwise groups). */
 bool kiln_target_epilogue_op(const kiln_target *tg, const kiln_graph *g, const kiln_node *n);
 /* A template by name, or NULL. */

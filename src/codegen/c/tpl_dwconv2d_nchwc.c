@@ -10,6 +10,7 @@
  * otherwise, the largest of vec, vec/2, .. dividing C. A channel count no
  * block > 1 divides stays row-major and goes to conv2d_direct. Knobs: ow_tile (register tile) and oh_tile (rows per
  * task), defaults from the header's model. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -57,6 +58,22 @@ static bool layout(const kiln_target *tg, const kiln_graph *g, const kiln_node *
     out->in = out->out = bl;
     out->weight = (kiln_layout){KILN_LAYOUT_ROW_MAJOR, 0, 0};
     return true;
+}
+
+/* The one block choice (it follows the input's block), with its cost for
+ * the layout DP (template.blocks): the padded channels in full, and a
+ * narrower vector modelled as (b / vec)^0.45 of full speed, as for
+ * conv2d_nchwc's output blocks. */
+static int blocks(const kiln_target *tg, const kiln_graph *g, const kiln_node *n, kiln_layout in,
+                  kiln_tpl_block *out)
+{
+    if (!layout(tg, g, n, in, &out[0].lay))
+        return 0;
+    int64_t c = g->values[n->inputs[0]]->shape.dims[1];
+    int b = out[0].lay.out.block_a;
+    double pad = (double)((c + b - 1) / b * b) / (double)c;
+    out[0].cost = pad / pow((double)b / (double)(tg->vec > b ? tg->vec : b), 0.45);
+    return 1;
 }
 
 static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
@@ -141,6 +158,7 @@ const kiln_template kiln_tpl_dwconv2d_nchwc = {
     .name = "dwconv2d_nchwc",
     .match = match,
     .layout = layout,
+    .blocks = blocks,
     .space = space,
     .pack = pack,
     .emit = emit,

@@ -1,0 +1,81 @@
+/* pass/layout_dp.h: graph-level choice of conv block sizes (layout_dp.c),
+ * and alter-layout's walk run as a cost evaluation (alter_layout.c).
+ *
+ * A layout-preferring template offers block choices per node
+ * (template.blocks, target/template.h), its own layout() choice first. A
+ * choice of a whole graph is one requested (input block, output block) per
+ * node; alter-layout applies it: the requested (input, output) blocks
+ * where the node offers them, else its choice with the requested output
+ * block (its input arrived in another block), else the template's
+ * default. Its analytic cost is
+ * the sum over the chosen nodes of flops x choice cost / KILN_LAYOUT_CONV_RATE
+ * plus, for every layout transform the walk creates, the bytes it reads
+ * and writes / KILN_LAYOUT_TRANSFORM_BW + KILN_LAYOUT_TRANSFORM_US. */
+#ifndef KILN_PASS_LAYOUT_DP_H
+#define KILN_PASS_LAYOUT_DP_H
+
+#include "pass/pass.h"
+#include "target/template.h"
+
+/* The cost model's constants, read off `kiln profile` of mobilenet-v2 and
+ * resnet-18 on the 2-core development machine (2 threads): the blocked
+ * convs ran at ~100 GFLOP/s, the image's NCHW -> NCHW3c transform moved
+ * 1.2 MB in ~50 us. */
+#define KILN_LAYOUT_CONV_RATE 100e9   /* FLOP/s of a conv at cost 1 */
+#define KILN_LAYOUT_TRANSFORM_BW 24e9 /* bytes read + written per second */
+#define KILN_LAYOUT_TRANSFORM_US 2.0  /* per transform kernel */
+
+/* A requested choice for one node: the blocks of its data input and of
+ * its output (1: row-major); 0, 0: the template's default. */
+typedef struct kiln_layout_choice {
+    int in_block, out_block;
+} kiln_layout_choice;
+
+/* What one walk saw, per source node (arrays of ctx->g->n_nodes, owned). */
+typedef struct kiln_layout_eval {
+    double cost_us;       /* the analytic cost above */
+    int transforms;       /* layout transforms created */
+    int *n_blocks;        /* block choices the node was offered (0: none) */
+    kiln_tpl_block (*blocks)[KILN_TPL_MAX_BLOCKS]; /* ... and which */
+    int *picked;          /* the index applied */
+} kiln_layout_eval;
+
+void kiln_layout_eval_free(kiln_layout_eval *ev);
+
+/* The block of a layout's channels: its NCHW{b}c block, 1 for row-major. */
+int kiln_layout_block(kiln_layout l);
+
+/* Runs alter-layout's walk over ctx->g with `choice` (one per source node;
+ * NULL: every default) without changing ctx: *ev receives the cost and,
+ * when want_blocks, the choices each node was offered. */
+kiln_status kiln_alter_layout_eval(const kiln_pass_ctx *ctx, const kiln_layout_choice *choice,
+                                   bool want_blocks, kiln_layout_eval *ev, kiln_error *err);
+
+/* One chain the DP decided (a connected set of nodes with block choices). */
+typedef struct kiln_layout_chain {
+    int first;            /* the chain's first node with choices (source id) */
+    int n_nodes;          /* nodes with choices in it */
+    double default_us, chosen_us; /* whole-graph analytic cost, default vs chosen */
+    bool changed;         /* chosen_us < default_us: its choice is applied */
+} kiln_layout_chain;
+
+typedef struct kiln_layout_plan {
+    kiln_layout_choice *choice; /* per source node (0, 0 where default) */
+    int n_chains;
+    kiln_layout_chain *chains;
+    int evaluations;      /* walks run */
+    double default_us, chosen_us;
+} kiln_layout_plan;
+
+void kiln_layout_plan_free(kiln_layout_plan *p);
+
+/* The DP (layout_dp.c): the block choices of ctx->g minimizing the
+ * analytic cost, chain by chain; a chain keeps its defaults unless its
+ * choice is strictly cheaper. On failure *plan is untouched. */
+kiln_status kiln_layout_dp(const kiln_pass_ctx *ctx, kiln_layout_plan *plan, kiln_error *err);
+
+/* alter-layout applying a given choice (NULL: defaults), no DP (tests). */
+kiln_status kiln_pass_alter_layout_with(kiln_pass_ctx *ctx, const kiln_layout_choice *choice,
+                                        kiln_error *err);
+
+#endif

@@ -1,0 +1,241 @@
+/* tests/compiler/test_layout_dp.c: graph-level block choice (pass/layout_dp.c).
+ *
+ * Two convs to 24 channels concatenated along the channels, then a 1x1 conv.
+ * On AVX-512 each conv alone prefers NCHW16c (24 padded to 32: 1.33x the
+ * FMAs at full width, against 1.37x for 8-wide vectors), but then the
+ * Concat meets partial blocks and reads both through transforms. Where the
+ * activations are large the DP gives both convs NCHW8c, whole blocks the
+ * Concat keeps: a transform-free chain. Where compute dominates (few
+ * pixels, many input channels, 40 output channels: 16c padded to 48 is
+ * 1.2x, 8c is 1.37x) it keeps the per-node optimum and the transforms. The
+ * DP's answer equals an exhaustive search of the assignments, and the
+ * compiled graph matches the reference executor. */
+#include "compiler_test.h"
+#include "pass/layout_dp.h"
+
+static char *dir;
+
+static kiln_target avx512(void)
+{
+    kiln_target t;
+    kiln_error err;
+    assert_int_equal(kiln_target_resolve("avx512", &t, &err), KILN_OK);
+    return t;
+}
+
+static int count_transforms(const kiln_graph *g)
+{
+    int c = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const kiln_node *n = g->nodes[i];
+        if (n->op == KILN_OP_IDENTITY &&
+            !kiln_layout_equal(g->values[n->inputs[0]]->layout, g->values[n->outputs[0]]->layout))
+            c++;
+    }
+    return c;
+}
+
+/* x [1, cin, hw, hw] -> conv a (cout, 3x3) -> relu -+
+ *                    -> conv b (cout, 3x3) -> relu -+-> concat -> conv c (32, 1x1) */
+static kiln_graph *concat_graph(int64_t cin, int64_t cout, int64_t hw)
+{
+    kiln_graph *g = NULL;
+    kiln_error err = {0};
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    kiln_shape xs = {4, {1, cin, hw, hw}};
+    int x = kiln_graph_add_input(g, "x", KILN_DTYPE_FLOAT32, &xs);
+    static const int pads[4] = {1, 1, 1, 1}, none[4] = {0, 0, 0, 0};
+    float s = 1.0f / sqrtf((float)(cin * 9));
+    int r[2];
+    for (int k = 0; k < 2; k++) {
+        char wn[8], bn[8];
+        snprintf(wn, sizeof wn, "w%d", k);
+        snprintf(bn, sizeof bn, "b%d", k);
+        int w = ct_param(g, wn, (kiln_shape){4, {cout, cin, 3, 3}}, 10 + (uint64_t)k, -s, s);
+        int b = ct_param(g, bn, (kiln_shape){1, {cout}}, 20 + (uint64_t)k, -0.1f, 0.1f);
+        int c = ct_conv(g, x, w, b, 3, 1, pads, 1);
+        r[k] = kiln_graph_node_output(g, kiln_graph_add_node(g, KILN_OP_RELU, NULL, &c, 1, 1), 0);
+    }
+    int cn = kiln_graph_add_node(g, KILN_OP_CONCAT, "cat", r, 2, 1);
+    assert_int_equal(kiln_node_set_int(g, cn, "axis", 1), KILN_OK);
+    int cat = kiln_graph_node_output(g, cn, 0);
+    float s2 = 1.0f / sqrtf((float)(2 * cout));
+    int w2 = ct_param(g, "wc", (kiln_shape){4, {32, 2 * cout, 1, 1}}, 30, -s2, s2);
+    int y = ct_conv(g, cat, w2, -1, 1, 1, none, 1);
+    assert_int_equal(kiln_graph_add_output(g, y), KILN_OK);
+    assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+    return g;
+}
+
+/* A context with g through dce (alter-layout's input). */
+static kiln_pass_ctx *before_alter(const kiln_graph *g)
+{
+    kiln_error err = {0};
+    kiln_target t = avx512();
+    kiln_pass_ctx *ctx = NULL;
+    assert_int_equal(kiln_pass_ctx_create(g, &t, &ctx, &err), KILN_OK);
+    assert_int_equal(kiln_pass_run_until(ctx, "dce", &err), KILN_OK);
+    return ctx;
+}
+
+/* The cheapest cost over every assignment of the decision nodes (each
+ * node's offered choices), by enumeration. */
+static double exhaustive(const kiln_pass_ctx *ctx, const kiln_layout_eval *ev0)
+{
+    int nn = ctx->g->n_nodes, dn[16], m = 0;
+    for (int i = 0; i < nn; i++)
+        if (ev0->n_blocks[i] >= 2) {
+            assert_true(m < 16);
+            dn[m++] = i;
+        }
+    kiln_layout_choice *ch = calloc((size_t)nn, sizeof *ch);
+    assert_non_null(ch);
+    int idx[16] = {0};
+    double best = -1.0;
+    kiln_error err = {0};
+    for (;;) {
+        for (int j = 0; j < m; j++) {
+            const kiln_tpl_block *b = &ev0->blocks[dn[j]][idx[j]];
+            ch[dn[j]] = (kiln_layout_choice){kiln_layout_block(b->lay.in),
+                                             kiln_layout_block(b->lay.out)};
+        }
+        kiln_layout_eval ev;
+        assert_int_equal(kiln_alter_layout_eval(ctx, ch, false, &ev, &err), KILN_OK);
+        if (best < 0.0 || ev.cost_us < best)
+            best = ev.cost_us;
+        int j = 0;
+        while (j < m && ++idx[j] == ev0->n_blocks[dn[j]])
+            idx[j++] = 0;
+        if (j == m)
+            break;
+    }
+    free(ch);
+    return best;
+}
+
+/* Runs the DP on g; checks it against exhaustive search; returns the
+ * transforms of alter-layout with defaults and (through the pass) with the
+ * DP's choice, and whether a chain changed. */
+static void run_case(const kiln_graph *g, int *t_default, int *t_dp, bool *changed,
+                     int *out_block_a)
+{
+    kiln_error err = {0};
+    kiln_pass_ctx *ctx = before_alter(g);
+    kiln_layout_eval ev0;
+    assert_int_equal(kiln_alter_layout_eval(ctx, NULL, true, &ev0, &err), KILN_OK);
+    int decisions = 0;
+    for (int i = 0; i < ctx->g->n_nodes; i++) {
+        if (ev0.n_blocks[i] >= 1)
+            assert_int_equal(ev0.picked[i], 0); /* defaults first */
+        for (int k = 1; k < ev0.n_blocks[i]; k++) /* the default is the cheapest */
+            assert_true(ev0.blocks[i][k].cost >= ev0.blocks[i][0].cost);
+        decisions += ev0.n_blocks[i] >= 2;
+    }
+    assert_int_equal(decisions, 3);
+    kiln_layout_plan plan;
+    assert_int_equal(kiln_layout_dp(ctx, &plan, &err), KILN_OK);
+    assert_int_equal(plan.n_chains, 1); /* a, b and c meet at the concat */
+    assert_int_equal(plan.chains[0].n_nodes, 3);
+    double best = exhaustive(ctx, &ev0);
+    assert_true(fabs(plan.chosen_us - best) <= 1e-6 * best);
+    assert_true(plan.chosen_us <= plan.default_us);
+    assert_true(fabs(plan.default_us - ev0.cost_us) <= 1e-9 * ev0.cost_us);
+    *changed = plan.chains[0].changed;
+    kiln_layout_eval_free(&ev0);
+    kiln_layout_plan_free(&plan);
+    kiln_pass_ctx_destroy(ctx);
+
+    ctx = before_alter(g);
+    assert_int_equal(kiln_pass_alter_layout_with(ctx, NULL, &err), KILN_OK);
+    *t_default = count_transforms(ctx->g);
+    kiln_pass_ctx_destroy(ctx);
+    ctx = before_alter(g);
+    assert_int_equal(kiln_pass_alter_layout(ctx, &err), KILN_OK);
+    assert_int_equal(kiln_graph_validate(ctx->g, &err), KILN_OK);
+    *t_dp = count_transforms(ctx->g);
+    *out_block_a = -1;
+    for (int i = 0; i < ctx->g->n_nodes; i++) {
+        const kiln_node *n = ctx->g->nodes[i];
+        if (n->op == KILN_OP_CONV && *out_block_a < 0)
+            *out_block_a = kiln_layout_block(ctx->g->values[n->outputs[0]]->layout);
+    }
+    kiln_pass_ctx_destroy(ctx);
+}
+
+static void test_transform_free_chain(void **state)
+{
+    (void)state;
+    kiln_graph *g = concat_graph(16, 24, 56);
+    int t_default, t_dp, blk;
+    bool changed;
+    run_case(g, &t_default, &t_dp, &changed, &blk);
+    /* defaults: both partial-block outputs to row-major for the concat,
+     * and the output; the DP: only the output */
+    assert_int_equal(t_default, 3);
+    assert_true(changed);
+    assert_int_equal(t_dp, 1);
+    assert_int_equal(blk, 8);
+    ct_check_graph(g, dir, "dp_concat", 0, 7, 1e-3, 1e-4);
+    kiln_graph_destroy(g);
+}
+
+static void test_per_node_optimum(void **state)
+{
+    (void)state;
+    kiln_graph *g = concat_graph(1024, 40, 4);
+    int t_default, t_dp, blk;
+    bool changed;
+    run_case(g, &t_default, &t_dp, &changed, &blk);
+    /* compute dominates: the transforms stay, each conv keeps 16c (40 -> 48) */
+    assert_false(changed);
+    assert_int_equal(t_dp, t_default);
+    assert_int_equal(t_dp, 3);
+    assert_int_equal(blk, 16);
+    ct_check_graph(g, dir, "dp_compute", 0, 8, 1e-3, 1e-4);
+    kiln_graph_destroy(g);
+}
+
+/* Zoo networks the DP leaves as they were: ResNet-18's convs have whole
+ * 16-blocks, nothing to gain from another block. */
+static void test_zoo_unchanged(void **state)
+{
+    (void)state;
+    kiln_graph *g = NULL;
+    kiln_error err = {0};
+    assert_int_equal(kiln_zoo_build("resnet-18", 0, 0, &g, &err), KILN_OK);
+    kiln_pass_ctx *ctx = before_alter(g);
+    kiln_layout_plan plan;
+    assert_int_equal(kiln_layout_dp(ctx, &plan, &err), KILN_OK);
+    assert_true(plan.n_chains >= 1);
+    for (int c = 0; c < plan.n_chains; c++)
+        assert_false(plan.chains[c].changed);
+    assert_true(plan.chosen_us == plan.default_us);
+    kiln_layout_plan_free(&plan);
+    kiln_pass_ctx_destroy(ctx);
+    kiln_graph_destroy(g);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    dir = kt_tempdir();
+    return dir ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    kt_rmdir(dir);
+    free(dir);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_transform_free_chain),
+        cmocka_unit_test(test_per_node_optimum),
+        cmocka_unit_test(test_zoo_unchanged),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
