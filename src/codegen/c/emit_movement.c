@@ -451,8 +451,10 @@ kiln_status kiln_emit_layout(kiln_sb *b, const kiln_lowered *l, const kiln_task 
 /* Resize (float32, row-major) of the last two dims: the taps of every output
  * row and column (ref/resize.c's kiln_resize_dim_taps, so that the kernel
  * and the reference agree tap for tap) are tables in the kernel file; a task
- * is one output row, each element the sum over its row taps of the weighted
- * sum over its column taps, in float. The leading dims are not resized. */
+ * is one output row: its row taps blended into one input line (a vector
+ * loop, on the stack: tpl_resize.c bounds the width), then each element the
+ * weighted sum of its column taps on that line, in float. The leading dims
+ * are not resized. */
 static void resize_table(kiln_sb *b, const kiln_resize_params *p, int d, int64_t in,
                          const char *name)
 {
@@ -499,25 +501,32 @@ kiln_status kiln_emit_resize(kiln_sb *b, const kiln_lowered *l, const kiln_task 
     int64_t ih = x->shape.dims[r - 2], iw = x->shape.dims[r - 1];
     int64_t oh = p.out[r - 2], ow = p.out[r - 1];
     kiln_emit_prologue(b, l, t, NULL, 0);
-    kiln_sb_printf(b, "static const int64_t IH_ = %lld, IW_ = %lld, OH_ = %lld, OW_ = %lld;\n",
-                   (long long)ih, (long long)iw, (long long)oh, (long long)ow);
+    kiln_sb_printf(b,
+                   "enum { IW_ = %lld };\nstatic const int64_t IH_ = %lld, OH_ = %lld, OW_ = %lld;\n",
+                   (long long)iw, (long long)ih, (long long)oh, (long long)ow);
     resize_table(b, &p, r - 2, ih, "H");
     resize_table(b, &p, r - 1, iw, "W");
     kiln_sb_puts(b, "\n" KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
     kiln_sb_printf(b,
+                   "    float line[IW_];\n"
                    "    for (int64_t row = begin_; row < end_; row++) {\n"
                    "        int64_t plane = row / OH_, h = row %% OH_;\n"
                    "        const float *src = a%d + plane * IH_ * IW_;\n"
+                   "        /* the row taps blended into one input line, then the column taps */\n"
+                   "        const float *r0 = src + (int64_t)HI_[h][0] * IW_;\n"
+                   "        for (int64_t w = 0; w < IW_; w++)\n"
+                   "            line[w] = HW_[h][0] * r0[w];\n"
+                   "        for (int i = 1; i < HN_[h]; i++) {\n"
+                   "            const float *ri = src + (int64_t)HI_[h][i] * IW_;\n"
+                   "            const float wi = HW_[h][i];\n"
+                   "            for (int64_t w = 0; w < IW_; w++)\n"
+                   "                line[w] += wi * ri[w];\n"
+                   "        }\n"
                    "        for (int64_t w = 0; w < OW_; w++) {\n"
-                   "            float acc = 0.0f;\n"
-                   "            for (int i = 0; i < HN_[h]; i++) {\n"
-                   "                const float *line = src + (int64_t)HI_[h][i] * IW_;\n"
-                   "                float s = 0.0f;\n"
-                   "                for (int j = 0; j < WN_[w]; j++)\n"
-                   "                    s += WW_[w][j] * line[WI_[w][j]];\n"
-                   "                acc += HW_[h][i] * s;\n"
-                   "            }\n"
+                   "            float acc = WW_[w][0] * line[WI_[w][0]];\n"
+                   "            for (int j = 1; j < WN_[w]; j++)\n"
+                   "                acc += WW_[w][j] * line[WI_[w][j]];\n"
                    "            int64_t idx = row * OW_ + w;\n",
                    kiln_task_arg(t, n->inputs[0]));
     if (kiln_task_has_epilogue(l, t))

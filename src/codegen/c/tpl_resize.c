@@ -1,12 +1,14 @@
 /* codegen/c/tpl_resize.c: Resize (nearest, linear, cubic; every coordinate
  * transformation but tf_crop_and_resize) of row-major float32 data that
- * resizes its last two dims only: each output row sums its tabulated taps
+ * resizes its last two dims only: each output row blends its tabulated taps
  * (the emitter: emit_movement.c, kiln_emit_resize). */
 #include "codegen/c/codegen.h"
 #include "ir/infer_nn.h"
 
-/* The largest output extent whose taps are tabulated in the kernel file. */
+/* The largest output extent whose taps are tabulated in the kernel file, and
+ * the widest input row (the kernel blends rows into a line on its stack). */
 #define RESIZE_MAX_OUT 16384
+#define RESIZE_MAX_IN_W 4096
 
 static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
                   kiln_epi_kind *epi)
@@ -29,8 +31,9 @@ static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
     for (int d = 0; d < r - 2; d++)
         if (p.scale[d] != 1.0 || p.out[d] != x->shape.dims[d])
             return false;
-    return p.out[r - 2] >= 1 && p.out[r - 1] >= 1 && p.out[r - 2] <= RESIZE_MAX_OUT &&
-           p.out[r - 1] <= RESIZE_MAX_OUT;
+    int64_t ih = x->shape.dims[r - 2], iw = x->shape.dims[r - 1];
+    return ih >= 1 && iw >= 1 && iw <= RESIZE_MAX_IN_W && p.out[r - 2] >= 1 &&
+           p.out[r - 1] >= 1 && p.out[r - 2] <= RESIZE_MAX_OUT && p.out[r - 1] <= RESIZE_MAX_OUT;
 }
 
 const kiln_template kiln_tpl_resize = {
