@@ -10,7 +10,6 @@
  * otherwise, the largest of vec, vec/2, .. dividing C. A channel count no
  * block > 1 divides stays row-major and goes to conv2d_direct. Knobs: ow_tile (register tile) and oh_tile (rows per
  * task), defaults from the header's model. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -62,8 +61,8 @@ static bool layout(const kiln_target *tg, const kiln_graph *g, const kiln_node *
 
 /* The one block choice (it follows the input's block), with its cost for
  * the layout DP (template.blocks): the padded channels in full, and a
- * narrower vector modelled as (b / vec)^0.45 of full speed, as for
- * conv2d_nchwc's output blocks. */
+ * narrower vector at b / vec of full speed, as conv2d_nchwc's output
+ * blocks. */
 static int blocks(const kiln_target *tg, const kiln_graph *g, const kiln_node *n, kiln_layout in,
                   kiln_tpl_block *out)
 {
@@ -72,7 +71,7 @@ static int blocks(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
     int64_t c = g->values[n->inputs[0]]->shape.dims[1];
     int b = out[0].lay.out.block_a;
     double pad = (double)((c + b - 1) / b * b) / (double)c;
-    out[0].cost = pad / pow((double)b / (double)(tg->vec > b ? tg->vec : b), 0.45);
+    out[0].cost = pad * (double)(tg->vec > b ? tg->vec : b) / (double)b;
     return 1;
 }
 
