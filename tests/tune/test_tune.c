@@ -504,7 +504,7 @@ static void test_warm_start(void **state)
     snprintf(text, sizeof text,
              "{\"version\":2,\"fingerprint_id\":\"%s\",\"template_hash\":\"%s\","
              "\"workload\":\"%s\",\"template\":\"dense\",\"knobs\":{\"m_tile\":1,"
-             "\"n_tile\":2,\"m_group\":1,\"n_group\":8},\"status\":\"tuned\","
+             "\"n_tile\":2,\"m_group\":1,\"n_group\":8,\"order\":1},\"status\":\"tuned\","
              "\"samples_us\":[3]}\n",
              kiln_cpu_fingerprint_id(), th, ti.workload);
     write_text(rec, text, "w");
@@ -521,11 +521,11 @@ static void test_warm_start(void **state)
     if (s != KILN_OK)
         fail_msg("%s\n%s", err.msg, lg);
     assert_non_null(strstr(lg, "warm start: {\"m_tile\": 1, \"n_tile\": 2, \"m_group\": 1, "
-                               "\"n_group\": 4}"));
+                               "\"n_group\": 4, \"order\": 1}"));
     assert_int_equal(sum.trials, 2);
     assert_int_equal(count(after, "\"role\":\"candidate\""), 2);
     assert_non_null(strstr(after, "\"knobs\":{\"m_tile\":1,\"n_tile\":2,\"m_group\":1,"
-                                  "\"n_group\":4},\"status\":\"ok\",\"role\":\"candidate\""));
+                                  "\"n_group\":4,\"order\":1},\"status\":\"ok\",\"role\":\"candidate\""));
     free(lg);
     free(after);
     /* --no-warm-start: the default's neighbours only */

@@ -6,7 +6,8 @@
  *
  * nb is the target's vector width (16 AVX-512, 8 AVX2/generic); the knobs
  * are the header's (m_tile x n_tile register tile, m_group x n_group task
- * split), analytic defaults from kiln_dense_default_params.
+ * split, the loop order inside a task), analytic defaults from
+ * kiln_dense_default_params.
  *
  * Epilogue. The group's elementwise nodes after the anchor are applied in
  * two parts. The longest prefix the header does on the registers before its
@@ -177,6 +178,10 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     k = kiln_knob_add(t, "n_group", KILN_KNOB_TILE, p->n_group,
                       (int)offsetof(kiln_dense_params, n_group));
     kiln_knob_pow2(k, (int)nbn, true);
+    k = kiln_knob_add(t, "order", KILN_KNOB_ORDER, p->order,
+                      (int)offsetof(kiln_dense_params, order));
+    kiln_knob_choice(k, 0);
+    kiln_knob_choice(k, 1);
     t->flops = kiln_dense_flops(p);
     return KILN_OK;
 }
@@ -232,10 +237,10 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                    "static const kiln_dense_params P_ = {\n"
                    "    .m = %d, .k = %d, .n = %d, .nb = %d, .w_kn = %d, .alpha = %af,\n"
                    "    .epilogue = %d, .bias_kind = %d, .beta = %af, .clip_min = %af, .clip_max = %af,\n"
-                   "    .m_tile = %d, .n_tile = %d, .m_group = %d, .n_group = %d,\n};\n\n",
+                   "    .m_tile = %d, .n_tile = %d, .m_group = %d, .n_group = %d, .order = %d,\n};\n\n",
                    p->m, p->k, p->n, p->nb, p->w_kn, (double)p->alpha, p->epilogue, p->bias_kind,
                    (double)p->beta, (double)p->clip_min, (double)p->clip_max, p->m_tile,
-                   p->n_tile, p->m_group, p->n_group);
+                   p->n_tile, p->m_group, p->n_group, p->order);
     bool hook = kiln_task_has_epilogue(l, t);
     if (hook)
         emit_epilogue_fn(b, l, t);

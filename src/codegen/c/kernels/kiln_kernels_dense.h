@@ -16,9 +16,15 @@
  * loads n_tile weight vectors and FMAs them with broadcasts of the m_tile
  * rows' X[.][k], read in place (m_tile sequential streams; packing X k-major
  * first cost 10-30% on vit-b-16's GEMMs, amortized over too few column
- * tiles). The task's column tiles reuse the row tile from L1/L2; n_group is
- * chosen so that the group's packed weights (k*n_group*nb floats) fit half
- * the L2 and are reused by all the row tiles. A partial last column block
+ * tiles). n_group is chosen so that the group's packed weights
+ * (k*n_group*nb floats) fit half the L2 and are reused by all the row tiles.
+ * Loop order in a task (the order knob): column tiles outer (kiln_dense_cols)
+ * when the task's rows of X fit half the L2, so that each column tile's
+ * weights come from memory once while its row tiles prefetch the next
+ * tile's into L2, spread over their k loops (a network's weights are cold:
+ * without it the first row tile waits for memory, ~8% of a ViT GEMM); or
+ * row tiles outer (kiln_dense_rows), a row tile's X reused from L1 across
+ * the column tiles, for tasks whose X does not fit. A partial last column block
  * uses masked loads and stores; each weight stream is prefetched
  * KILN_DENSE_PFD k steps ahead. The bias (times beta) starts the
  * accumulators; residual, relu and clip are applied before the only store. A
@@ -55,6 +61,7 @@
  * prefetchers alone left vit-b-16's GEMMs at ~60% of the FMA peak on one
  * core against ~73% with this (16 and 8 alike; 4 and 32 a little worse). */
 #define KILN_DENSE_PFD 16
+
 
 /* Denormals. An FMA with a denormal operand or result takes a microcode
  * assist, ~50x slower (a GEMM with a quarter of X denormal: 1% of peak), and
@@ -97,6 +104,8 @@ typedef struct kiln_dense_params {
     int n_tile;  /* column blocks per register tile (1..4) */
     int m_group; /* rows per task (0: all) */
     int n_group; /* column blocks per task (0: all) */
+    int order;   /* in a task: 1 column tiles outer, prefetching the next (kiln_dense_cols);
+                    0 row tiles outer, no prefetch (kiln_dense_rows) */
 } kiln_dense_params;
 
 /* The epilogue callback: y points at Y[row0][col0] (leading dimension ldy),
@@ -237,6 +246,12 @@ static inline void kiln_dense_default_params(kiln_dense_params *p, int64_t l1_by
     }
     p->n_group = (int)ng;
     p->m_group = (int)mg;
+    /* column tiles outer when the task's rows of X stay in L2 across its
+     * column tiles; row tiles outer keep a row tile's X in L1 across the
+     * column tiles instead, for tasks whose X does not fit (then the
+     * prefetched tile would compete with X's stream for the L2: vit-b-16's
+     * 197x3072 by 3072x768 lost 2% with it on 2 threads) */
+    p->order = (int64_t)mg * p->k * 4 <= l2_bytes / 2;
 }
 
 typedef struct kiln_dense_tile_args {
@@ -254,12 +269,17 @@ typedef struct kiln_dense_tile_args {
     int nvalid;        /* valid columns of the tile's last block (nb when full) */
     int epi;
     float lo, hi;
+    /* L2 prefetch of weights a later tile reads (see kiln_dense_cols): one
+     * 64-byte line every 2^pf_sh k steps, pf_n lines from pf (none: 0) */
+    const char *pf;
+    int pf_n, pf_sh;
 } kiln_dense_tile_args;
 
 /* One SIMD microkernel body; T and O are constants in each instantiation. */
 #define KILN_DENSE_UKERNEL(NAME, V, VL, ZERO, LOAD, STORE, LOADM, STOREM, FMA, SET1, ADD, MUL,    \
                            MAX, MIN)                                                               \
-    static KILN_KINLINE void NAME(const int T, const int O, const kiln_dense_tile_args *a)          \
+    static KILN_KINLINE void NAME(const int T, const int O, const int PF,                          \
+                                  const kiln_dense_tile_args *a)                                   \
     {                                                                                              \
         V acc[KILN_CONV_MAXT][KILN_CONV_MAXO];                                                     \
         const int nv = a->nvalid, bk = a->bias_kind;                                               \
@@ -311,6 +331,8 @@ typedef struct kiln_dense_tile_args {
             KILN_KUNROLL for (int o = 0; o < O; o++) wv[o] = LOAD(w + o * wos + (int64_t)kk * VL); \
             KILN_KUNROLL for (int o = 0; o < O; o++)                                               \
                 __builtin_prefetch(w + o * wos + (int64_t)(kk + KILN_DENSE_PFD) * VL);             \
+            if (PF && (kk & ((1 << a->pf_sh) - 1)) == 0 && (kk >> a->pf_sh) < a->pf_n)             \
+                __builtin_prefetch(a->pf + ((int64_t)(kk >> a->pf_sh) << 6), 0, 2);                \
             KILN_KUNROLL for (int p = 0; p < T; p++)                                               \
             {                                                                                      \
                 V xv = SET1(x[p * xrs + kk]);                                                      \
@@ -402,23 +424,40 @@ static KILN_KINLINE void kiln_f32_gemm_ukernel__scalar(const int T, const int O,
     }
 }
 
+/* Each tile in two variants: without the L2 prefetch of a later tile's
+ * weights (rows outer), and with it (suffix p; columns outer): the test
+ * and its operands stay out of the k loop that does not prefetch. */
 #define KILN_GEMM_DEF512(t, o, n)                                                                  \
     static KILN_KNOINLINE void kiln_f32_gemm_##t##x##n##__avx512(const kiln_dense_tile_args *a)   \
     {                                                                                              \
-        kiln_f32_gemm_ukernel__avx512(t, o, a);                                                    \
+        kiln_f32_gemm_ukernel__avx512(t, o, 0, a);                                                 \
+    }                                                                                              \
+    static KILN_KNOINLINE void kiln_f32_gemm_##t##x##n##p__avx512(const kiln_dense_tile_args *a)  \
+    {                                                                                              \
+        kiln_f32_gemm_ukernel__avx512(t, o, 1, a);                                                 \
     }
 #define KILN_GEMM_DEF256(t, o, n)                                                                  \
     static KILN_KNOINLINE void kiln_f32_gemm_##t##x##n##__avx2(const kiln_dense_tile_args *a)     \
     {                                                                                              \
-        kiln_f32_gemm_ukernel__avx2(t, o, a);                                                      \
+        kiln_f32_gemm_ukernel__avx2(t, o, 0, a);                                                   \
+    }                                                                                              \
+    static KILN_KNOINLINE void kiln_f32_gemm_##t##x##n##p__avx2(const kiln_dense_tile_args *a)    \
+    {                                                                                              \
+        kiln_f32_gemm_ukernel__avx2(t, o, 1, a);                                                   \
     }
 #define KILN_GEMM_CASE512(t, o, n)                                                                 \
     case t:                                                                                        \
-        kiln_f32_gemm_##t##x##n##__avx512(a);                                                      \
+        if (pf)                                                                                    \
+            kiln_f32_gemm_##t##x##n##p__avx512(a);                                                 \
+        else                                                                                       \
+            kiln_f32_gemm_##t##x##n##__avx512(a);                                                  \
         return;
 #define KILN_GEMM_CASE256(t, o, n)                                                                 \
     case t:                                                                                        \
-        kiln_f32_gemm_##t##x##n##__avx2(a);                                                        \
+        if (pf)                                                                                    \
+            kiln_f32_gemm_##t##x##n##p__avx2(a);                                                   \
+        else                                                                                       \
+            kiln_f32_gemm_##t##x##n##__avx2(a);                                                    \
         return;
 
 #ifdef KILN_KERNELS_AVX512
@@ -434,7 +473,7 @@ KILN_CONV_T4(KILN_GEMM_DEF256, 3, 24)
 KILN_CONV_T2(KILN_GEMM_DEF256, 4, 32)
 #endif
 
-static KILN_KINLINE void kiln_dense_tile(const kiln_dense_plan *q, int nb, int T, int O,
+static KILN_KINLINE void kiln_dense_tile(const kiln_dense_plan *q, int nb, int T, int O, int pf,
                                          const kiln_dense_tile_args *a)
 {
 #ifdef KILN_KERNELS_AVX512
@@ -476,6 +515,7 @@ static KILN_KINLINE void kiln_dense_tile(const kiln_dense_plan *q, int nb, int T
     }
 #endif
     (void)q;
+    (void)pf;
     kiln_f32_gemm_ukernel__scalar(T, O, nb, a);
 }
 
@@ -489,9 +529,11 @@ typedef struct kiln_dense_ctx {
     void *epi_ctx;
 } kiln_dense_ctx;
 
-/* The register tile of T rows at row mt and O column blocks at block b. */
+/* The register tile of T rows at row mt and O column blocks at block b;
+ * pf: the variant that prefetches (a->pf, kiln_dense_cols). */
 static KILN_KINLINE void kiln_dense_tile_at(const kiln_dense_ctx *c, kiln_dense_tile_args *a,
-                                            const int T, const int O, int64_t mt, int64_t b)
+                                            const int T, const int O, const int pf, int64_t mt,
+                                            int64_t b)
 {
     const kiln_dense_params *p = c->p;
     const int64_t K = p->k, N = p->n, nb = p->nb;
@@ -506,7 +548,7 @@ static KILN_KINLINE void kiln_dense_tile_at(const kiln_dense_ctx *c, kiln_dense_
               : p->bias_kind == KILN_DENSE_BIAS_SCALAR ? c->bias
               : p->bias_kind == KILN_DENSE_BIAS_ROW    ? c->bias + mt
                                                        : c->bias + mt * N + col0;
-    kiln_dense_tile(c->q, (int)nb, T, O, a);
+    kiln_dense_tile(c->q, (int)nb, T, O, pf, a);
     if (c->epi)
         c->epi(c->epi_ctx, a->y, N, mt, T, col0, (int)((col_end < N ? col_end : N) - col0));
 }
@@ -520,12 +562,14 @@ static KILN_KINLINE void kiln_dense_row_at(const kiln_dense_ctx *c, kiln_dense_t
     const int O = c->q->O;
     int64_t b = b0;
     for (; b + O <= b1; b += O)
-        kiln_dense_tile_at(c, a, T, O, mt, b);
+        kiln_dense_tile_at(c, a, T, O, 0, mt, b);
     if (o_rest)
-        kiln_dense_tile_at(c, a, T, o_rest, mt, b);
+        kiln_dense_tile_at(c, a, T, o_rest, 0, mt, b);
 }
 
-/* The rows [m0, m1) of a task: whole tiles of q.T rows, then the rest. */
+/* The rows [m0, m1) of a task, row tile by row tile (q.T rows, then
+ * t_rest), each across the task's column tiles: the row tile's X stays in
+ * L1 while the task's weights (n_group blocks, sized for L2) stream past. */
 static KILN_KINLINE void kiln_dense_rows(const kiln_dense_ctx *c, kiln_dense_tile_args *a,
                                          int64_t m0, int64_t m1, const int t_rest, int64_t b0,
                                          int64_t b1, const int o_rest)
@@ -536,6 +580,79 @@ static KILN_KINLINE void kiln_dense_rows(const kiln_dense_ctx *c, kiln_dense_til
         kiln_dense_row_at(c, a, T, mt, b0, b1, o_rest);
     if (t_rest)
         kiln_dense_row_at(c, a, t_rest, mt, b0, b1, o_rest);
+}
+
+/* Shares out an L2 prefetch of `lines` 64-byte lines at pf over the k loops
+ * of `tiles` row tiles: row tile r takes its slice, one line every 2^sh k
+ * steps with the widest stride that fits the slice in the k loop. */
+static KILN_KINLINE void kiln_dense_pf_share(kiln_dense_tile_args *a, const char *pf,
+                                             int64_t lines, int64_t tiles, int64_t r)
+{
+    a->pf_n = 0;
+    a->pf_sh = 0;
+    if (!pf || tiles < 2)
+        return;
+    const int64_t per = (lines + tiles - 1) / tiles, first = r * per;
+    if (first >= lines)
+        return;
+    const int64_t n = lines - first < per ? lines - first : per;
+    int sh = 0;
+    while (sh < 6 && ((int64_t)a->k >> (sh + 1)) >= n)
+        sh++;
+    a->pf = pf + first * 64;
+    a->pf_n = (int)n;
+    a->pf_sh = sh;
+}
+
+/* The 64-byte lines of the packed weights of column blocks [b, b + nbl). */
+static KILN_KINLINE int64_t kiln_dense_lines(const kiln_dense_params *p, int64_t nbl)
+{
+    return (nbl * p->k * p->nb * (int64_t)sizeof(float) + 63) / 64;
+}
+
+/* The rows [m0, m1) of a task over its column blocks [b0, b1), column tile
+ * by column tile (q.O blocks, then o_rest: constants per kind of group),
+ * each over whole row tiles of q.T rows, then t_rest. A column tile's
+ * weights come from memory once, then from L2 for the other row tiles, and
+ * its row tiles prefetch the next column tile's weights into L2, spread
+ * over their k loops, so that the next tile's first row tile does not wait
+ * for memory (after the task's last tile: pf_after, the next task's first
+ * tile, pf_lines lines; NULL: none). The rows' X stays in L2 (a task's
+ * X is m_group x k floats). */
+static KILN_KINLINE void kiln_dense_cols(const kiln_dense_ctx *c, kiln_dense_tile_args *a,
+                                         int64_t m0, int64_t m1, const int t_rest, int64_t b0,
+                                         int64_t b1, const int o_rest, const char *pf_after,
+                                         int64_t pf_lines)
+{
+    const kiln_dense_params *p = c->p;
+    const int T = c->q->T, O = c->q->O;
+    const int64_t tiles = (m1 - m0) / T + (t_rest != 0);
+    for (int64_t b = b0; b < b1;) {
+        const int full = b + O <= b1;
+        const int64_t bn = full ? b + O : b1;
+        const char *pf = pf_after;
+        int64_t lines = pf_lines;
+        if (bn < b1) {
+            pf = (const char *)(c->w + bn * p->k * p->nb);
+            lines = kiln_dense_lines(p, b1 - bn < O ? b1 - bn : O);
+        }
+        int64_t mt = m0, r = 0;
+        for (; mt + T <= m1; mt += T, r++) {
+            kiln_dense_pf_share(a, pf, lines, tiles, r);
+            if (full)
+                kiln_dense_tile_at(c, a, T, O, 1, mt, b);
+            else
+                kiln_dense_tile_at(c, a, T, o_rest, 1, mt, b);
+        }
+        if (t_rest) {
+            kiln_dense_pf_share(a, pf, lines, tiles, r);
+            if (full)
+                kiln_dense_tile_at(c, a, t_rest, O, 1, mt, b);
+            else
+                kiln_dense_tile_at(c, a, t_rest, o_rest, 1, mt, b);
+        }
+        b = bn;
+    }
 }
 
 /* Runs tasks [task_begin, task_end) with the epilogue callback epi (NULL:
@@ -563,6 +680,8 @@ static KILN_KINLINE void kiln_dense_run_epi(const kiln_dense_params *p, const fl
     a.hi = p->clip_max;
     a.bias_kind = p->bias_kind;
     a.beta = p->beta;
+    a.pf = NULL;
+    a.pf_n = a.pf_sh = 0;
     /* the remainders of a whole group and of the last one */
     const int64_t mg_last = p->m - (q.n_mg - 1) * q.m_group;
     const int64_t ng_last = q.nbn - (q.n_ng - 1) * q.n_group;
@@ -574,14 +693,31 @@ static KILN_KINLINE void kiln_dense_run_epi(const kiln_dense_params *p, const fl
         int64_t m0 = mgi * q.m_group, m1 = m0 + q.m_group < p->m ? m0 + q.m_group : p->m;
         int64_t b0 = ngi * q.n_group, b1 = b0 + q.n_group < q.nbn ? b0 + q.n_group : q.nbn;
         const int mlast = mgi == q.n_mg - 1, nlast = ngi == q.n_ng - 1;
-        if (!mlast && !nlast)
+        /* the next task's first column tile, when this thread runs it too */
+        const char *pf = NULL;
+        int64_t lines = 0;
+        if (task + 1 < task_end) {
+            const int64_t nb0 = ((task + 1) % q.n_ng) * q.n_group;
+            pf = (const char *)(w_packed + nb0 * p->k * p->nb);
+            lines = kiln_dense_lines(p, q.nbn - nb0 < q.O ? q.nbn - nb0 : q.O);
+        }
+        /* four calls, so that each has constant remainders (see above) */
+        if (!p->order && !mlast && !nlast)
             kiln_dense_rows(&c, &a, m0, m1, t_rest, b0, b1, o_rest);
-        else if (!mlast)
+        else if (!p->order && !mlast)
             kiln_dense_rows(&c, &a, m0, m1, t_rest, b0, b1, o_rest_last);
-        else if (!nlast)
+        else if (!p->order && !nlast)
             kiln_dense_rows(&c, &a, m0, m1, t_rest_last, b0, b1, o_rest);
-        else
+        else if (!p->order)
             kiln_dense_rows(&c, &a, m0, m1, t_rest_last, b0, b1, o_rest_last);
+        else if (!mlast && !nlast)
+            kiln_dense_cols(&c, &a, m0, m1, t_rest, b0, b1, o_rest, pf, lines);
+        else if (!mlast)
+            kiln_dense_cols(&c, &a, m0, m1, t_rest, b0, b1, o_rest_last, pf, lines);
+        else if (!nlast)
+            kiln_dense_cols(&c, &a, m0, m1, t_rest_last, b0, b1, o_rest, pf, lines);
+        else
+            kiln_dense_cols(&c, &a, m0, m1, t_rest_last, b0, b1, o_rest_last, pf, lines);
     }
     KILN_DENSE_FTZ_END;
 }
