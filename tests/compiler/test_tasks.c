@@ -603,6 +603,21 @@ static void case_softmax(void)
     measure_graph(g, "softmax", "Softmax graph");
 }
 
+/* Bilinear 2x upsampling of the last two dims (segmentation heads). */
+static void case_resize(void)
+{
+    kiln_graph *g = new_graph();
+    int x = in_f32(g, "x", ks(4, 1, 3, 6, 7));
+    int rs = op(g, KILN_OP_RESIZE, &x, 1);
+    assert_int_equal(kiln_node_set_string(g, rs, "mode", "linear"), KILN_OK);
+    assert_int_equal(kiln_node_set_string(g, rs, "coordinate_transformation_mode", "half_pixel"),
+                     KILN_OK);
+    const float scales[4] = {1, 1, 2, 2};
+    assert_int_equal(kiln_node_set_floats(g, rs, "scales", scales, 4), KILN_OK);
+    output(g, out0(g, rs));
+    measure_graph(g, "resize", "Resize graph");
+}
+
 /* A small graph per template no zoo network uses (run when the target has
  * the template). */
 static const struct {
@@ -626,6 +641,7 @@ static const struct {
     {"cumsum", case_cumsum},
     {"matmul", case_matmul},
     {"softmax", case_softmax},
+    {"resize", case_resize},
     {"ref", case_ref},
 };
 
