@@ -24,7 +24,6 @@
  * before the Relu read twice, the Relu alone becomes the prologue. */
 #include "compiler_test.h"
 
-static char *dir;
 static int case_no;
 
 enum { PRE_BN, PRE_MUL_ADD, PRE_ADD_MUL, PRE_MUL, PRE_ADD, PRE_NONE, PRE_SIGMOID };
@@ -252,10 +251,10 @@ static void check_case(const pcase *c)
     kiln_pass_ctx_destroy(ctx);
     char tag[32];
     snprintf(tag, sizeof tag, "p%d", case_no);
-    ct_check_graph(g, dir, tag, 0, 7 + (uint64_t)case_no, 1e-3, 1e-4);
+    ct_check_graph(g, kt_dir, tag, 0, 7 + (uint64_t)case_no, 1e-3, 1e-4);
     if (c->fused) {
         snprintf(tag, sizeof tag, "p%dr", case_no);
-        ct_check_graph(g, dir, tag, 500 + (uint64_t)case_no, 9 + (uint64_t)case_no, 1e-3, 1e-4);
+        ct_check_graph(g, kt_dir, tag, 500 + (uint64_t)case_no, 9 + (uint64_t)case_no, 1e-3, 1e-4);
         check_tasks_alone(g, 1);
     }
     kiln_graph_destroy(g);
@@ -296,25 +295,10 @@ static void test_prologue_fused(void **state)
     }
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    dir = kt_tempdir();
-    return dir ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    kt_rmdir(dir);
-    free(dir);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prologue_fused),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, kt_dir_setup, kt_dir_teardown);
 }

@@ -16,7 +16,6 @@
  * the fused template took the pair, and one small case that it did not. */
 #include "compiler_test.h"
 
-static char *dir;
 static int case_no;
 
 enum { ACT_RELU, ACT_RELU6, ACT_HARDSWISH, ACT_SILU };
@@ -130,7 +129,7 @@ static void check_case(const ecase *c, uint64_t knob_seed)
                  c->c_in, c->c_wide, c->k, c->s, hw, hw, tpl, c->fused);
     char tag[32];
     snprintf(tag, sizeof tag, "e%d_%llu", case_no, (unsigned long long)knob_seed);
-    ct_check_graph(g, dir, tag, knob_seed, 7 + (uint64_t)case_no, 1e-3, 1e-4);
+    ct_check_graph(g, kt_dir, tag, knob_seed, 7 + (uint64_t)case_no, 1e-3, 1e-4);
     kiln_graph_destroy(g);
 }
 
@@ -163,25 +162,10 @@ static void test_expand_dw_fused(void **state)
     }
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    dir = kt_tempdir();
-    return dir ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    kt_rmdir(dir);
-    free(dir);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_expand_dw_fused),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, kt_dir_setup, kt_dir_teardown);
 }

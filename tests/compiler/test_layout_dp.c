@@ -14,7 +14,6 @@
 #include "compiler_test.h"
 #include "pass/layout_dp.h"
 
-static char *dir;
 
 static kiln_target avx512(void)
 {
@@ -177,7 +176,7 @@ static void test_transform_free_chain(void **state)
     assert_true(changed);
     assert_int_equal(t_dp, 1);
     assert_int_equal(blk, 8);
-    ct_check_graph(g, dir, "dp_concat", 0, 7, 1e-3, 1e-4);
+    ct_check_graph(g, kt_dir, "dp_concat", 0, 7, 1e-3, 1e-4);
     kiln_graph_destroy(g);
 }
 
@@ -193,7 +192,7 @@ static void test_per_node_optimum(void **state)
     assert_int_equal(t_dp, t_default);
     assert_int_equal(t_dp, 3);
     assert_int_equal(blk, 16);
-    ct_check_graph(g, dir, "dp_compute", 0, 8, 1e-3, 1e-4);
+    ct_check_graph(g, kt_dir, "dp_compute", 0, 8, 1e-3, 1e-4);
     kiln_graph_destroy(g);
 }
 
@@ -217,21 +216,6 @@ static void test_zoo_unchanged(void **state)
     kiln_graph_destroy(g);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    dir = kt_tempdir();
-    return dir ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    kt_rmdir(dir);
-    free(dir);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -239,5 +223,5 @@ int main(void)
         cmocka_unit_test(test_per_node_optimum),
         cmocka_unit_test(test_zoo_unchanged),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, kt_dir_setup, kt_dir_teardown);
 }

@@ -129,3 +129,21 @@ void kt_rmdir(const char *dir)
     if (system(cmd) != 0)
         fprintf(stderr, "warning: could not remove %s\n", dir);
 }
+
+char *kt_dir;
+
+int kt_dir_setup(void **state)
+{
+    (void)state;
+    kt_dir = kt_tempdir();
+    return kt_dir ? 0 : -1;
+}
+
+int kt_dir_teardown(void **state)
+{
+    (void)state;
+    kt_rmdir(kt_dir);
+    free(kt_dir);
+    kt_dir = NULL;
+    return 0;
+}

@@ -57,4 +57,10 @@ char *kt_expect_cli(int want_rc, const char *args, const char *const *strings, c
 char *kt_tempdir(void);
 void kt_rmdir(const char *dir);
 
+/* The cmocka group set-up and tear-down of a test that writes files:
+ * kt_dir is a fresh kt_tempdir for the whole group, removed at the end. */
+extern char *kt_dir;
+int kt_dir_setup(void **state);
+int kt_dir_teardown(void **state);
+
 #endif
