@@ -49,7 +49,7 @@ static kiln_graph *concat_graph(int64_t cin, int64_t cout, int64_t hw, int k)
     const int *pk = k == 3 ? pads : none;
     int r[2];
     for (int j = 0; j < 2; j++) {
-        char wn[8], bn[8];
+        char wn[16], bn[16];
         snprintf(wn, sizeof wn, "w%d", j);
         snprintf(bn, sizeof bn, "b%d", j);
         int w = ct_param(g, wn, (kiln_shape){4, {cout, cin, k, k}}, 10 + (uint64_t)j, -s, s);
