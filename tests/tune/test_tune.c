@@ -286,8 +286,9 @@ static void test_kill9_resume(void **state)
     free(before);
     free(after);
     free(lg);
-    /* a third run: the task is done */
+    /* a third run: the task is done (its own log: the first is closed) */
     log = fopen(logp, "w");
+    o.log = log;
     assert_int_equal(kiln_tune_run("mlp", &o, &sum, &err), KILN_OK);
     fclose(log);
     assert_int_equal(sum.resumed, 1);
