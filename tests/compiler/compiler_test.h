@@ -48,6 +48,19 @@ static inline ct_result ct_compare(const float *a, const float *b, int64_t n, do
 }
 
 /* A float32 constant of shape s named `name`, uniform in [lo, hi) from seed. */
+/* The layout transforms in g (Identity nodes that change the layout). */
+static inline int ct_count_transforms(const kiln_graph *g)
+{
+    int c = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const kiln_node *n = g->nodes[i];
+        if (n->op == KILN_OP_IDENTITY &&
+            !kiln_layout_equal(g->values[n->inputs[0]]->layout, g->values[n->outputs[0]]->layout))
+            c++;
+    }
+    return c;
+}
+
 static inline int ct_param(kiln_graph *g, const char *name, kiln_shape s, uint64_t seed, float lo,
                            float hi)
 {

@@ -23,18 +23,6 @@ static kiln_target avx512(void)
     return t;
 }
 
-static int count_transforms(const kiln_graph *g)
-{
-    int c = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const kiln_node *n = g->nodes[i];
-        if (n->op == KILN_OP_IDENTITY &&
-            !kiln_layout_equal(g->values[n->inputs[0]]->layout, g->values[n->outputs[0]]->layout))
-            c++;
-    }
-    return c;
-}
-
 /* x [1, cin, hw, hw] -> conv a (cout, k x k) -> relu -+
  *                    -> conv b (cout, k x k) -> relu -+-> concat -> conv c (32, 1x1) */
 static kiln_graph *concat_graph(int64_t cin, int64_t cout, int64_t hw, int k)
@@ -148,12 +136,12 @@ static void run_case(const kiln_graph *g, int *t_default, int *t_dp, bool *chang
 
     ctx = before_alter(g);
     assert_int_equal(kiln_pass_alter_layout_with(ctx, NULL, &err), KILN_OK);
-    *t_default = count_transforms(ctx->g);
+    *t_default = ct_count_transforms(ctx->g);
     kiln_pass_ctx_destroy(ctx);
     ctx = before_alter(g);
     assert_int_equal(kiln_pass_alter_layout(ctx, &err), KILN_OK);
     assert_int_equal(kiln_graph_validate(ctx->g, &err), KILN_OK);
-    *t_dp = count_transforms(ctx->g);
+    *t_dp = ct_count_transforms(ctx->g);
     *out_block_a = -1;
     for (int i = 0; i < ctx->g->n_nodes; i++) {
         const kiln_node *n = ctx->g->nodes[i];

@@ -296,18 +296,6 @@ static void test_plan_memory(void **state)
     check_plan("vit-b-16");       /* views */
 }
 
-static int count_transforms(const kiln_graph *g)
-{
-    int c = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const kiln_node *n = g->nodes[i];
-        if (n->op == KILN_OP_IDENTITY &&
-            !kiln_layout_equal(g->values[n->inputs[0]]->layout, g->values[n->outputs[0]]->layout))
-            c++;
-    }
-    return c;
-}
-
 static void test_alter_layout(void **state)
 {
     (void)state;
@@ -321,7 +309,7 @@ static void test_alter_layout(void **state)
     /* one blocked run from the first conv to the global pool: the image goes
      * NCHW -> NCHW3c (one transform) for the first conv, and the pool writes
      * row-major */
-    assert_int_equal(count_transforms(ctx->g), 1);
+    assert_int_equal(ct_count_transforms(ctx->g), 1);
     int blocked = 0;
     for (int i = 0; i < ctx->g->n_nodes; i++) {
         const kiln_node *n = ctx->g->nodes[i];
@@ -360,7 +348,7 @@ static void test_alter_layout(void **state)
     assert_int_equal(kiln_pass_run_until(ctx, "alter-layout", &err), KILN_OK);
     /* blocked -> row-major before the softmax; blocked -> row-major at the
      * output (the second conv reads the softmax's NCHW directly) */
-    assert_int_equal(count_transforms(ctx->g), 2);
+    assert_int_equal(ct_count_transforms(ctx->g), 2);
     kiln_pass_ctx_destroy(ctx);
     kiln_graph_destroy(g);
     /* conv to 72 channels (NCHW16c, 8 padded) -> depthwise with a bias: the
@@ -382,7 +370,7 @@ static void test_alter_layout(void **state)
     assert_int_equal(kiln_pass_run_until(ctx, "alter-layout", &err), KILN_OK);
     /* only the output's back to row-major (the 1x1 conv reads the NCHW
      * input as it is): nothing between the convs */
-    assert_int_equal(count_transforms(ctx->g), 1);
+    assert_int_equal(ct_count_transforms(ctx->g), 1);
     for (int i = 0; i < ctx->g->n_nodes; i++) {
         const kiln_node *n = ctx->g->nodes[i];
         if (n->op == KILN_OP_CONV && kiln_attr_int(n, "group", 1) == 72) {
