@@ -62,6 +62,9 @@ void kiln_emit_prologue(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
                         const char *const *headers, int n_headers);
 /* The exported kernel function running `n_tasks` tasks of task_ with `grain`. */
 void kiln_emit_entry(kiln_sb *b, const kiln_task *t, const char *n_tasks, int64_t grain);
+/* kiln_emit_entry with the grain a C expression of the generated code (it
+ * may read rt, the kiln_rt: rt->num_threads). */
+void kiln_emit_entry_grain(kiln_sb *b, const kiln_task *t, const char *n_tasks, const char *grain);
 
 /* ---- shared by several templates (tpl_common.c, emit_movement.c) ---------- */
 /* A float32 Conv with a constant weight whose 1-D/2-D geometry resolves. */

@@ -172,13 +172,20 @@ void kiln_emit_prologue(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
     kiln_sb_puts(b, "typedef struct kiln_kctx_ {\n    void *const *args;\n    const kiln_rt *rt;\n} kiln_kctx_;\n\n");
 }
 
-void kiln_emit_entry(kiln_sb *b, const kiln_task *t, const char *n_tasks, int64_t grain)
+void kiln_emit_entry_grain(kiln_sb *b, const kiln_task *t, const char *n_tasks, const char *grain)
 {
     kiln_sb_printf(b,
                    "\nvoid %s(void *const *args, const kiln_rt *rt)\n{\n"
                    "    kiln_kctx_ k_ = {args, rt};\n"
-                   "    rt->parallel_for(rt->pool, %s, %lld, task_, &k_);\n}\n",
-                   t->fn_name, n_tasks, (long long)grain);
+                   "    rt->parallel_for(rt->pool, %s, %s, task_, &k_);\n}\n",
+                   t->fn_name, n_tasks, grain);
+}
+
+void kiln_emit_entry(kiln_sb *b, const kiln_task *t, const char *n_tasks, int64_t grain)
+{
+    char g[24];
+    snprintf(g, sizeof g, "%lld", (long long)grain);
+    kiln_emit_entry_grain(b, t, n_tasks, g);
 }
 
 /* Declares a<k> (inputs) and o<k> (outputs) float pointers from args. */
