@@ -15,15 +15,28 @@
  *      y * gamma + beta
  *    -> LayerNormalization(x, gamma, beta, axis -1, epsilon eps).
  *
+ *  - A zero Pad of the spatial axes before a Conv or an AveragePool
+ *    (PyTorch exports avg_pool2d(padding=p) with its default
+ *    count_include_pad=True as Pad + AveragePool; converters write "same"
+ *    padding as a Pad before the Conv) -> the consumer with the Pad's pads
+ *    added to its own (an AveragePool counting the pads), so no padded copy
+ *    is made and the template's own border handling applies. The Pad must
+ *    be constant mode with value 0, pad only axes 2.. by >= 0 and feed only
+ *    that input; the consumer must have auto_pad NOTSET, and an AveragePool
+ *    ceil_mode 0 and no pads of its own unless it already counts them.
+ *
  * Matching walks back from the root of each pattern (the last Mul / the
  * final Add); every intermediate value must be float32, read only inside the
  * pattern and not a graph output. The replacement takes the root's place in
  * node order and its output value; the dead intermediates go in dce. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pass/pass.h"
 #include "util/error.h"
+
+#define KILN_MAX_INPUTS_FOLD 3 /* Conv: X, W, B */
 
 typedef struct pctx {
     const kiln_graph *g;
@@ -188,6 +201,45 @@ static bool match_layernorm(const pctx *p, const kiln_node *n, int io[3], float 
     return false;
 }
 
+/* n: a Conv or AveragePool reading a zero spatial Pad (see the top); returns
+ * the Pad's input and fills pads (2 x spatial rank, n's own plus the Pad's),
+ * or -1. */
+static int match_pad(const pctx *p, const kiln_node *n, int64_t *pads, int *np)
+{
+    if ((n->op != KILN_OP_CONV && n->op != KILN_OP_AVERAGEPOOL) || n->n_inputs < 1)
+        return -1;
+    const kiln_node *pad = prod(p, n->inputs[0], KILN_OP_PAD);
+    if (!pad || pad->n_inputs != 1 || !inner(p, n->inputs[0], 1))
+        return -1;
+    const kiln_value *x = p->g->values[pad->inputs[0]];
+    const int64_t *pp = NULL, *own = NULL;
+    int rank = x->shape.rank, nsp = rank - 2;
+    if (rank < 3 || rank > KILN_MAX_RANK || kiln_attr_ints(pad, "pads", &pp) != 2 * rank ||
+        strcmp(kiln_attr_string(pad, "mode", "constant"), "constant") != 0 ||
+        kiln_attr_float(pad, "value", 0.0f) != 0.0f ||
+        strcmp(kiln_attr_string(n, "auto_pad", "NOTSET"), "NOTSET") != 0)
+        return -1;
+    for (int d = 0; d < rank; d++)
+        if (pp[d] < 0 || pp[rank + d] < 0 || (d < 2 && (pp[d] || pp[rank + d])))
+            return -1;
+    int nown = kiln_attr_ints(n, "pads", &own);
+    if (nown >= 0 && nown != 2 * nsp)
+        return -1;
+    bool own_zero = true;
+    for (int k = 0; k < nown; k++)
+        own_zero = own_zero && own[k] == 0;
+    if (n->op == KILN_OP_AVERAGEPOOL &&
+        (kiln_attr_int(n, "ceil_mode", 0) != 0 ||
+         (!own_zero && kiln_attr_int(n, "count_include_pad", 0) != 1)))
+        return -1;
+    for (int k = 0; k < nsp; k++) {
+        pads[k] = pp[2 + k] + (nown > 0 ? own[k] : 0);
+        pads[nsp + k] = pp[rank + 2 + k] + (nown > 0 ? own[nsp + k] : 0);
+    }
+    *np = 2 * nsp;
+    return pad->inputs[0];
+}
+
 kiln_status kiln_pass_fold_patterns(kiln_pass_ctx *ctx, kiln_error *err)
 {
     const kiln_graph *g = ctx->g;
@@ -232,6 +284,24 @@ kiln_status kiln_pass_fold_patterns(kiln_pass_ctx *ctx, kiln_error *err)
             folded++;
             continue;
         }
+        int64_t pads[2 * KILN_MAX_RANK];
+        int np = 0;
+        x = match_pad(&p, n, pads, &np);
+        if (x >= 0) {
+            int in[KILN_MAX_INPUTS_FOLD];
+            if (n->n_inputs > KILN_MAX_INPUTS_FOLD)
+                goto copy;
+            for (int k = 0; k < n->n_inputs; k++)
+                in[k] = kiln_rewrite_value(&rw, k == 0 ? x : n->inputs[k]);
+            int id = kiln_rewrite_node(&rw, n, in);
+            if (id < 0 || kiln_node_set_ints(rw.dst, id, "pads", pads, np) != KILN_OK ||
+                (n->op == KILN_OP_AVERAGEPOOL &&
+                 kiln_node_set_int(rw.dst, id, "count_include_pad", 1) != KILN_OK))
+                goto oom;
+            folded++;
+            continue;
+        }
+    copy:
         if (kiln_rewrite_node(&rw, n, NULL) < 0)
             goto oom;
     }

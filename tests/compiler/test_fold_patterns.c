@@ -4,7 +4,11 @@
  * into one Gelu fused into the producing dense layer, and the opset<17
  * LayerNorm chain into LayerNormalization; the compiled graph matches the
  * reference executor on the unfused one (rtol 1e-3, atol 1e-4). A chain whose
- * intermediate is read elsewhere, or with other constants, is left alone. */
+ * intermediate is read elsewhere, or with other constants, is left alone.
+ * A zero spatial Pad before a Conv or AveragePool goes into the consumer's
+ * pads (asymmetric, added to the consumer's own); a Pad with another value,
+ * on the batch or channel axis, read twice, or before a pool that does not count its
+ * own pads stays. */
 #include <math.h>
 
 #include "compiler_test.h"
@@ -126,6 +130,59 @@ static void ln_case(float pow_exp, int want)
     check(g, y, KILN_OP_LAYERNORM, want);
 }
 
+/* x [1, 5, 9, 11] -> Pad (pads, value) -> Conv 3x3 (stride 2, own pads 1,0,
+ * 0,1) or AveragePool 3x3 (own pads when cip >= 0, count_include_pad cip);
+ * `twice`: the Pad's output also read by an Add. */
+static void pad_case(bool conv, const int64_t pads[8], float value, int cip, bool twice, int want)
+{
+    kiln_graph *g;
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    kiln_shape xs = {.rank = 4, .dims = {1, 5, 9, 11}};
+    int x = kiln_graph_add_input(g, "x", KILN_DTYPE_FLOAT32, &xs);
+    int id = kiln_graph_add_node(g, KILN_OP_PAD, NULL, &x, 1, 1);
+    assert_int_equal(kiln_node_set_ints(g, id, "pads", pads, 8), KILN_OK);
+    if (value != 0.0f)
+        assert_int_equal(kiln_node_set_float(g, id, "value", value), KILN_OK);
+    int p = kiln_graph_node_output(g, id, 0);
+    const int64_t k3[2] = {3, 3}, s2[2] = {2, 2}, own[4] = {1, 0, 0, 1};
+    int y;
+    if (conv) {
+        kiln_shape ws = {.rank = 4, .dims = {6, 5, 3, 3}}, bs = {.rank = 1, .dims = {6}};
+        int in[3] = {p, param(g, ws, 5, -0.5f, 0.5f), param(g, bs, 6, -0.5f, 0.5f)};
+        id = kiln_graph_add_node(g, KILN_OP_CONV, NULL, in, 3, 1);
+        assert_int_equal(kiln_node_set_ints(g, id, "strides", s2, 2), KILN_OK);
+        assert_int_equal(kiln_node_set_ints(g, id, "pads", own, 4), KILN_OK);
+    } else {
+        id = kiln_graph_add_node(g, KILN_OP_AVERAGEPOOL, NULL, &p, 1, 1);
+        assert_int_equal(kiln_node_set_ints(g, id, "kernel_shape", k3, 2), KILN_OK);
+        if (cip >= 0) {
+            assert_int_equal(kiln_node_set_ints(g, id, "pads", own, 4), KILN_OK);
+            assert_int_equal(kiln_node_set_int(g, id, "count_include_pad", cip), KILN_OK);
+        }
+    }
+    y = kiln_graph_node_output(g, id, 0);
+    if (twice) {
+        const int64_t crop[8] = {0}; /* an identity Pad of p, so shapes meet */
+        int c = kiln_graph_add_node(g, KILN_OP_PAD, NULL, &p, 1, 1);
+        assert_int_equal(kiln_node_set_ints(g, c, "pads", crop, 8), KILN_OK);
+        assert_int_equal(kiln_graph_add_output(g, kiln_graph_node_output(g, c, 0)), KILN_OK);
+    }
+    check(g, y, KILN_OP_PAD, want);
+}
+
+static void test_pad(void **state)
+{
+    (void)state;
+    const int64_t sp[8] = {0, 0, 1, 2, 0, 0, 2, 1}, nb[8] = {1, 0, 1, 1, 0, 0, 1, 1};
+    pad_case(false, sp, 0.0f, -1, false, 0); /* torch's avg_pool2d(padding) */
+    pad_case(false, sp, 0.0f, 1, false, 0);  /* the pool counts its own pads too */
+    pad_case(true, sp, 0.0f, -1, false, 0);  /* added to the conv's own pads */
+    pad_case(false, sp, 0.0f, 0, false, 1);  /* own pads not counted: stays */
+    pad_case(false, sp, 1.0f, -1, false, 1); /* not a zero pad */
+    pad_case(true, nb, 0.0f, -1, false, 1);  /* pads the batch axis */
+    pad_case(true, sp, 0.0f, -1, true, 2);   /* read twice (plus the identity Pad) */
+}
+
 static void test_layernorm(void **state)
 {
     (void)state;
@@ -139,6 +196,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gelu),
         cmocka_unit_test(test_layernorm),
+        cmocka_unit_test(test_pad),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kt_rmdir(dir);
