@@ -272,7 +272,11 @@ static kiln_status tune_task(run *r, int i, double budget_s, kiln_error *err)
     kiln_tune_cfg *seen = malloc(sizeof *seen * (size_t)cap_seen);
     kiln_trial *list = calloc(MAX_BATCH + 1, sizeof *list);
     kiln_trial *inc_last = calloc(1, sizeof *inc_last);
-    if (!seen || !list || !inc_last) {
+    /* the progress line's "best": the incumbent's samples over every batch
+     * since it became the incumbent (its last batch alone moved by the
+     * machine's noise, ~10% here, from line to line) */
+    kiln_trial *inc_hist = calloc(1, sizeof *inc_hist);
+    if (!seen || !list || !inc_last || !inc_hist) {
         s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
@@ -355,10 +359,12 @@ static kiln_status tune_task(run *r, int i, double budget_s, kiln_error *err)
         if (accepted >= 0) {
             inc = list[accepted].cfg;
             *inc_last = list[accepted];
+            *inc_hist = list[accepted];
             have_inc = true;
             st.radius = 1;
         } else if (list[0].status == KILN_TRIAL_OK) {
             *inc_last = list[0];
+            add_samples(inc_hist, &list[0]);
             have_inc = true;
         } else if (inc_is_trial) {
             /* the default itself failed: nothing to compare with */
@@ -367,7 +373,9 @@ static kiln_status tune_task(run *r, int i, double budget_s, kiln_error *err)
             goto done;
         }
         if (have_inc)
-            inc_us = kiln_tune_median(inc_last->samples_us, inc_last->n_samples);
+            inc_us = kiln_tune_median(inc_hist->samples_us, inc_hist->n_samples);
+        if (have_inc && kiln_tune_cfg_equal(&inc, &t->sp.deflt))
+            def_us = inc_us; /* the same samples: 1.00x while the default leads */
         progress(r, i, trials, cap, inc_us, def_us, now_s() - t0, NULL);
         if ((cap > 0 && trials >= cap) || (budget_s > 0 && now_s() - t0 >= budget_s))
             break;
@@ -405,6 +413,7 @@ done:
     free(seen);
     free(list);
     free(inc_last);
+    free(inc_hist);
     kiln_measurer_destroy(m);
     kiln_workload_destroy(w);
     return s;
