@@ -36,8 +36,6 @@
 #include "pass/pass.h"
 #include "util/error.h"
 
-#define KILN_MAX_INPUTS_FOLD 3 /* Conv: X, W, B */
-
 typedef struct pctx {
     const kiln_graph *g;
     const int *uses;
@@ -206,7 +204,8 @@ static bool match_layernorm(const pctx *p, const kiln_node *n, int io[3], float 
  * or -1. */
 static int match_pad(const pctx *p, const kiln_node *n, int64_t *pads, int *np)
 {
-    if ((n->op != KILN_OP_CONV && n->op != KILN_OP_AVERAGEPOOL) || n->n_inputs < 1)
+    if ((n->op != KILN_OP_CONV && n->op != KILN_OP_AVERAGEPOOL) || n->n_inputs < 1 ||
+        n->n_inputs > 3) /* Conv: X, W, B */
         return -1;
     const kiln_node *pad = prod(p, n->inputs[0], KILN_OP_PAD);
     if (!pad || pad->n_inputs != 1 || !inner(p, n->inputs[0], 1))
@@ -288,9 +287,7 @@ kiln_status kiln_pass_fold_patterns(kiln_pass_ctx *ctx, kiln_error *err)
         int np = 0;
         x = match_pad(&p, n, pads, &np);
         if (x >= 0) {
-            int in[KILN_MAX_INPUTS_FOLD];
-            if (n->n_inputs > KILN_MAX_INPUTS_FOLD)
-                goto copy;
+            int in[3];
             for (int k = 0; k < n->n_inputs; k++)
                 in[k] = kiln_rewrite_value(&rw, k == 0 ? x : n->inputs[k]);
             int id = kiln_rewrite_node(&rw, n, in);
@@ -301,7 +298,6 @@ kiln_status kiln_pass_fold_patterns(kiln_pass_ctx *ctx, kiln_error *err)
             folded++;
             continue;
         }
-    copy:
         if (kiln_rewrite_node(&rw, n, NULL) < 0)
             goto oom;
     }

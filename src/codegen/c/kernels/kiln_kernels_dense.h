@@ -62,7 +62,6 @@
  * core against ~73% with this (16 and 8 alike; 4 and 32 a little worse). */
 #define KILN_DENSE_PFD 16
 
-
 /* Denormals. An FMA with a denormal operand or result takes a microcode
  * assist, ~50x slower (a GEMM with a quarter of X denormal: 1% of peak), and
  * trained networks make them: GELU's tail (x * Phi(x) for x below about -13),
