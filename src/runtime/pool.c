@@ -8,11 +8,17 @@
  *   oversubscribed machine still runs the thread being waited for), then sleep on a futex on
  *   `gen`, counted in `sleepers`; the caller issues a futex wake only when
  *   someone sleeps, so back-to-back jobs cost no system call.
- * - Chunks are claimed by compare-and-swap on one 64-bit word `next` =
- *   (job generation, chunk count, next chunk index): at most CHUNKS_PER_THREAD
- *   chunks per thread, each at least `grain` iterations. A thread claims a
- *   chunk only if the word still names its job, so a worker that wakes late
- *   (preempted on a busy machine) finds nothing left and touches nothing: the
+ * - A job splits [0, n) into at most CHUNKS_PER_THREAD chunks per thread,
+ *   each at least `grain` iterations, and deals them out in order: thread t
+ *   owns the t-th contiguous run of chunks (its slot, one 64-bit word per
+ *   thread = job generation, first and end chunk). A thread runs its own run
+ *   front to back, then steals from the other threads' runs back to front;
+ *   every claim is a compare-and-swap on the slot. So in a sequence of
+ *   kernels over the same index space each thread tends to get the same part
+ *   every time (the rows it wrote are the rows it reads next, from its own
+ *   L2), while a thread that is late or preempted still loses its chunks to
+ *   the others. A thread claims a chunk only if the slot still names its job,
+ *   so a worker that wakes late finds nothing left and touches nothing: the
  *   caller never waits for a worker that has not started, only for chunks
  *   being run. The job's fields are read before the CAS (relaxed atomics);
  *   a successful CAS proves they belonged to that job (it was not finished,
@@ -56,6 +62,11 @@
 #define CHUNKS_PER_THREAD 4
 #define CACHE_LINE 64
 
+/* gen << 32 | first chunk << 16 | end chunk, on a cache line of its own */
+typedef struct pool_slot {
+    alignas(CACHE_LINE) _Atomic uint64_t w;
+} pool_slot;
+
 typedef struct worker {
     struct kiln_pool *pool;
     int tid;
@@ -74,11 +85,12 @@ struct kiln_pool {
     _Atomic(kiln_task_fn) fn;
     _Atomic(void *) ctx;
     _Atomic int64_t n, chunk;
+    _Atomic uint32_t n_chunks;
 
     alignas(CACHE_LINE) _Atomic uint32_t gen;
     _Atomic uint32_t stop;
     alignas(CACHE_LINE) _Atomic uint32_t sleepers;
-    alignas(CACHE_LINE) _Atomic uint64_t next; /* gen << 32 | n_chunks << 16 | index */
+    pool_slot *slots; /* one per thread: its run of the current job's chunks */
     alignas(CACHE_LINE) _Atomic uint32_t done;
     _Atomic uint32_t caller_sleeping;
     alignas(CACHE_LINE) _Atomic int32_t bound_count;
@@ -141,27 +153,46 @@ static void futex_wake_all(_Atomic uint32_t *addr)
 #endif
 }
 
-/* Claims and runs chunks of job `gen` until none is left. */
+/* Claims one chunk of job `gen` from slot s: the front one for its owner,
+ * the back one for a thief. Returns the chunk index, or -1 when the slot is
+ * empty or names another job. */
+static int64_t claim(struct kiln_pool *p, uint32_t gen, int s, int owner)
+{
+    _Atomic uint64_t *slot = &p->slots[s].w;
+    uint64_t w = atomic_load_explicit(slot, memory_order_acquire);
+    for (;;) {
+        uint32_t lo = (uint32_t)(w >> 16) & 0xffff, hi = (uint32_t)w & 0xffff;
+        if ((uint32_t)(w >> 32) != gen || lo >= hi)
+            return -1;
+        uint64_t nw = owner ? w + (1u << 16) : w - 1;
+        if (atomic_compare_exchange_weak_explicit(slot, &w, nw, memory_order_acquire,
+                                                  memory_order_acquire))
+            return owner ? lo : hi - 1;
+    }
+}
+
+/* Runs chunks of job `gen` until none is left: its own run, then the
+ * others'. */
 static void run_chunks(struct kiln_pool *p, uint32_t gen, int tid)
 {
-    uint64_t w = atomic_load_explicit(&p->next, memory_order_acquire);
-    for (;;) {
-        uint32_t n_chunks = (uint32_t)(w >> 16) & 0xffff, c = (uint32_t)w & 0xffff;
-        if ((uint32_t)(w >> 32) != gen || c >= n_chunks)
-            return;
-        kiln_task_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
-        void *ctx = atomic_load_explicit(&p->ctx, memory_order_relaxed);
-        int64_t n = atomic_load_explicit(&p->n, memory_order_relaxed);
-        int64_t chunk = atomic_load_explicit(&p->chunk, memory_order_relaxed);
-        if (!atomic_compare_exchange_weak_explicit(&p->next, &w, w + 1, memory_order_acquire,
-                                                   memory_order_acquire))
-            continue; /* w reloaded */
-        int64_t begin = (int64_t)c * chunk, end = begin + chunk < n ? begin + chunk : n;
-        fn(ctx, begin, end, tid);
-        if (atomic_fetch_add(&p->done, 1) + 1 == n_chunks && tid != 0 &&
-            atomic_load(&p->caller_sleeping))
-            futex_wake_all(&p->done);
-        w = atomic_load_explicit(&p->next, memory_order_acquire);
+    for (int k = 0; k < p->n_threads; k++) {
+        int s = (tid + k) % p->n_threads;
+        for (;;) {
+            /* read before the claim; a successful claim proves they are this job's */
+            kiln_task_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
+            void *ctx = atomic_load_explicit(&p->ctx, memory_order_relaxed);
+            int64_t n = atomic_load_explicit(&p->n, memory_order_relaxed);
+            int64_t chunk = atomic_load_explicit(&p->chunk, memory_order_relaxed);
+            uint32_t n_chunks = atomic_load_explicit(&p->n_chunks, memory_order_relaxed);
+            int64_t c = claim(p, gen, s, k == 0);
+            if (c < 0)
+                break;
+            int64_t begin = c * chunk, end = begin + chunk < n ? begin + chunk : n;
+            fn(ctx, begin, end, tid);
+            if (atomic_fetch_add(&p->done, 1) + 1 == n_chunks && tid != 0 &&
+                atomic_load(&p->caller_sleeping))
+                futex_wake_all(&p->done);
+        }
     }
 }
 
@@ -246,8 +277,13 @@ void kiln_pool_parallel_for(void *pool, int64_t n, int64_t grain, kiln_task_fn f
     atomic_store_explicit(&p->chunk, chunk, memory_order_relaxed);
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
     uint32_t gen = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
-    atomic_store_explicit(&p->next, (uint64_t)gen << 32 | (uint64_t)n_chunks << 16,
-                          memory_order_release);
+    atomic_store_explicit(&p->n_chunks, (uint32_t)n_chunks, memory_order_relaxed);
+    for (int t = 0; t < p->n_threads; t++) {
+        uint64_t lo = (uint64_t)(n_chunks * t / p->n_threads);
+        uint64_t hi = (uint64_t)(n_chunks * (t + 1) / p->n_threads);
+        atomic_store_explicit(&p->slots[t].w, (uint64_t)gen << 32 | lo << 16 | hi,
+                              memory_order_release);
+    }
     atomic_store(&p->gen, gen); /* wakes the spinners (seq_cst) */
     if (atomic_load(&p->sleepers) > 0)
         futex_wake_all(&p->gen);
@@ -435,11 +471,18 @@ kiln_status kiln_pool_create(int num_threads, int bind, int spin_us, kiln_pool *
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "thread pool: out of memory");
     memset(p, 0, size);
     p->n_threads = num_threads;
+    p->slots = aligned_alloc(CACHE_LINE, (size_t)num_threads * sizeof *p->slots);
+    if (!p->slots) {
+        free(p);
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "thread pool: out of memory");
+    }
+    for (int t = 0; t < num_threads; t++)
+        atomic_init(&p->slots[t].w, 0);
     p->spin_ns = (int64_t)spin_us * 1000;
     atomic_init(&p->gen, 0);
     atomic_init(&p->stop, 0);
     atomic_init(&p->sleepers, 0);
-    atomic_init(&p->next, 0);
+    atomic_init(&p->n_chunks, 0);
     atomic_init(&p->done, 0);
     atomic_init(&p->fn, NULL);
     atomic_init(&p->ctx, NULL);
@@ -493,6 +536,7 @@ void kiln_pool_destroy(kiln_pool *p)
     }
     free(p->threads);
     free(p->workers);
+    free(p->slots);
     free(p);
 }
 

@@ -2,7 +2,8 @@
  * every index covered exactly once for many (n, grain, threads), chunks of at
  * least `grain` (but the last), thread indices in range, nested calls
  * serialized on the calling thread, workers that went to sleep (spin 0) woken
- * correctly, thousands of back-to-back fork-joins, and the fork-join overhead
+ * correctly, thousands of back-to-back fork-joins, each thread's chunks in at
+ * most one run per thread (its own, then stolen ones), and the fork-join overhead
  * printed (not asserted: timings are not tests). */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -168,6 +169,51 @@ static void test_workers_participate(void **state)
     kiln_pool_destroy(p);
 }
 
+typedef struct owner_ctx {
+    int owner[64];
+} owner_ctx;
+
+static void owner_task(void *ctx, int64_t begin, int64_t end, int thread)
+{
+    owner_ctx *c = ctx;
+    for (int64_t i = begin; i < end; i++)
+        c->owner[i] = thread;
+    struct timespec ts = {0, 20000 + 10000 * thread}; /* uneven: some chunks get stolen */
+    nanosleep(&ts, NULL);
+}
+
+/* Chunks are dealt out in contiguous runs, one per thread, and a thread that
+ * runs out steals from the back of the others' runs: so in every job the
+ * indices one thread ran form at most `threads` contiguous pieces (its own
+ * run, one stolen piece per other thread). A pool handing chunks out from
+ * one shared counter interleaves them (thread 0 running 0, 2, 4, ...) and
+ * fails this. */
+static void test_runs_per_thread(void **state)
+{
+    (void)state;
+    for (int threads = 2; threads <= 4; threads++) {
+        kiln_pool *p = NULL;
+        assert_int_equal(kiln_pool_create(threads, 0, -1, &p, NULL), KILN_OK);
+        int64_t n = 4 * threads; /* one index per chunk */
+        for (int job = 0; job < 100; job++) {
+            owner_ctx c;
+            memset(&c, 0xff, sizeof c);
+            kiln_pool_parallel_for(p, n, 1, owner_task, &c);
+            for (int t = 0; t < threads; t++) {
+                int pieces = 0;
+                for (int64_t i = 0; i < n; i++)
+                    pieces += c.owner[i] == t && (i == 0 || c.owner[i - 1] != t);
+                if (pieces > threads)
+                    fail_msg("threads %d job %d: thread %d ran %d separate pieces", threads,
+                             job, t, pieces);
+            }
+            for (int64_t i = 0; i < n; i++)
+                assert_in_range(c.owner[i], 0, threads - 1);
+        }
+        kiln_pool_destroy(p);
+    }
+}
+
 static void test_bad_args(void **state)
 {
     (void)state;
@@ -246,7 +292,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cover),         cmocka_unit_test(test_nested),
         cmocka_unit_test(test_back_to_back),  cmocka_unit_test(test_workers_participate),
-        cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_bad_args),      cmocka_unit_test(test_runs_per_thread),
         cmocka_unit_test(test_overhead),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
