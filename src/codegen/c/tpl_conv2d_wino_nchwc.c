@@ -1,0 +1,164 @@
+/* codegen/c/tpl_conv2d_wino_nchwc.c: 3x3 stride-1 convolutions (groups 1,
+ * dilation 1, pads up to 2) by Winograd F(4x4, 3x3) in the model's
+ * NCHW{vec}c layout (kiln_kernels_wino.h): 4x fewer multiply-adds than the
+ * direct conv, for transforms of the input and output and weights 4x
+ * larger.
+ *
+ * Which convs it takes (kiln_tpl_wino_takes): both channel counts at least
+ * KILN_WINO_MIN_C (thin convs are dominated by the transforms) and at least
+ * KILN_WINO_MIN_TILES 4x4 output tiles per image, so that each weight U
+ * (36 x c_in x c_out floats, streamed from memory in a network) serves
+ * enough tiles; smaller maps (resnet-50's 14x14 and 7x7 stages, with their
+ * 2-9 MB of U per conv) stay with conv2d_nchwc, after this template in
+ * templates.def. The layouts are conv2d_nchwc's (NCHW{vec}c in and out,
+ * equal blocks); the epilogue is the header's (bias, residual Add, Relu,
+ * Clip) at the output transform's store, then any other fused node on each
+ * task's output rows. No input prologue: a pre-activation before such a
+ * conv runs as its own kernel. Knobs: tile_T, oc_tile (the microkernel's
+ * tile), th (tile rows per task). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/c/codegen.h"
+#include "codegen/c/kernels/kiln_kernels_wino.h"
+#include "lower/geom.h"
+#include "lower/knobs.h"
+#include "util/error.h"
+
+#define KILN_WINO_MIN_C 32
+#define KILN_WINO_MIN_TILES 49
+
+static bool takes(const kiln_win2d *w)
+{
+    int64_t tiles = kiln_k_cdiv(w->oh, 4) * kiln_k_cdiv(w->ow, 4);
+    return w->kh == 3 && w->kw == 3 && w->sh == 1 && w->sw == 1 && w->dh == 1 && w->dw == 1 &&
+           w->groups == 1 && w->pt >= 0 && w->pt <= 2 && w->pl >= 0 && w->pl <= 2 &&
+           w->pb >= 0 && w->pb <= 2 && w->pr >= 0 && w->pr <= 2 && w->c >= KILN_WINO_MIN_C &&
+           w->m >= KILN_WINO_MIN_C && tiles >= KILN_WINO_MIN_TILES;
+}
+
+static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
+                  kiln_epi_kind *epi)
+{
+    kiln_win2d w;
+    if (!kiln_tpl_conv_operands(g, n) || !kiln_geom_win2d(g, n, &w) || !takes(&w))
+        return false;
+    const kiln_layout *wl = &g->values[n->inputs[1]]->layout;
+    if (wl->kind != KILN_LAYOUT_OIHWIO || wl->block_a != wl->block_b || wl->block_a != tg->vec)
+        return false;
+    *epi = KILN_EPI_KIND_ANY; /* the header's part, then kiln_emit_epilogue_span */
+    return true;
+}
+
+static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
+{
+    const kiln_graph *g = l->ctx->g;
+    const kiln_node *n = g->nodes[t->anchor];
+    const kiln_value *wv = g->values[n->inputs[1]];
+    kiln_win2d w;
+    kiln_geom_win2d(g, n, &w);
+    if (t->anchor != l->ctx->groups[t->group].nodes[0])
+        return kiln_errorf(err, KILN_ERR_INTERNAL, "conv '%s': the Winograd template takes no "
+                           "input prologue", n->name);
+    kiln_wino_params *p = calloc(1, sizeof *p);
+    if (!p)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    t->params = p;
+    *p = (kiln_wino_params){.n = (int)w.n, .c_in = (int)w.c, .h = (int)w.h, .w = (int)w.w,
+                            .c_out = (int)w.m, .oh = (int)w.oh, .ow = (int)w.ow,
+                            .pad_t = (int)w.pt, .pad_l = (int)w.pl, .cb = wv->layout.block_a};
+    p->epilogue = kiln_tpl_header_epilogue(l, t, n->n_inputs > 2 && n->inputs[2] >= 0,
+                                           &p->clip_min, &p->clip_max);
+    if (!kiln_wino_supported(p))
+        return kiln_errorf(err, KILN_ERR_INTERNAL, "conv '%s': the Winograd template rejects it",
+                           n->name);
+    kiln_wino_default_params(p, l->ctx->target.l2_bytes, 2);
+    kiln_wino_plan q = kiln_wino_plan_of(p);
+    int max_o = (int)(q.cob < KILN_CONV_MAXO ? q.cob : KILN_CONV_MAXO);
+    kiln_knob *k = kiln_knob_add(t, "tile_T", KILN_KNOB_TILE, p->tile_T,
+                                 (int)offsetof(kiln_wino_params, tile_T));
+    for (int v = 1; v <= kiln_conv_max_t(kiln_wino_model_isa(p->cb), 1); v++)
+        kiln_knob_choice(k, v); /* clamped to the oc tile's budget at run time */
+    kiln_knob_choice(k, p->tile_T);
+    k = kiln_knob_add(t, "oc_tile", KILN_KNOB_TILE, p->oc_tile,
+                      (int)offsetof(kiln_wino_params, oc_tile));
+    for (int v = 1; v <= max_o; v++)
+        kiln_knob_choice(k, v);
+    kiln_knob_choice(k, p->oc_tile);
+    k = kiln_knob_add(t, "th", KILN_KNOB_TILE, p->th, (int)offsetof(kiln_wino_params, th));
+    kiln_knob_pow2(k, (int)q.nth, true);
+    t->flops = kiln_wino_flops(p);
+    return KILN_OK;
+}
+
+static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
+{
+    const kiln_graph *g = l->ctx->g;
+    const kiln_node *n = g->nodes[t->anchor];
+    const kiln_value *wv = g->values[n->inputs[1]];
+    const kiln_wino_params *p = t->params;
+    int64_t floats = kiln_wino_packed_weight_floats(p);
+    float *packed = malloc(sizeof(float) * (size_t)floats + 1);
+    if (!packed)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory packing '%s'", n->name);
+    kiln_wino_pack_weights(p, wv->data, packed);
+    char lb[48];
+    snprintf(lb, sizeof lb, "wino36_OI%di%do", p->cb, p->cb);
+    int tid = kiln_lower_weights(l, wv->id, lb, packed, (int64_t)sizeof(float) * floats);
+    if (tid < 0)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    t->args[kiln_task_arg(t, wv->id)] = tid;
+    kiln_status s = kiln_tpl_pad_bias(l, t, n, p->c_out, p->cb, err);
+    if (s != KILN_OK)
+        return s;
+    t->workspace = (int64_t)kiln_wino_workspace_bytes(p);
+    return KILN_OK;
+}
+
+static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
+{
+    const kiln_node *n = l->ctx->g->nodes[t->anchor];
+    const kiln_wino_params *p = t->params;
+    static const char *const hdr[] = {"kiln_kernels_wino.h"};
+    kiln_emit_prologue(b, l, t, hdr, 1);
+    kiln_sb_printf(b,
+                   "static const kiln_wino_params P_ = {\n"
+                   "    .n = %d, .c_in = %d, .h = %d, .w = %d, .c_out = %d, .oh = %d, .ow = %d,\n"
+                   "    .pad_t = %d, .pad_l = %d, .cb = %d, .epilogue = %d, .clip_min = %af,\n"
+                   "    .clip_max = %af, .tile_T = %d, .oc_tile = %d, .th = %d,\n};\n\n",
+                   p->n, p->c_in, p->h, p->w, p->c_out, p->oh, p->ow, p->pad_t, p->pad_l, p->cb,
+                   p->epilogue, (double)p->clip_min, (double)p->clip_max, p->tile_T, p->oc_tile,
+                   p->th);
+    int xa = kiln_task_arg(t, n->inputs[0]), wa = kiln_task_arg(t, n->inputs[1]);
+    int ba = n->n_inputs > 2 && n->inputs[2] >= 0 ? kiln_task_arg(t, n->inputs[2]) : -1;
+    kiln_sb_puts(b, KILN_TASK_SIG);
+    kiln_emit_arg_ptrs(b, t);
+    bool epi = kiln_task_has_epilogue(l, t);
+    if (epi)
+        kiln_sb_puts(b, "    for (int64_t tk_ = begin_; tk_ < end_; tk_++) {\n    ");
+    kiln_sb_printf(b, "    kiln_wino_run(&P_, a%d, a%d, ", xa, wa);
+    kiln_emit_arg_or_null(b, ba, false);
+    kiln_sb_puts(b, ", ");
+    kiln_emit_arg_or_null(b, t->residual_arg, false);
+    kiln_sb_printf(b, ", o0, %s, %s);\n", epi ? "tk_, tk_ + 1" : "begin_, end_", KILN_TASK_WS);
+    if (epi) {
+        /* the rest of the fused epilogue on the task's rows, still in cache */
+        kiln_sb_puts(b, "        int64_t f_, len_, ns_, st_;\n"
+                        "        kiln_wino_task_out(&P_, tk_, &f_, &len_, &ns_, &st_);\n"
+                        "        for (int64_t s_ = 0; s_ < ns_; s_++) {\n");
+        kiln_emit_epilogue_span(b, l, t, "f_ + s_ * st_", "len_");
+        kiln_sb_puts(b, "        }\n    }\n");
+    }
+    kiln_sb_puts(b, "}\n");
+    kiln_emit_entry(b, t, "kiln_wino_tasks(&P_)", 1);
+    return KILN_OK;
+}
+
+const kiln_template kiln_tpl_conv2d_wino_nchwc = {
+    .name = "conv2d_wino_nchwc",
+    .match = match,
+    .space = space,
+    .pack = pack,
+    .emit = emit,
+};
