@@ -53,6 +53,7 @@ static void check_conv(kiln_conv_params p, kt_rng *r, int knobs)
         p.loop_order = kt_int(r, 0, 1);
         p.oh_tile = kt_int(r, 0, p.oh + 1);
         p.oc_group = kt_int(r, 0, (p.c_out + p.cb_out - 1) / p.cb_out + 1);
+        p.task_order = kt_int(r, 0, 2); /* 2: out of range, as 0 */
     }
     run_conv(p, r);
 }

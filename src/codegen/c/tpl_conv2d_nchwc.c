@@ -381,6 +381,10 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     k = kiln_knob_add(t, "oc_group", KILN_KNOB_TILE, p->oc_group,
                       (int)offsetof(kiln_conv_params, oc_group));
     kiln_knob_pow2(k, (int)q.cob_g, true);
+    k = kiln_knob_add(t, "task_order", KILN_KNOB_ORDER, p->task_order,
+                      (int)offsetof(kiln_conv_params, task_order));
+    kiln_knob_choice(k, 0);
+    kiln_knob_choice(k, 1);
     /* the block sizes alter-layout applied (layout above): part of the
      * configuration, fixed within a model (the neighbours share them) */
     k = kiln_knob_add(t, "cb_in", KILN_KNOB_BLOCK, p->cb_in, (int)offsetof(kiln_conv_params, cb_in));
@@ -472,11 +476,11 @@ void kiln_tpl_emit_conv_body(kiln_sb *b, const kiln_lowered *l, const kiln_task 
                    "    .pad_t = %d, .pad_l = %d, .pad_b = %d, .pad_r = %d, .groups = %d,\n"
                    "    .cb_in = %d, .cb_out = %d, .epilogue = %d, .clip_min = %af, .clip_max = %af,\n"
                    "    .ow_tile = %d, .oc_tile = %d, .ic_tile = %d, .loop_order = %d, .oh_tile = %d,\n"
-                   "    .oc_group = %d,\n",
+                   "    .oc_group = %d, .task_order = %d,\n",
                    p->n, p->c_in, p->h, p->w, p->c_out, p->oh, p->ow, p->kh, p->kw, p->sh, p->sw,
                    p->dh, p->dw, p->pad_t, p->pad_l, p->pad_b, p->pad_r, p->groups, p->cb_in,
                    p->cb_out, p->epilogue, (double)p->clip_min, (double)p->clip_max, p->ow_tile,
-                   p->oc_tile, p->ic_tile, p->loop_order, p->oh_tile, p->oc_group);
+                   p->oc_tile, p->ic_tile, p->loop_order, p->oh_tile, p->oc_group, p->task_order);
     int xa = kiln_task_arg(t, n->inputs[0]), wa = kiln_task_arg(t, n->inputs[1]);
     int sa = -1, ha = -1; /* the input prologue's scale and shift */
     pro_chain c;
