@@ -259,6 +259,41 @@ static inline void kiln_conv_pack_weights(const kiln_conv_params *p, const float
                     }
 }
 
+/* The register tile (T pixels x O output blocks) for rows of `px` pixels
+ * and `cob` output blocks with the microkernels of `isa`: the one that
+ * minimises the modelled cycles per row and oc sweep. Each tile costs
+ * max(T*O, 8) FMA slots (8 = 2 FMA ports x 4 cycles latency: fewer
+ * accumulators leave the ports idle) plus O weight loads, and 2 cycles of
+ * call overhead; the bigger tile wins ties. (The Winograd template picks
+ * its tile over a band's tiles with this too.) */
+static inline void kiln_conv_pick_tile(int isa, int64_t px, int64_t cob, int *T, int *O)
+{
+    double best = 1e300;
+    *T = *O = 1;
+    for (int o = 1; o <= KILN_CONV_MAXO && o <= cob; o++) {
+        int mt = kiln_conv_max_t(isa, o);
+        for (int t = 1; t <= mt; t++) {
+            if (t > px && t > 1)
+                break;
+            int64_t full = px / t, rem = px % t;
+            int64_t ofull = cob / o, orem = cob % o;
+            double row = 0;
+            for (int k = 0; k < 2; k++) {
+                int64_t oo = k ? orem : o, on = k ? (orem ? 1 : 0) : ofull;
+                double c = full * (double)kiln_k_max64((int64_t)t * oo, 8) + 0.5 * full * oo +
+                           (rem ? (double)kiln_k_max64(rem * oo, 8) + 0.5 * oo : 0.0);
+                row += c * on;
+            }
+            row += 2.0 * (full + (rem != 0)) * kiln_k_cdiv(cob, o); /* per-tile overhead */
+            if (row < best * 0.999) {
+                best = row;
+                *T = t;
+                *O = o;
+            }
+        }
+    }
+}
+
 /* Fills the knobs of p (whose geometry, groups, cb_in, cb_out and epilogue
  * are set) from the shape, the per-core L1d/L2 sizes in bytes and the thread
  * count. See the comment at the top for the model. */
@@ -271,33 +306,7 @@ static inline void kiln_conv_default_params(kiln_conv_params *p, int64_t l1_byte
     p->oc_group = 0;
     p->loop_order = 0;
     kiln_conv_plan q = kiln_conv_plan_of(p);
-    /* Register tile: minimise the modelled cycles per output row and oc
-     * sweep: each tile costs max(T*O, 8) FMA slots (8 = 2 FMA ports x 4
-     * cycles latency: fewer accumulators leave the ports idle) plus O weight
-     * loads; prefer the bigger tile on ties. */
-    double best = 1e300;
-    for (int o = 1; o <= KILN_CONV_MAXO && o <= q.cob_g; o++) {
-        int mt = kiln_conv_max_t(q.isa, o);
-        for (int t = 1; t <= mt; t++) {
-            if (t > p->ow && t > 1)
-                break;
-            int64_t full = p->ow / t, rem = p->ow % t;
-            int64_t ofull = q.cob_g / o, orem = q.cob_g % o;
-            double row = 0;
-            for (int k = 0; k < 2; k++) {
-                int64_t oo = k ? orem : o, on = k ? (orem ? 1 : 0) : ofull;
-                double c = full * (double)kiln_k_max64((int64_t)t * oo, 8) + 0.5 * full * oo +
-                           (rem ? (double)kiln_k_max64(rem * oo, 8) + 0.5 * oo : 0.0);
-                row += c * on;
-            }
-            row += 2.0 * (full + (rem != 0)) * kiln_k_cdiv(q.cob_g, o); /* per-tile overhead */
-            if (row < best * 0.999) {
-                best = row;
-                p->ow_tile = t;
-                p->oc_tile = o;
-            }
-        }
-    }
+    kiln_conv_pick_tile(q.isa, p->ow, q.cob_g, &p->ow_tile, &p->oc_tile);
     q = kiln_conv_plan_of(p);
     /* Tasks: start with whole images; split oc groups while a group's
      * weights overflow half the L2 (each thread then keeps its share), then

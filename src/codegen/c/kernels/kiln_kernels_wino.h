@@ -169,28 +169,8 @@ static inline void kiln_wino_default_params(kiln_wino_params *p, int64_t l2_byte
         p->th = (int)th;
     }
     q = kiln_wino_plan_of(p);
-    int isa = kiln_wino_model_isa(p->cb);
-    double best = 1e300;
-    for (int o = 1; o <= KILN_CONV_MAXO && o <= q.cob; o++) {
-        int mt = kiln_conv_max_t(isa, o);
-        for (int t = 1; t <= mt && (t <= q.band_tiles || t == 1); t++) {
-            int64_t full = q.band_tiles / t, rem = q.band_tiles % t;
-            int64_t ofull = q.cob / o, orem = q.cob % o;
-            double row = 0;
-            for (int k = 0; k < 2; k++) {
-                int64_t oo = k ? orem : o, on = k ? (orem ? 1 : 0) : ofull;
-                double c = full * (double)kiln_k_max64((int64_t)t * oo, 8) + 0.5 * full * oo +
-                           (rem ? (double)kiln_k_max64(rem * oo, 8) + 0.5 * oo : 0.0);
-                row += c * on;
-            }
-            row += 2.0 * (full + (rem != 0)) * kiln_k_cdiv(q.cob, o);
-            if (row < best * 0.999) {
-                best = row;
-                p->tile_T = t;
-                p->oc_tile = o;
-            }
-        }
-    }
+    kiln_conv_pick_tile(kiln_wino_model_isa(p->cb), q.band_tiles, q.cob, &p->tile_T,
+                        &p->oc_tile);
 }
 
 /* The transforms work on all cb lanes of a block at once: every statement
