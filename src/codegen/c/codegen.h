@@ -79,9 +79,12 @@ int64_t kiln_tpl_narrow_group_width(const kiln_graph *g, const kiln_node *n, int
  * PREFIX_run(&P_, x, w, bias, residual, out, begin, end, ws),
  * PREFIX_task_out and PREFIX_tasks (dwconv, gconv): the run on the task
  * range, or, when the group has epilogue nodes the header does not apply,
- * task by task with those nodes on each task's output while in cache. */
+ * task by task with those nodes on each task's output while in cache.
+ * spans: PREFIX_task_out also gives a span count and stride
+ * (&first, &len, &n_spans, &stride: a task writing every channel block's
+ * rows, as the Winograd conv's), else one span (&first, &len). */
 void kiln_tpl_emit_conv_tasks(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
-                              const char *prefix);
+                              const char *prefix, bool spans);
 /* Value v is float32. */
 bool kiln_tpl_f32(const kiln_graph *g, int v);
 /* The kernel headers' epilogue of a conv-like group: KILN_EPI_* flags from

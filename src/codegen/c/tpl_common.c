@@ -41,7 +41,7 @@ int64_t kiln_tpl_narrow_group_width(const kiln_graph *g, const kiln_node *n, int
 }
 
 void kiln_tpl_emit_conv_tasks(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
-                              const char *prefix)
+                              const char *prefix, bool spans)
 {
     const kiln_node *n = l->ctx->g->nodes[t->anchor];
     int xa = kiln_task_arg(t, n->inputs[0]), wa = kiln_task_arg(t, n->inputs[1]);
@@ -59,11 +59,19 @@ void kiln_tpl_emit_conv_tasks(kiln_sb *b, const kiln_lowered *l, const kiln_task
                    t->workspace > 0 ? KILN_TASK_WS : "NULL");
     if (epi) {
         /* the rest of the fused epilogue on the task's output, still in cache */
-        kiln_sb_printf(b, "        int64_t f_, len_;\n"
-                          "        %s_task_out(&P_, tk_, &f_, &len_);\n"
-                          "        {\n",
-                       prefix);
-        kiln_emit_epilogue_span(b, l, t, "f_", "len_");
+        if (spans) {
+            kiln_sb_printf(b, "        int64_t f_, len_, ns_, st_;\n"
+                              "        %s_task_out(&P_, tk_, &f_, &len_, &ns_, &st_);\n"
+                              "        for (int64_t s_ = 0; s_ < ns_; s_++) {\n",
+                           prefix);
+            kiln_emit_epilogue_span(b, l, t, "f_ + s_ * st_", "len_");
+        } else {
+            kiln_sb_printf(b, "        int64_t f_, len_;\n"
+                              "        %s_task_out(&P_, tk_, &f_, &len_);\n"
+                              "        {\n",
+                           prefix);
+            kiln_emit_epilogue_span(b, l, t, "f_", "len_");
+        }
         kiln_sb_puts(b, "        }\n    }\n");
     }
     kiln_sb_puts(b, "}\n");

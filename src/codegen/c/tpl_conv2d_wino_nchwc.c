@@ -118,7 +118,6 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
 
 static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
 {
-    const kiln_node *n = l->ctx->g->nodes[t->anchor];
     const kiln_wino_params *p = t->params;
     static const char *const hdr[] = {"kiln_kernels_wino.h"};
     kiln_emit_prologue(b, l, t, hdr, 1);
@@ -130,28 +129,7 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                    p->n, p->c_in, p->h, p->w, p->c_out, p->oh, p->ow, p->pad_t, p->pad_l, p->cb,
                    p->epilogue, (double)p->clip_min, (double)p->clip_max, p->tile_T, p->oc_tile,
                    p->th);
-    int xa = kiln_task_arg(t, n->inputs[0]), wa = kiln_task_arg(t, n->inputs[1]);
-    int ba = n->n_inputs > 2 && n->inputs[2] >= 0 ? kiln_task_arg(t, n->inputs[2]) : -1;
-    kiln_sb_puts(b, KILN_TASK_SIG);
-    kiln_emit_arg_ptrs(b, t);
-    bool epi = kiln_task_has_epilogue(l, t);
-    if (epi)
-        kiln_sb_puts(b, "    for (int64_t tk_ = begin_; tk_ < end_; tk_++) {\n    ");
-    kiln_sb_printf(b, "    kiln_wino_run(&P_, a%d, a%d, ", xa, wa);
-    kiln_emit_arg_or_null(b, ba, false);
-    kiln_sb_puts(b, ", ");
-    kiln_emit_arg_or_null(b, t->residual_arg, false);
-    kiln_sb_printf(b, ", o0, %s, %s);\n", epi ? "tk_, tk_ + 1" : "begin_, end_", KILN_TASK_WS);
-    if (epi) {
-        /* the rest of the fused epilogue on the task's rows, still in cache */
-        kiln_sb_puts(b, "        int64_t f_, len_, ns_, st_;\n"
-                        "        kiln_wino_task_out(&P_, tk_, &f_, &len_, &ns_, &st_);\n"
-                        "        for (int64_t s_ = 0; s_ < ns_; s_++) {\n");
-        kiln_emit_epilogue_span(b, l, t, "f_ + s_ * st_", "len_");
-        kiln_sb_puts(b, "        }\n    }\n");
-    }
-    kiln_sb_puts(b, "}\n");
-    kiln_emit_entry(b, t, "kiln_wino_tasks(&P_)", 1);
+    kiln_tpl_emit_conv_tasks(b, l, t, "kiln_wino", true);
     return KILN_OK;
 }
 

@@ -149,7 +149,7 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                    p->n, p->c, p->h, p->w, p->oh, p->ow, p->kh, p->kw, p->sh, p->sw, p->dh, p->dw,
                    p->pad_t, p->pad_l, p->pad_b, p->pad_r, p->cb, p->epilogue, (double)p->clip_min,
                    (double)p->clip_max, p->ow_tile, p->oh_tile);
-    kiln_tpl_emit_conv_tasks(b, l, t, "kiln_dwconv");
+    kiln_tpl_emit_conv_tasks(b, l, t, "kiln_dwconv", false);
     return KILN_OK;
 }
 
