@@ -486,8 +486,8 @@ static void test_shipped_records(void **state)
 
 /* Warm start: a task with no records of its own first measures the tuned
  * configuration of the nearest task of its template (here mlp's first
- * dense, tuned with n_tile 2 / n_group 8), moved to its own choices (task
- * 2 has no n_group 8: 4), beside its default. */
+ * dense, tuned with n_tile 2 and an n_group twice task 2's largest choice),
+ * moved to its own choices (its largest n_group), beside its default. */
 static void test_warm_start(void **state)
 {
     (void)state;
@@ -497,17 +497,26 @@ static void test_warm_start(void **state)
     assert_int_equal(kiln_zoo_build("mlp", 0, 0, &g, &err), KILN_OK);
     assert_int_equal(kiln_tasks_extract(g, NULL, &ts, &err), KILN_OK);
     kiln_task_info ti;
+    assert_int_equal(kiln_tasks_info(ts, 1, &ti, &err), KILN_OK);
+    int ng = 0; /* task 2's largest n_group (it depends on the target's block width) */
+    for (int k = 0; k < ti.n_knobs; k++) {
+        kiln_knob_info ki;
+        assert_int_equal(kiln_tasks_knob(ts, 1, k, &ki, &err), KILN_OK);
+        for (int c = 0; c < ki.n_choices && !strcmp(ki.name, "n_group"); c++)
+            ng = ki.choices[c] > ng ? ki.choices[c] : ng;
+    }
+    assert_true(ng >= 1);
     assert_int_equal(kiln_tasks_info(ts, 0, &ti, &err), KILN_OK);
-    char th[17], rec[512], logp[512], text[8192];
+    char th[17], rec[512], logp[512], text[8192], want[256];
     kiln_template_hash("dense", th);
     snprintf(rec, sizeof rec, "%s/warm.jsonl", g_dir);
     snprintf(logp, sizeof logp, "%s/warm.log", g_dir);
     snprintf(text, sizeof text,
              "{\"version\":2,\"fingerprint_id\":\"%s\",\"template_hash\":\"%s\","
              "\"workload\":\"%s\",\"template\":\"dense\",\"knobs\":{\"m_tile\":1,"
-             "\"n_tile\":2,\"m_group\":1,\"n_group\":8,\"order\":1},\"status\":\"tuned\","
+             "\"n_tile\":2,\"m_group\":1,\"n_group\":%d,\"order\":1},\"status\":\"tuned\","
              "\"samples_us\":[3]}\n",
-             kiln_cpu_fingerprint_id(), th, ti.workload);
+             kiln_cpu_fingerprint_id(), th, ti.workload, 2 * ng);
     write_text(rec, text, "w");
     kiln_tasks_destroy(ts);
     kiln_graph_destroy(g);
@@ -521,12 +530,17 @@ static void test_warm_start(void **state)
     char *lg = read_text(logp), *after = read_text(rec);
     if (s != KILN_OK)
         fail_msg("%s\n%s", err.msg, lg);
-    assert_non_null(strstr(lg, "warm start: {\"m_tile\": 1, \"n_tile\": 2, \"m_group\": 1, "
-                               "\"n_group\": 4, \"order\": 1}"));
+    snprintf(want, sizeof want,
+             "warm start: {\"m_tile\": 1, \"n_tile\": 2, \"m_group\": 1, \"n_group\": %d, "
+             "\"order\": 1}", ng);
+    if (!strstr(lg, want))
+        fail_msg("no '%s' in the log:\n%s", want, lg);
     assert_int_equal(sum.trials, 2);
     assert_int_equal(count(after, "\"role\":\"candidate\""), 2);
-    assert_non_null(strstr(after, "\"knobs\":{\"m_tile\":1,\"n_tile\":2,\"m_group\":1,"
-                                  "\"n_group\":4,\"order\":1},\"status\":\"ok\",\"role\":\"candidate\""));
+    snprintf(want, sizeof want,
+             "\"knobs\":{\"m_tile\":1,\"n_tile\":2,\"m_group\":1,\"n_group\":%d,"
+             "\"order\":1},\"status\":\"ok\",\"role\":\"candidate\"", ng);
+    assert_non_null(strstr(after, want));
     free(lg);
     free(after);
     /* --no-warm-start: the default's neighbours only */
