@@ -360,7 +360,7 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     int max_o = (int)(q.cob_g < KILN_CONV_MAXO ? q.cob_g : KILN_CONV_MAXO);
     kiln_knob *k = kiln_knob_add(t, "ow_tile", KILN_KNOB_TILE, p->ow_tile,
                                  (int)offsetof(kiln_conv_params, ow_tile));
-    for (int v = 1; v <= kiln_conv_max_t(q.isa, 1) && v <= p->ow; v++)
+    for (int v = 1; v <= kiln_conv_max_t(kiln_conv_model_isa(p->cb_out), 1) && v <= p->ow; v++)
         kiln_knob_choice(k, v);
     kiln_knob_choice(k, p->ow_tile);
     k = kiln_knob_add(t, "oc_tile", KILN_KNOB_TILE, p->oc_tile,

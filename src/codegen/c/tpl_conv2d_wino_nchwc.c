@@ -78,7 +78,7 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     int max_o = (int)(q.cob < KILN_CONV_MAXO ? q.cob : KILN_CONV_MAXO);
     kiln_knob *k = kiln_knob_add(t, "tile_T", KILN_KNOB_TILE, p->tile_T,
                                  (int)offsetof(kiln_wino_params, tile_T));
-    for (int v = 1; v <= kiln_conv_max_t(kiln_wino_model_isa(p->cb), 1); v++)
+    for (int v = 1; v <= kiln_conv_max_t(kiln_conv_model_isa(p->cb), 1); v++)
         kiln_knob_choice(k, v); /* clamped to the oc tile's budget at run time */
     kiln_knob_choice(k, p->tile_T);
     k = kiln_knob_add(t, "oc_tile", KILN_KNOB_TILE, p->oc_tile,

@@ -161,7 +161,7 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
         return kiln_errorf(err, KILN_ERR_INTERNAL, "dense '%s': the header rejects it", n->name);
     kiln_dense_default_params(p, tg->l1_bytes, tg->l2_bytes, 2);
     int64_t nbn = (d.N + p->nb - 1) / p->nb;
-    int max_t = kiln_conv_max_t(p->nb == 16 ? KILN_ISA_AVX512 : KILN_ISA_AVX2, 1);
+    int max_t = kiln_conv_max_t(kiln_conv_model_isa(p->nb), 1);
     kiln_knob *k = kiln_knob_add(t, "m_tile", KILN_KNOB_TILE, p->m_tile,
                                  (int)offsetof(kiln_dense_params, m_tile));
     for (int v = 1; v <= max_t && v <= d.M; v++)

@@ -196,7 +196,7 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     kiln_conv_plan q = kiln_conv_plan_of(&p->e);
     kiln_knob *k = kiln_knob_add(t, "ow_tile", KILN_KNOB_TILE, p->e.ow_tile,
                                  (int)offsetof(kiln_expdw_params, e.ow_tile));
-    for (int v = 2; v <= kiln_conv_max_t(q.isa, 1); v += 2)
+    for (int v = 2; v <= kiln_conv_max_t(kiln_conv_model_isa(p->e.cb_out), 1); v += 2)
         kiln_knob_choice(k, v);
     kiln_knob_choice(k, p->e.ow_tile);
     k = kiln_knob_add(t, "oc_tile", KILN_KNOB_TILE, p->e.oc_tile,

@@ -81,10 +81,9 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
         return kiln_errorf(err, KILN_ERR_INTERNAL,
                            "conv '%s': the narrow-group template rejects it", n->name);
     kiln_conv_default_params(p, l->ctx->target.l1_bytes, l->ctx->target.l2_bytes, 2);
-    kiln_conv_plan q = kiln_conv_plan_of(p);
     kiln_knob *k = kiln_knob_add(t, "ow_tile", KILN_KNOB_TILE, p->ow_tile,
                                  (int)offsetof(kiln_conv_params, ow_tile));
-    for (int v = 1; v <= kiln_conv_max_t(q.isa, 1) && v <= p->ow; v++)
+    for (int v = 1; v <= kiln_conv_max_t(kiln_conv_model_isa(p->cb_out), 1) && v <= p->ow; v++)
         kiln_knob_choice(k, v);
     kiln_knob_choice(k, p->ow_tile);
     k = kiln_knob_add(t, "loop_order", KILN_KNOB_ORDER, p->loop_order,

@@ -124,10 +124,24 @@ typedef struct kiln_conv_plan {
     int stage_tile;    /* the prologue is staged per pixel tile (see "the input prologue") */
 } kiln_conv_plan;
 
-static KILN_KINLINE kiln_conv_plan kiln_conv_plan_of(const kiln_conv_params *p)
+/* The ISA whose register budget the knobs are chosen for: the target's
+ * microkernels, which the block width says (16: AVX-512, 8: AVX2), not the
+ * ISA the code choosing them was compiled for (libkiln computes the knobs
+ * and is built without ISA flags: kiln_conv_isa there is always portable,
+ * whose budget of 8 pixels at any oc tile the AVX2 kernels then clamped to
+ * 2 pixels at 4 oc blocks). The direct, grouped, Winograd and dense
+ * templates' defaults and tuning spaces use it. */
+static inline int kiln_conv_model_isa(int cb)
+{
+    return cb == 16 ? KILN_ISA_AVX512 : cb == 8 ? KILN_ISA_AVX2 : KILN_ISA_PORTABLE;
+}
+
+/* The plan for the register budget of `isa` (kiln_conv_plan_of: this
+ * build's microkernels). */
+static KILN_KINLINE kiln_conv_plan kiln_conv_plan_isa(const kiln_conv_params *p, int isa)
 {
     kiln_conv_plan q;
-    q.isa = kiln_conv_isa(p->cb_out);
+    q.isa = isa;
     q.cbi = p->cb_in;
     q.cbo = p->cb_out;
     int g = p->groups > 0 ? p->groups : 1;
@@ -155,6 +169,11 @@ static KILN_KINLINE kiln_conv_plan kiln_conv_plan_of(const kiln_conv_params *p)
     q.wpad = kiln_k_max64(p->w + p->pad_l, last_col + 1);
     q.band_rows = kiln_k_min64(p->h, (int64_t)(q.oh_tile - 1) * p->sh + (int64_t)(p->kh - 1) * p->dh + 1);
     return q;
+}
+
+static KILN_KINLINE kiln_conv_plan kiln_conv_plan_of(const kiln_conv_params *p)
+{
+    return kiln_conv_plan_isa(p, kiln_conv_isa(p->cb_out));
 }
 
 /* ---- public API -------------------------------------------------------------- */
@@ -261,11 +280,17 @@ static inline void kiln_conv_pack_weights(const kiln_conv_params *p, const float
 
 /* The register tile (T pixels x O output blocks) for rows of `px` pixels
  * and `cob` output blocks with the microkernels of `isa`: the one that
- * minimises the modelled cycles per row and oc sweep. Each tile costs
- * max(T*O, 8) FMA slots (8 = 2 FMA ports x 4 cycles latency: fewer
- * accumulators leave the ports idle) plus O weight loads, and 2 cycles of
- * call overhead; the bigger tile wins ties. (The Winograd template picks
- * its tile over a band's tiles with this too.) */
+ * minimises the modelled cycles per row and oc sweep. Per input channel a
+ * tile costs max(T*O, 8) FMA slots (8 = 2 FMA ports x 4 cycles latency:
+ * fewer accumulators leave the ports idle) plus half a slot for each of
+ * its O weight loads and T input broadcasts (they share the load ports, as
+ * in kiln_dense_default_params), and 2 cycles of call overhead per tile;
+ * the bigger tile wins ties. Without the broadcasts, AVX2's 16 registers
+ * went to 10x1 and 12x1 tiles; with them 4x3, 5x2 and 6x2 (AMD EPYC, AVX2,
+ * 2 threads, kiln bench, 6 alternated rounds: densenet-121 0.91x,
+ * mobilenet-v2 0.94x, resnet-50 and inception-v3 0.99x, resnet-18 1.02x,
+ * vgg-16 1.01x). (The Winograd template picks its tile over a band's tiles
+ * with this too.) */
 static inline void kiln_conv_pick_tile(int isa, int64_t px, int64_t cob, int *T, int *O)
 {
     double best = 1e300;
@@ -280,8 +305,8 @@ static inline void kiln_conv_pick_tile(int isa, int64_t px, int64_t cob, int *T,
             double row = 0;
             for (int k = 0; k < 2; k++) {
                 int64_t oo = k ? orem : o, on = k ? (orem ? 1 : 0) : ofull;
-                double c = full * (double)kiln_k_max64((int64_t)t * oo, 8) + 0.5 * full * oo +
-                           (rem ? (double)kiln_k_max64(rem * oo, 8) + 0.5 * oo : 0.0);
+                double c = full * (double)kiln_k_max64((int64_t)t * oo, 8) + 0.5 * full * (oo + t) +
+                           (rem ? (double)kiln_k_max64(rem * oo, 8) + 0.5 * (oo + rem) : 0.0);
                 row += c * on;
             }
             row += 2.0 * (full + (rem != 0)) * kiln_k_cdiv(cob, o); /* per-tile overhead */
@@ -305,9 +330,10 @@ static inline void kiln_conv_default_params(kiln_conv_params *p, int64_t l1_byte
     p->oh_tile = 0;
     p->oc_group = 0;
     p->loop_order = 0;
-    kiln_conv_plan q = kiln_conv_plan_of(p);
-    kiln_conv_pick_tile(q.isa, p->ow, q.cob_g, &p->ow_tile, &p->oc_tile);
-    q = kiln_conv_plan_of(p);
+    const int isa = kiln_conv_model_isa(p->cb_out);
+    kiln_conv_plan q = kiln_conv_plan_isa(p, isa);
+    kiln_conv_pick_tile(isa, p->ow, q.cob_g, &p->ow_tile, &p->oc_tile);
+    q = kiln_conv_plan_isa(p, isa);
     /* Tasks: start with whole images; split oc groups while a group's
      * weights overflow half the L2 (each thread then keeps its share), then
      * rows or oc groups until there are >= 4 tasks per thread: each band of

@@ -199,7 +199,7 @@ static inline void kiln_dense_default_params(kiln_dense_params *p, int64_t l1_by
                                              int64_t l2_bytes, int n_threads)
 {
     (void)l1_bytes;
-    const int isa = p->nb == 16 ? KILN_ISA_AVX512 : p->nb == 8 ? KILN_ISA_AVX2 : KILN_ISA_PORTABLE;
+    const int isa = kiln_conv_model_isa(p->nb);
     p->m_tile = p->n_tile = 1;
     p->m_group = p->n_group = 0;
     kiln_dense_plan q = kiln_dense_plan_isa(p, isa);

@@ -125,7 +125,7 @@ static inline void kiln_expdw_default_params(kiln_expdw_params *p, int64_t l1_by
 {
     kiln_conv_default_params(&p->e, l1_bytes, l2_bytes, n_threads);
     kiln_dwconv_default_params(&p->d, l1_bytes, l2_bytes, n_threads);
-    const kiln_conv_plan q = kiln_conv_plan_of(&p->e);
+    const kiln_conv_plan q = kiln_conv_plan_isa(&p->e, kiln_conv_model_isa(p->e.cb_out));
     const int64_t thr = n_threads > 0 ? n_threads : 1, OH = p->d.oh;
     double best = 1e300;
     int64_t best_tasks = 0, best_ocg = q.cob, best_band = OH;

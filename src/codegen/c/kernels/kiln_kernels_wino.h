@@ -143,14 +143,6 @@ static inline void kiln_wino_pack_weights(const kiln_wino_params *p, const float
         }
 }
 
-/* The ISA whose register budget the knobs are chosen for: the target's
- * microkernels, which the block width says (16: AVX-512, 8: AVX2), not the
- * ISA this code was compiled for (the compiler computes the knobs). */
-static inline int kiln_wino_model_isa(int cb)
-{
-    return cb == 16 ? KILN_ISA_AVX512 : cb == 8 ? KILN_ISA_AVX2 : KILN_ISA_PORTABLE;
-}
-
 /* Fills the knobs from the shape, the per-core L2 size and the thread
  * count: the register tile as the direct conv's model picks it for a row of
  * band_tiles pixels; tile rows per task as many as keep at least 4 tasks
@@ -169,7 +161,7 @@ static inline void kiln_wino_default_params(kiln_wino_params *p, int64_t l2_byte
         p->th = (int)th;
     }
     q = kiln_wino_plan_of(p);
-    kiln_conv_pick_tile(kiln_wino_model_isa(p->cb), q.band_tiles, q.cob, &p->tile_T,
+    kiln_conv_pick_tile(kiln_conv_model_isa(p->cb), q.band_tiles, q.cob, &p->tile_T,
                         &p->oc_tile);
 }
 
