@@ -103,6 +103,16 @@ void kiln_emit_epilogue_span(kiln_sb *b, const kiln_lowered *l, const kiln_task 
 /* The C type generated code reads and writes a dtype's elements as
  * (float16: its bits, bool: a byte); NULL for dtypes without one. */
 const char *kiln_tpl_ctype(kiln_dtype t);
+/* Packing a constant weight operand (tpl_common.c; every template that
+ * packs one): kiln_tpl_pack_buffer allocates room for `floats` floats of
+ * node n's packed weights; kiln_tpl_use_packed takes the filled buffer
+ * (owned from then on, freed on failure too), adds it to the model's
+ * weights as constant value wv in `layout` and points task t's argument
+ * for wv at it. */
+kiln_status kiln_tpl_pack_buffer(const kiln_node *n, int64_t floats, float **out, kiln_error *err);
+kiln_status kiln_tpl_use_packed(kiln_lowered *l, kiln_task *t, const kiln_value *wv,
+                                const char *layout, float *packed, int64_t floats,
+                                kiln_error *err);
 /* A conv whose c output channels are padded to blocks of cb reads its bias
  * (input 2, a constant) as whole blocks: re-lowers it zero-padded
  * (tpl_common.c; the blocked and depthwise convs). Nothing to do without a

@@ -208,6 +208,25 @@ void kiln_emit_epilogue_span(kiln_sb *b, const kiln_lowered *l, const kiln_task 
     kiln_sb_puts(b, "                o0[i] = v;\n            }\n");
 }
 
+kiln_status kiln_tpl_pack_buffer(const kiln_node *n, int64_t floats, float **out, kiln_error *err)
+{
+    *out = malloc(sizeof(float) * (size_t)floats + 1); /* + 1: never malloc(0) */
+    if (!*out)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory packing '%s'", n->name);
+    return KILN_OK;
+}
+
+kiln_status kiln_tpl_use_packed(kiln_lowered *l, kiln_task *t, const kiln_value *wv,
+                                const char *layout, float *packed, int64_t floats,
+                                kiln_error *err)
+{
+    int id = kiln_lower_weights(l, wv->id, layout, packed, (int64_t)sizeof(float) * floats);
+    if (id < 0)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    t->args[kiln_task_arg(t, wv->id)] = id;
+    return KILN_OK;
+}
+
 kiln_status kiln_tpl_pad_bias(kiln_lowered *l, kiln_task *t, const kiln_node *n, int64_t c,
                               int cb, kiln_error *err)
 {
@@ -225,9 +244,5 @@ kiln_status kiln_tpl_pad_bias(kiln_lowered *l, kiln_task *t, const kiln_node *n,
     memcpy(pb, bv->data, sizeof(float) * (size_t)c);
     char lb[32];
     snprintf(lb, sizeof lb, "pad%lld", (long long)nb);
-    int bid = kiln_lower_weights(l, bv->id, lb, pb, (int64_t)sizeof(float) * nb);
-    if (bid < 0)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    t->args[kiln_task_arg(t, bv->id)] = bid;
-    return KILN_OK;
+    return kiln_tpl_use_packed(l, t, bv, lb, pb, nb, err);
 }

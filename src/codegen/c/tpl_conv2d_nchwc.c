@@ -426,10 +426,9 @@ static kiln_status pack_pro(kiln_lowered *l, kiln_task *t, kiln_error *err)
         }
         char lb[32];
         snprintf(lb, sizeof lb, "%s%lld", k ? "shift" : "scale", (long long)nc);
-        int id = kiln_lower_weights(l, v->id, lb, d, (int64_t)sizeof(float) * nc);
-        if (id < 0)
-            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-        t->args[kiln_task_arg(t, v->id)] = id;
+        kiln_status s = kiln_tpl_use_packed(l, t, v, lb, d, nc, err);
+        if (s != KILN_OK)
+            return s;
     }
     return KILN_OK;
 }
@@ -441,19 +440,17 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
     const kiln_value *wv = g->values[n->inputs[1]];
     const kiln_conv_params *p = t->params;
     int64_t floats = kiln_conv_packed_weight_floats(p);
-    float *packed = malloc(sizeof(float) * (size_t)floats + 1);
-    if (!packed)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory packing '%s'", n->name);
+    float *packed;
+    kiln_status s = kiln_tpl_pack_buffer(n, floats, &packed, err);
+    if (s != KILN_OK)
+        return s;
     kiln_conv_pack_weights(p, wv->data, packed);
     char lb[32];
     snprintf(lb, sizeof lb, "OIHW%di%do", p->cb_in, p->cb_out);
-    int tid = kiln_lower_weights(l, wv->id, lb, packed, (int64_t)sizeof(float) * floats);
-    if (tid < 0)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    t->args[kiln_task_arg(t, wv->id)] = tid;
+    if ((s = kiln_tpl_use_packed(l, t, wv, lb, packed, floats, err)) != KILN_OK)
+        return s;
     /* padded output channels: the kernel reads the bias of whole blocks */
-    kiln_status s = kiln_tpl_pad_bias(l, t, n, p->c_out, p->cb_out, err);
-    if (s != KILN_OK)
+    if ((s = kiln_tpl_pad_bias(l, t, n, p->c_out, p->cb_out, err)) != KILN_OK)
         return s;
     if ((s = pack_pro(l, t, err)) != KILN_OK)
         return s;

@@ -99,18 +99,16 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
     const kiln_value *wv = g->values[n->inputs[1]];
     const kiln_wino_params *p = t->params;
     int64_t floats = kiln_wino_packed_weight_floats(p);
-    float *packed = malloc(sizeof(float) * (size_t)floats + 1);
-    if (!packed)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory packing '%s'", n->name);
+    float *packed;
+    kiln_status s = kiln_tpl_pack_buffer(n, floats, &packed, err);
+    if (s != KILN_OK)
+        return s;
     kiln_wino_pack_weights(p, wv->data, packed);
     char lb[48];
     snprintf(lb, sizeof lb, "wino36_OI%di%do", p->cb, p->cb);
-    int tid = kiln_lower_weights(l, wv->id, lb, packed, (int64_t)sizeof(float) * floats);
-    if (tid < 0)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    t->args[kiln_task_arg(t, wv->id)] = tid;
-    kiln_status s = kiln_tpl_pad_bias(l, t, n, p->c_out, p->cb, err);
-    if (s != KILN_OK)
+    if ((s = kiln_tpl_use_packed(l, t, wv, lb, packed, floats, err)) != KILN_OK)
+        return s;
+    if ((s = kiln_tpl_pad_bias(l, t, n, p->c_out, p->cb, err)) != KILN_OK)
         return s;
     t->workspace = (int64_t)kiln_wino_workspace_bytes(p);
     return KILN_OK;

@@ -193,17 +193,14 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
     const kiln_value *bv = g->values[n->inputs[1]];
     const kiln_dense_params *p = t->params;
     int64_t floats = kiln_dense_packed_weight_floats(p);
-    float *packed = malloc(sizeof(float) * (size_t)floats + 1);
-    if (!packed)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory packing '%s'", n->name);
+    float *packed;
+    kiln_status s = kiln_tpl_pack_buffer(n, floats, &packed, err);
+    if (s != KILN_OK)
+        return s;
     kiln_dense_pack_weights(p, bv->data, packed);
     char lb[32];
     snprintf(lb, sizeof lb, "KN%dn", p->nb);
-    int tid = kiln_lower_weights(l, bv->id, lb, packed, (int64_t)sizeof(float) * floats);
-    if (tid < 0)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    t->args[kiln_task_arg(t, bv->id)] = tid;
-    return KILN_OK;
+    return kiln_tpl_use_packed(l, t, bv, lb, packed, floats, err);
 }
 
 /* The generated epilogue callback (kiln_dense_epi_fn): the group's nodes

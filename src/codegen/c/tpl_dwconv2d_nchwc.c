@@ -117,20 +117,18 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
     const kiln_value *wv = g->values[n->inputs[1]];
     const kiln_dwconv_params *p = t->params;
     int64_t floats = kiln_dwconv_packed_weight_floats(p);
-    float *packed = malloc(sizeof(float) * (size_t)floats + 1);
-    if (!packed)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory packing '%s'", n->name);
+    float *packed;
+    kiln_status s = kiln_tpl_pack_buffer(n, floats, &packed, err);
+    if (s != KILN_OK)
+        return s;
     kiln_dwconv_pack_weights(p, wv->data, packed);
     char lb[32];
     snprintf(lb, sizeof lb, "C%dc_HW%dc", p->cb, p->cb);
-    int tid = kiln_lower_weights(l, wv->id, lb, packed, (int64_t)sizeof(float) * floats);
-    if (tid < 0)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    t->args[kiln_task_arg(t, wv->id)] = tid;
+    if ((s = kiln_tpl_use_packed(l, t, wv, lb, packed, floats, err)) != KILN_OK)
+        return s;
     /* padded channels: the kernel reads the bias of whole blocks */
-    kiln_status st = kiln_tpl_pad_bias(l, t, n, p->c, p->cb, err);
-    if (st != KILN_OK)
-        return st;
+    if ((s = kiln_tpl_pad_bias(l, t, n, p->c, p->cb, err)) != KILN_OK)
+        return s;
     t->workspace = (int64_t)kiln_dwconv_workspace_bytes(p); /* gathered border windows */
     return KILN_OK;
 }

@@ -240,9 +240,10 @@ static kiln_status pack_one(kiln_lowered *l, kiln_task *t, const kiln_node *n, b
     const kiln_value *wv = l->ctx->g->values[n->inputs[1]];
     int64_t floats = expand ? kiln_conv_packed_weight_floats(&p->e)
                             : kiln_dwconv_packed_weight_floats(&p->d);
-    float *packed = malloc(sizeof(float) * (size_t)floats + 1);
-    if (!packed)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory packing '%s'", n->name);
+    float *packed;
+    kiln_status s = kiln_tpl_pack_buffer(n, floats, &packed, err);
+    if (s != KILN_OK)
+        return s;
     char lb[32];
     if (expand) {
         kiln_conv_pack_weights(&p->e, wv->data, packed);
@@ -251,11 +252,7 @@ static kiln_status pack_one(kiln_lowered *l, kiln_task *t, const kiln_node *n, b
         kiln_dwconv_pack_weights(&p->d, wv->data, packed);
         snprintf(lb, sizeof lb, "C%dc_HW%dc", p->d.cb, p->d.cb);
     }
-    int tid = kiln_lower_weights(l, wv->id, lb, packed, (int64_t)sizeof(float) * floats);
-    if (tid < 0)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    t->args[kiln_task_arg(t, wv->id)] = tid;
-    return KILN_OK;
+    return kiln_tpl_use_packed(l, t, wv, lb, packed, floats, err);
 }
 
 static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)

@@ -129,17 +129,16 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
     if (floats != (int64_t)p->c_out * p->cb_in * p->kh * p->kw)
         return kiln_errorf(err, KILN_ERR_INTERNAL, "conv '%s': unexpected packed weight size",
                            n->name);
-    float *packed = malloc(sizeof(float) * (size_t)floats + 1);
-    if (!packed)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory packing '%s'", n->name);
+    float *packed;
+    kiln_status s = kiln_tpl_pack_buffer(n, floats, &packed, err);
+    if (s != KILN_OK)
+        return s;
     pack_block_diagonal(p, wv->shape.dims[1], wv->data, packed);
     char lb[48];
     snprintf(lb, sizeof lb, "OIHW%di%do-blockdiag%lld", p->cb_in, p->cb_out,
              (long long)wv->shape.dims[1]);
-    int tid = kiln_lower_weights(l, wv->id, lb, packed, (int64_t)sizeof(float) * floats);
-    if (tid < 0)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    t->args[kiln_task_arg(t, wv->id)] = tid;
+    if ((s = kiln_tpl_use_packed(l, t, wv, lb, packed, floats, err)) != KILN_OK)
+        return s;
     t->workspace = (int64_t)kiln_conv_workspace_bytes(p);
     return KILN_OK;
 }

@@ -92,16 +92,15 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
     const kiln_value *wv = g->values[n->inputs[1]];
     const kiln_gconv_params *p = t->params;
     int64_t floats = kiln_gconv_packed_weight_floats(p);
-    float *packed = malloc(sizeof(float) * (size_t)floats + 1);
-    if (!packed)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory packing '%s'", n->name);
+    float *packed;
+    kiln_status s = kiln_tpl_pack_buffer(n, floats, &packed, err);
+    if (s != KILN_OK)
+        return s;
     kiln_gconv_pack_weights(p, wv->data, packed);
     char lb[48];
     snprintf(lb, sizeof lb, "C%dc_HW%dg%dc", p->cb, p->gw, p->cb);
-    int tid = kiln_lower_weights(l, wv->id, lb, packed, (int64_t)sizeof(float) * floats);
-    if (tid < 0)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    t->args[kiln_task_arg(t, wv->id)] = tid;
+    if ((s = kiln_tpl_use_packed(l, t, wv, lb, packed, floats, err)) != KILN_OK)
+        return s;
     t->workspace = (int64_t)kiln_gconv_workspace_bytes(p); /* a band's planes */
     return KILN_OK;
 }
