@@ -8,7 +8,10 @@
  * ATTN_R (4) rows x 64 columns of registers, each K^T vector loaded serving
  * the 4 rows; 64-key blocks are the outer loop and the row blocks the inner
  * one, so a block of K^T stays in L1 for every row; a last block of 1-3
- * vectors covers the keys past the whole 64s. Then per row: + the mask, max
+ * vectors covers the keys past the whole 64s. (64 columns are 4 AVX-512
+ * vectors, 16 accumulators for 4 rows; with AVX2's 16 ymm registers a
+ * block is 2 vectors of 8, 16 columns: 8 accumulators, and 4 x 4 ymm
+ * spilled every FMA. Everything said of 64 columns here is of one block.) Then per row: + the mask, max
  * and sum in 16 partial lanes, exp by kiln_kernels_math.h's vectorizable
  * kiln_m_expf. Then P V: per 64 output columns, blocks of ATTN_JB V rows
  * outer (kept in L1 while every row block reads them) and row blocks inner,
@@ -27,7 +30,8 @@
 #define MAX_SK KILN_ATTN_MAX_SK
 #define MAX_KT KILN_ATTN_MAX_KT /* K^T of one head in the workspace: at most 4 MiB */
 /* query rows per register block: 4 x 64 scores (or 4 x 64 outputs) are 16
- * AVX-512 accumulators, and each K^T (V) vector loaded serves 4 rows */
+ * AVX-512 accumulators (4 x 16 are 8 AVX2 ones), and each K^T (V) vector
+ * loaded serves 4 rows */
 #define ATTN_R 4
 /* V rows per block of the P V product: 64 rows x 64 columns (16 KiB) stay in
  * L1 while every row block of the task reads them */
@@ -48,6 +52,19 @@ static bool geom(const kiln_graph *g, const kiln_node *n, kiln_attn_geom *a)
 static int64_t sk_padded(const kiln_attn_geom *a)
 {
     return (a->Sk + 15) / 16 * 16;
+}
+
+/* The register block's vectors: vw floats each (the target's vector
+ * width: 16 AVX-512, 8 AVX2 and generic), nv of them per row (4 x 16 or
+ * 2 x 8), so that R_ x nv accumulators, nv loaded vectors and a broadcast
+ * fit the register file. */
+typedef struct attn_block {
+    int vw, nv;
+} attn_block;
+
+static attn_block block_of(const kiln_target *tg)
+{
+    return tg->vec >= 16 ? (attn_block){16, 4} : (attn_block){8, 2};
 }
 
 /* the task's rows rounded up to whole R_ blocks (the score rows kept) */
@@ -93,32 +110,99 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     return KILN_OK;
 }
 
-/* The scores of R_ rows x NV_ 16-column vectors (NV_ a literal, 1..4) at
- * column j0, over D: per c, NV_ K^T vectors shared by the R_ broadcasts. */
-static void emit_score_block(kiln_sb *b, int nv)
+/* The scores of R_ rows x nv vw-column vectors (nv a literal, 1..4) at
+ * column j0, over D: per c, nv K^T vectors shared by the R_ broadcasts. */
+static void emit_score_block(kiln_sb *b, int nv, int vw)
 {
     kiln_sb_printf(b, "                {\n"
-                      "                    kv16_ acc_[R_][%d];\n"
+                      "                    kv%d_ acc_[R_][%d];\n"
                       "                    for (int r = 0; r < R_; r++)\n"
                       "                        for (int v = 0; v < %d; v++)\n"
-                      "                            acc_[r][v] = (kv16_){0};\n"
+                      "                            acc_[r][v] = (kv%d_){0};\n"
                       "                    for (int64_t c = 0; c < D_; c++) {\n"
                       "                        const float *kc = kt + c * SKP_ + j0;\n"
-                      "                        kv16_ kv_[%d];\n"
+                      "                        kv%d_ kv_[%d];\n"
                       "                        for (int v = 0; v < %d; v++)\n"
-                      "                            kv_[v] = *(const kv16u_ *)(kc + 16 * v);\n"
+                      "                            kv_[v] = *(const kv%du_ *)(kc + %d * v);\n"
                       "                        for (int r = 0; r < R_; r++) {\n"
-                      "                            const kv16_ qc = (kv16_){0} + qr[r][c * QS3];\n"
+                      "                            const kv%d_ qc = (kv%d_){0} + qr[r][c * QS3];\n"
                       "                            for (int v = 0; v < %d; v++)\n"
                       "                                acc_[r][v] += qc * kv_[v];\n"
                       "                        }\n"
                       "                    }\n"
                       "                    for (int r = 0; r < R_; r++)\n"
                       "                        for (int v = 0; v < %d; v++)\n"
-                      "                            *(kv16u_ *)(s_ + (ib - i0 + r) * SKP_ + j0 + 16 * v) =\n"
+                      "                            *(kv%du_ *)(s_ + (ib - i0 + r) * SKP_ + j0 + %d * v) =\n"
                       "                                acc_[r][v] * SCALE_;\n"
                       "                }\n",
-                   nv, nv, nv, nv, nv, nv);
+                   vw, nv, nv, vw, vw, nv, nv, vw, vw, vw, vw, nv, nv, vw, vw);
+}
+
+/* P V for the output columns in whole blocks of nv vw-float vectors (V
+ * rows and output rows contiguous): per block of columns, blocks of JB_ V
+ * rows outer (JB_ x the block's floats of V stay in L1 for all the task's
+ * rows), row blocks inner; partial sums in pv_. The accumulators are
+ * a0..a{nv-1}, one vector each per row of the R_ block. */
+static void emit_pv_blocks(kiln_sb *b, int nv, int vw)
+{
+    const int bw = nv * vw;
+    kiln_sb_printf(b,
+                   "        for (; c0 + %d <= DV_; c0 += %d) {\n"
+                   "            for (int64_t j0 = 0; j0 < SK_; j0 += JB_) {\n"
+                   "                const int64_t j1 = KILN_MIN_((int64_t)SK_, j0 + JB_);\n"
+                   "                for (int64_t ib = i0; ib < i1; ib += R_) {\n"
+                   "                    const int nr = (int)KILN_MIN_((int64_t)R_, i1 - ib);\n"
+                   "                    float *pr = pv_ + (ib - i0) * %d;\n"
+                   "                    kv%d_ ",
+                   bw, bw, bw, vw);
+    for (int v = 0; v < nv; v++)
+        kiln_sb_printf(b, "a%d[R_]%s", v, v + 1 < nv ? ", " : ";\n");
+    kiln_sb_puts(b, "                    for (int r = 0; r < R_; r++) {\n"
+                    "                        if (j0 == 0) {\n"
+                    "                            ");
+    for (int v = 0; v < nv; v++)
+        kiln_sb_printf(b, "a%d[r] = ", v);
+    kiln_sb_printf(b, "(kv%d_){0};\n"
+                      "                        } else {\n", vw);
+    for (int v = 0; v < nv; v++)
+        kiln_sb_printf(b, "                            a%d[r] = *(const kv%du_ *)(pr + r * %d + %d);\n",
+                       v, vw, bw, v * vw);
+    kiln_sb_puts(b, "                        }\n"
+                    "                    }\n"
+                    "                    const float *srow = s_ + (ib - i0) * SKP_;\n"
+                    "                    for (int64_t jj = j0; jj < j1; jj++) {\n"
+                    "                        const float *vj = vb + jj * VS2 + c0;\n");
+    for (int v = 0; v < nv; v += 2) {
+        kiln_sb_printf(b, "                        const kv%d_ v%d = *(const kv%du_ *)(vj + %d)", vw, v,
+                       vw, v * vw);
+        if (v + 1 < nv)
+            kiln_sb_printf(b, ", v%d = *(const kv%du_ *)(vj + %d)", v + 1, vw, (v + 1) * vw);
+        kiln_sb_puts(b, ";\n");
+    }
+    kiln_sb_printf(b, "                        for (int r = 0; r < R_; r++) {\n"
+                      "                            const kv%d_ pj = (kv%d_){0} + srow[r * SKP_ + jj];\n",
+                   vw, vw);
+    for (int v = 0; v < nv; v++)
+        kiln_sb_printf(b, "                            a%d[r] += pj * v%d;\n", v, v);
+    kiln_sb_puts(b, "                        }\n"
+                    "                    }\n"
+                    "                    if (j1 < SK_) {\n"
+                    "                        for (int r = 0; r < R_; r++) {\n");
+    for (int v = 0; v < nv; v++)
+        kiln_sb_printf(b, "                            *(kv%du_ *)(pr + r * %d + %d) = a%d[r];\n", vw,
+                       bw, v * vw, v);
+    kiln_sb_puts(b, "                        }\n"
+                    "                        continue;\n"
+                    "                    }\n"
+                    "                    for (int r = 0; r < nr; r++) {\n"
+                    "                        const float iv = inv_[ib - i0 + r];\n"
+                    "                        float *oi = o0 + bb * OS0 + hh * OS1 + (ib + r) * OS2 + c0;\n");
+    for (int v = 0; v < nv; v++)
+        kiln_sb_printf(b, "                        *(kv%du_ *)(oi + %d) = a%d[r] * iv;\n", vw, v * vw, v);
+    kiln_sb_puts(b, "                    }\n"
+                    "                }\n"
+                    "            }\n"
+                    "        }\n");
 }
 
 static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
@@ -133,7 +217,9 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     int va = kiln_task_arg(t, n->inputs[2]);
     int ma = a.has_mask ? kiln_task_arg(t, n->inputs[3]) : -1;
     const int64_t skp = sk_padded(&a);
-    const int tail_nv = (int)((skp - a.Sk / 64 * 64) / 16); /* 16-column vectors past the last whole 64 */
+    const attn_block blk = block_of(&l->ctx->target);
+    const int bw = blk.nv * blk.vw;
+    const int tail_nv = (int)(skp % bw / blk.vw); /* vectors past the last whole block */
     kiln_emit_prologue(b, l, t, NULL, 0);
     kiln_sb_printf(b,
                    "enum { H_ = %lld, SQ_ = %lld, SK_ = %lld, SKP_ = %lld, D_ = %lld, DV_ = %lld, "
@@ -152,10 +238,11 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     S4("MS", a.ms);
 #undef S4
     kiln_sb_printf(b, "#define SCALE_ %.9gf\n", (double)a.scale);
-    /* 16-float vectors (gcc's vector extension: zmm with AVX-512, pairs of
-     * ymm with AVX2, xmm quads otherwise); the u form loads unaligned */
-    kiln_sb_puts(b, "typedef float kv16_ __attribute__((vector_size(64)));\n"
-                    "typedef float kv16u_ __attribute__((vector_size(64), aligned(4), may_alias));\n\n");
+    /* vw-float vectors (gcc's vector extension: zmm with AVX-512, ymm with
+     * AVX2, pairs of xmm otherwise); the u form loads unaligned */
+    kiln_sb_printf(b, "typedef float kv%d_ __attribute__((vector_size(%d)));\n"
+                      "typedef float kv%du_ __attribute__((vector_size(%d), aligned(4), may_alias));\n\n",
+                   blk.vw, 4 * blk.vw, blk.vw, 4 * blk.vw);
     kiln_sb_puts(b, KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
     /* workspace: K^T of the current (batch, head) [D][SKP] (zero past Sk),
@@ -192,18 +279,18 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                    "        }\n"
                    /* scores: column blocks outer, the task's row blocks inner,
                     * so a block of K^T (D x 64) stays in L1 for all the rows */
-                   "        for (int64_t j0 = 0; j0 < SKP_; j0 += 64) {\n"
+                   "        for (int64_t j0 = 0; j0 < SKP_; j0 += %d) {\n"
                    "            for (int64_t ib = i0; ib < i1; ib += R_) {\n"
                    "                const int nr = (int)KILN_MIN_((int64_t)R_, i1 - ib);\n"
                    "                const float *qr[R_];\n"
                    "                for (int r = 0; r < R_; r++)\n"
                    "                    qr[r] = a%d + bb * QS0 + hh * QS1 + (ib + (r < nr ? r : nr - 1)) * QS2;\n"
-                   "                if (j0 + 64 <= SKP_)\n",
-                   ka, va, qa);
-    emit_score_block(b, 4);
-    if (tail_nv > 0 && tail_nv < 4) {
+                   "                if (j0 + %d <= SKP_)\n",
+                   ka, va, bw, qa, bw);
+    emit_score_block(b, blk.nv, blk.vw);
+    if (tail_nv > 0 && tail_nv < blk.nv) {
         kiln_sb_puts(b, "                else\n");
-        emit_score_block(b, tail_nv);
+        emit_score_block(b, tail_nv, blk.vw);
     }
     kiln_sb_puts(b, "            }\n"
                     "        }\n"
@@ -248,61 +335,8 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                     "        for (int64_t i = i1; i < i0 + RB_; i++) /* the repeated rows' */\n"
                     "            inv_[i - i0] = inv_[i1 - 1 - i0];\n"
                     "        int64_t c0 = 0;\n");
-    if (a.vs[3] == 1 && a.os[3] == 1) /* V rows and output rows contiguous: 64-float blocks */
-        kiln_sb_puts(b,
-                     /* P V: per 64 output columns, blocks of JB_ V rows outer
-                      * (64 x JB_ floats of V stay in L1 for all the task's
-                      * rows), row blocks inner; partial sums in pv_ */
-                     "        for (; c0 + 64 <= DV_; c0 += 64) {\n"
-                     "            for (int64_t j0 = 0; j0 < SK_; j0 += JB_) {\n"
-                     "                const int64_t j1 = KILN_MIN_((int64_t)SK_, j0 + JB_);\n"
-                     "                for (int64_t ib = i0; ib < i1; ib += R_) {\n"
-                     "                    const int nr = (int)KILN_MIN_((int64_t)R_, i1 - ib);\n"
-                     "                    float *pr = pv_ + (ib - i0) * 64;\n"
-                     "                    kv16_ a0[R_], a1[R_], a2[R_], a3[R_];\n"
-                     "                    for (int r = 0; r < R_; r++) {\n"
-                     "                        if (j0 == 0) {\n"
-                     "                            a0[r] = a1[r] = a2[r] = a3[r] = (kv16_){0};\n"
-                     "                        } else {\n"
-                     "                            a0[r] = *(const kv16u_ *)(pr + r * 64 + 0);\n"
-                     "                            a1[r] = *(const kv16u_ *)(pr + r * 64 + 16);\n"
-                     "                            a2[r] = *(const kv16u_ *)(pr + r * 64 + 32);\n"
-                     "                            a3[r] = *(const kv16u_ *)(pr + r * 64 + 48);\n"
-                     "                        }\n"
-                     "                    }\n"
-                     "                    const float *srow = s_ + (ib - i0) * SKP_;\n"
-                     "                    for (int64_t jj = j0; jj < j1; jj++) {\n"
-                     "                        const float *vj = vb + jj * VS2 + c0;\n"
-                     "                        const kv16_ v0 = *(const kv16u_ *)(vj + 0), v1 = *(const kv16u_ *)(vj + 16);\n"
-                     "                        const kv16_ v2 = *(const kv16u_ *)(vj + 32), v3 = *(const kv16u_ *)(vj + 48);\n"
-                     "                        for (int r = 0; r < R_; r++) {\n"
-                     "                            const kv16_ pj = (kv16_){0} + srow[r * SKP_ + jj];\n"
-                     "                            a0[r] += pj * v0;\n"
-                     "                            a1[r] += pj * v1;\n"
-                     "                            a2[r] += pj * v2;\n"
-                     "                            a3[r] += pj * v3;\n"
-                     "                        }\n"
-                     "                    }\n"
-                     "                    if (j1 < SK_) {\n"
-                     "                        for (int r = 0; r < R_; r++) {\n"
-                     "                            *(kv16u_ *)(pr + r * 64 + 0) = a0[r];\n"
-                     "                            *(kv16u_ *)(pr + r * 64 + 16) = a1[r];\n"
-                     "                            *(kv16u_ *)(pr + r * 64 + 32) = a2[r];\n"
-                     "                            *(kv16u_ *)(pr + r * 64 + 48) = a3[r];\n"
-                     "                        }\n"
-                     "                        continue;\n"
-                     "                    }\n"
-                     "                    for (int r = 0; r < nr; r++) {\n"
-                     "                        const float iv = inv_[ib - i0 + r];\n"
-                     "                        float *oi = o0 + bb * OS0 + hh * OS1 + (ib + r) * OS2 + c0;\n"
-                     "                        *(kv16u_ *)(oi + 0) = a0[r] * iv;\n"
-                     "                        *(kv16u_ *)(oi + 16) = a1[r] * iv;\n"
-                     "                        *(kv16u_ *)(oi + 32) = a2[r] * iv;\n"
-                     "                        *(kv16u_ *)(oi + 48) = a3[r] * iv;\n"
-                     "                    }\n"
-                     "                }\n"
-                     "            }\n"
-                     "        }\n");
+    if (a.vs[3] == 1 && a.os[3] == 1) /* V rows and output rows contiguous: whole blocks */
+        emit_pv_blocks(b, blk.nv, blk.vw);
     kiln_sb_puts(b, "        for (; c0 < DV_; c0 += 64) {\n"
                     "            const int64_t cn = KILN_MIN_((int64_t)DV_ - c0, (int64_t)64);\n"
                     "            for (int64_t i = i0; i < i1; i++) {\n"
