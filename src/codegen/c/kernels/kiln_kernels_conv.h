@@ -451,8 +451,10 @@ typedef struct kiln_conv_far {
         V wv[KILN_CONV_MAXO];                                                                      \
         KILN_KUNROLL for (int o = 0; o < O; o++) {                                                 \
             wv[o] = LOAD(wp + (int64_t)ci * VL + o * wos);                                         \
-            __builtin_prefetch(wp + (int64_t)(ci + KILN_CONV_PFD) * VL + o * wos, 0, 3);           \
-            FARPF;                                                                                 \
+            if ((ci * VL) % 16 == 0) { /* once per 64-byte line */                                 \
+                __builtin_prefetch(wp + (int64_t)(ci + KILN_CONV_PFD) * VL + o * wos, 0, 3);       \
+                FARPF;                                                                             \
+            }                                                                                      \
         }                                                                                          \
         KILN_KUNROLL for (int p = 0; p < T; p++)                                                   \
         {                                                                                          \
