@@ -19,6 +19,7 @@
  * layouts by them, so KILN_ZOO_NO_WEIGHTS would give other keys. */
 #include <cJSON.h>
 
+#include "codegen/c/kernels/kiln_kernels_conv.h"
 #include "compiler_test.h"
 #include "lower/workload.h"
 #include "target/template.h"
@@ -766,9 +767,50 @@ static void test_targets(void **state)
     kiln_graph_destroy(g);
 }
 
+/* The register tiles the compiler picks for the direct conv fit the
+ * budget of the target's microkernels (kiln_conv_max_t of the block
+ * width's ISA), so the generated code never clamps them, and keep at
+ * least 8 accumulators: on every target, whatever ISA libkiln itself was
+ * built for (it used to model its own, portable: 7-8 pixels x 4 blocks,
+ * which AVX2 code clamped to 2 x 4 and AVX-512 code to 7 x 4). */
+static void test_conv_tiles_fit(void **state)
+{
+    (void)state;
+    kiln_graph *g = zoo("resnet-50");
+    static const char *const targets[] = {"avx2", "avx512"};
+    for (int i = 0; i < 2; i++) {
+        kiln_compile_options co = {.target = targets[i]};
+        kiln_tasks *ts = NULL;
+        kiln_error err = {0};
+        assert_int_equal(kiln_tasks_extract(g, &co, &ts, &err), KILN_OK);
+        int checked = 0;
+        for (int k = 0; k < kiln_tasks_count(ts); k++) {
+            kiln_task_info ti = info_of(ts, k);
+            if (strcmp(ti.template_name, "conv2d_nchwc"))
+                continue;
+            cJSON *c = cJSON_Parse(ti.default_config);
+            assert_non_null(c);
+            int t = cJSON_GetObjectItem(c, "ow_tile")->valueint;
+            int o = cJSON_GetObjectItem(c, "oc_tile")->valueint;
+            int cb = cJSON_GetObjectItem(c, "cb_out")->valueint;
+            cJSON_Delete(c);
+            assert_int_equal(cb, i == 0 ? 8 : 16);
+            int mt = kiln_conv_max_t(kiln_conv_model_isa(cb), o);
+            if (t > mt || t * o < 8)
+                fail_msg("%s: task %d (%s): %d x %d tile, budget %d pixels at %d blocks",
+                         targets[i], k + 1, ti.shapes, t, o, mt, o);
+            checked++;
+        }
+        assert_true(checked >= 10);
+        kiln_tasks_destroy(ts);
+    }
+    kiln_graph_destroy(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conv_tiles_fit),
         cmocka_unit_test(test_zoo_round_trip),
         cmocka_unit_test(test_keys_independent_of_config),
         cmocka_unit_test(test_integer_weights_in_key),
