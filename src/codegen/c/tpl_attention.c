@@ -8,10 +8,7 @@
  * ATTN_R (4) rows x 64 columns of registers, each K^T vector loaded serving
  * the 4 rows; 64-key blocks are the outer loop and the row blocks the inner
  * one, so a block of K^T stays in L1 for every row; a last block of 1-3
- * vectors covers the keys past the whole 64s. (64 columns are 4 AVX-512
- * vectors, 16 accumulators for 4 rows; with AVX2's 16 ymm registers a
- * block is 2 vectors of 8, 16 columns: 8 accumulators, and 4 x 4 ymm
- * spilled every FMA. Everything said of 64 columns here is of one block.) Then per row: + the mask, max
+ * vectors covers the keys past the whole 64s. Then per row: + the mask, max
  * and sum in 16 partial lanes, exp by kiln_kernels_math.h's vectorizable
  * kiln_m_expf. Then P V: per 64 output columns, blocks of ATTN_JB V rows
  * outer (kept in L1 while every row block reads them) and row blocks inner,
@@ -20,7 +17,12 @@
  * one (up to a whole block of 4) repeat it and store nothing. Q, K, V, mask
  * and output are read and written through the strides the op's perms give
  * (compile-time constants): the head split/merge transposes of the exported
- * graph are never materialised. */
+ * graph are never materialised.
+ *
+ * "64 columns" is the AVX-512 block: 4 vectors of 16, 16 accumulators for
+ * 4 rows. With AVX2 (and generic) a block is 2 vectors of 8, 16 columns:
+ * 8 of the 16 ymm registers (4 x 4 ymm spilled on every FMA); see
+ * block_of. */
 #include <stdio.h>
 
 #include "codegen/c/codegen.h"
