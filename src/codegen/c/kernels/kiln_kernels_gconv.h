@@ -153,13 +153,15 @@ static inline void kiln_gconv_default_params(kiln_gconv_params *p, int64_t l1_by
 }
 
 /* The lane permutations of the planes: plane j takes lane (l / gw) * gw + j
- * to lane l (AVX-512, 16 lanes; set up once per run). */
+ * to lane l (AVX-512, 16 lanes, or AVX2, 8 lanes; set up once per run). */
 typedef struct kiln_gconv_perm {
 #ifdef KILN_KERNELS_AVX512
     __m512i idx[16];
-#else
-    int unused;
 #endif
+#ifdef KILN_KERNELS_AVX2
+    __m256i idx8[8];
+#endif
+    int unused;
 } kiln_gconv_perm;
 
 static KILN_KINLINE void kiln_gconv_perm_init(const kiln_gconv_params *p, kiln_gconv_perm *m)
@@ -172,10 +174,18 @@ static KILN_KINLINE void kiln_gconv_perm_init(const kiln_gconv_params *p, kiln_g
                 lanes[l] = (l / p->gw) * p->gw + j;
             m->idx[j] = _mm512_loadu_si512(lanes);
         }
-#else
+#endif
+#ifdef KILN_KERNELS_AVX2
+    if (p->cb == 8)
+        for (int j = 0; j < p->gw; j++) {
+            int32_t lanes[8];
+            for (int l = 0; l < 8; l++)
+                lanes[l] = (l / p->gw) * p->gw + j;
+            m->idx8[j] = _mm256_loadu_si256((const __m256i *)lanes);
+        }
+#endif
     (void)p;
     m->unused = 0;
-#endif
 }
 
 /* The planes of input rows [ih0, ih0 + rows) x columns [c0, c0 + span) of
@@ -209,6 +219,14 @@ static KILN_KINLINE void kiln_gconv_planes(const kiln_gconv_params *p, const kil
                 const __m512 v = _mm512_loadu_ps(x);
                 for (int64_t j = 0; j < gw; j++)
                     _mm512_storeu_ps(y + j * 16, _mm512_permutexvar_ps(m->idx[j], v));
+                continue;
+            }
+#endif
+#ifdef KILN_KERNELS_AVX2
+            if (cb == 8) {
+                const __m256 v = _mm256_loadu_ps(x);
+                for (int64_t j = 0; j < gw; j++)
+                    _mm256_storeu_ps(y + j * 8, _mm256_permutevar8x32_ps(v, m->idx8[j]));
                 continue;
             }
 #endif
