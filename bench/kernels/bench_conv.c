@@ -320,13 +320,19 @@ typedef struct result {
 
 static int g_knobs[6], g_have_knobs, g_cold, g_cold_io;
 static int64_t g_l1 = 48 << 10, g_l2 = 1 << 20; /* the compiler's (sysconf), set in main */
+/* The block width the compiler picks on this machine: the vector width. */
+#ifdef __AVX512F__
+#define KB_VEC 16
+#else
+#define KB_VEC 8
+#endif
 
 /* Median time of a shape on `threads` threads (1 or 2). */
 static result bench_shape(const shape *s, int threads, int reps)
 {
     job j = {.s = s};
     /* the blocks the compiler picks: NCHW{c}c for a 3-channel image; KB_CBI=N overrides */
-    int cbi = s->cin == 3 ? 3 : 16;
+    int cbi = s->cin == 3 ? 3 : KB_VEC;
     if (getenv("KB_CBI"))
         cbi = atoi(getenv("KB_CBI"));
     int oh = (s->h + 2 * s->ph - s->kh) / s->s + 1, ow = (s->w + 2 * s->pw - s->kw) / s->s + 1;
@@ -336,7 +342,7 @@ static result bench_shape(const shape *s, int threads, int reps)
         kiln_dwconv_params p = {.n = 1, .c = s->cin, .h = s->h, .w = s->w, .oh = oh, .ow = ow,
                                 .kh = s->kh, .kw = s->kw, .sh = s->s, .sw = s->s, .dh = 1,
                                 .dw = 1, .pad_t = s->ph, .pad_l = s->pw, .pad_b = s->ph,
-                                .pad_r = s->pw, .cb = 16,
+                                .pad_r = s->pw, .cb = KB_VEC,
                                 .epilogue = KILN_EPI_BIAS | KILN_EPI_CLIP, .clip_min = 0,
                                 .clip_max = 6};
         kiln_dwconv_default_params(&p, g_l1, g_l2, threads);
@@ -346,15 +352,15 @@ static result bench_shape(const shape *s, int threads, int reps)
         }
         j.dp = p;
         flops = kiln_dwconv_flops(&p);
-        nin = (int64_t)(s->cin + 15) / 16 * 16 * s->h * s->w;
+        nin = (int64_t)(s->cin + KB_VEC - 1) / KB_VEC * KB_VEC * s->h * s->w;
         nw = kiln_dwconv_packed_weight_floats(&p);
-        nout = (int64_t)(s->cin + 15) / 16 * 16 * oh * ow;
+        nout = (int64_t)(s->cin + KB_VEC - 1) / KB_VEC * KB_VEC * oh * ow;
     } else {
         kiln_conv_params p = {.n = 1, .c_in = s->cin, .h = s->h, .w = s->w, .c_out = s->cout,
                               .oh = oh, .ow = ow, .kh = s->kh, .kw = s->kw, .sh = s->s,
                               .sw = s->s, .dh = 1, .dw = 1, .pad_t = s->ph, .pad_l = s->pw,
                               .pad_b = s->ph, .pad_r = s->pw, .groups = 1, .cb_in = cbi,
-                              .cb_out = 16, .epilogue = KILN_EPI_BIAS | KILN_EPI_RELU};
+                              .cb_out = KB_VEC, .epilogue = KILN_EPI_BIAS | KILN_EPI_RELU};
         if (getenv("KB_RES")) /* KB_RES=1: a residual added in the epilogue, as in a resnet */
             p.epilogue |= KILN_EPI_RESIDUAL;
         kiln_conv_default_params(&p, g_l1, g_l2, threads);
@@ -373,7 +379,7 @@ static result bench_shape(const shape *s, int threads, int reps)
         flops = kiln_conv_flops(&p);
         nin = (int64_t)(s->cin + cbi - 1) / cbi * cbi * s->h * s->w;
         nw = kiln_conv_packed_weight_floats(&p);
-        nout = (int64_t)(s->cout + 15) / 16 * 16 * oh * ow;
+        nout = (int64_t)(s->cout + KB_VEC - 1) / KB_VEC * KB_VEC * oh * ow;
         size_t wsb = kiln_conv_workspace_bytes(&p);
         j.ws[0] = wsb ? aligned_alloc(64, (wsb + 63) / 64 * 64) : NULL;
         j.ws[1] = wsb ? aligned_alloc(64, (wsb + 63) / 64 * 64) : NULL;
