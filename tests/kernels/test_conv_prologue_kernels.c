@@ -190,6 +190,39 @@ static void test_pro_network_shapes(void **state)
     }
 }
 
+/* The workspace holds the staged tile of whichever ISA's microkernels run
+ * the conv: libkiln (no ISA flags: a portable budget of 8 pixels) sizes it,
+ * generated AVX2 code runs tiles of up to 12 pixels at one oc block and
+ * AVX-512 code up to 16. (It was sized with the build's own clamp; the
+ * AVX2-only build of this test failed here.) */
+static void test_pro_workspace_any_isa(void **state)
+{
+    (void)state;
+    kt_rng r = {4711};
+    static const int isas[] = {KILN_ISA_PORTABLE, KILN_ISA_AVX2, KILN_ISA_AVX512};
+    for (int i = 0; i < 200; i++) {
+        int cb = i % 2 ? 16 : 8;
+        kiln_conv_params p = {.n = 1, .c_in = cb * kt_int(&r, 1, 8), .c_out = cb * kt_int(&r, 1, 3),
+                              .h = kt_int(&r, 1, 20), .w = kt_int(&r, 1, 40), .kh = 1, .kw = 1,
+                              .sh = 1, .sw = 1, .dh = 1, .dw = 1, .groups = 1, .cb_in = cb,
+                              .cb_out = cb, .pro = KILN_CONV_PRO_SCALE, .pro_hi = FLT_MAX};
+        kt_conv_extent(&p);
+        kiln_conv_default_params(&p, 48 << 10, 2 << 20, 2);
+        p.loop_order = 0;
+        p.ow_tile = kt_int(&r, 1, 17);
+        p.oc_tile = kt_int(&r, 1, 4);
+        size_t wsb = kiln_conv_workspace_bytes(&p);
+        for (int k = 0; k < 3; k++) {
+            kiln_conv_plan q = kiln_conv_plan_isa(&p, isas[k]);
+            assert_true(q.stage_tile);
+            size_t need = (size_t)(q.T * q.ict * q.cbi) * sizeof(float) + 64;
+            if (need > wsb)
+                fail_msg("T%d O%d cb %d isa %d: the staged tile needs %zu bytes, workspace %zu",
+                         p.ow_tile, p.oc_tile, cb, isas[k], need, wsb);
+        }
+    }
+}
+
 KT_END_SIMD
 
 int main(void)
@@ -197,6 +230,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         KT_RANDOM_UNIT_TESTS(test_pro_random),
         cmocka_unit_test(test_pro_network_shapes),
+        cmocka_unit_test(test_pro_workspace_any_isa),
     };
     return KT_RUN_TESTS(tests);
 }

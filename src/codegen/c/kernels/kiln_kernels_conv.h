@@ -241,11 +241,17 @@ static KILN_KINLINE void kiln_conv_task_out(const kiln_conv_params *p, int64_t t
     *n_spans = ob1 - ob0;
 }
 
+/* Per thread. The staged tile is sized for the largest pixel tile any
+ * ISA's microkernels run for the ow_tile knob, not for this build's: libkiln
+ * (built without ISA flags, a portable budget of 8 pixels) sizes the
+ * workspace that generated code (AVX2: up to 12 pixels, AVX-512: 16) fills. */
 static KILN_KINLINE size_t kiln_conv_workspace_bytes(const kiln_conv_params *p)
 {
     kiln_conv_plan q = kiln_conv_plan_of(p);
-    if (q.stage_tile)
-        return (size_t)(q.T * q.ict * q.cbi) * sizeof(float) + 64;
+    if (q.stage_tile) {
+        int64_t t = p->ow_tile < 1 ? 1 : p->ow_tile > KILN_CONV_MAXT ? KILN_CONV_MAXT : p->ow_tile;
+        return (size_t)(t * q.ict * q.cbi) * sizeof(float) + 64;
+    }
     if (!q.copy)
         return 0;
     return (size_t)(q.cib_g * q.band_rows * q.wpad * q.cbi) * sizeof(float) + 64;
