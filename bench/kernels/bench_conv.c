@@ -21,7 +21,8 @@
  * arena region last touched layers ago). The copies lie on huge pages, as
  * the runtime allocates a network's weights and arena (module.c).
  * Environment: KB_VERBOSE=1 prints the knobs, KB_CBI=N forces the input
- * block, KB_RES=1 adds a residual to the epilogue. Two threads claim chunks
+ * block, KB_RES=1 adds a residual to the epilogue, KB_TILE=T,O sets the
+ * register tile (the other knobs stay the defaults). Two threads claim chunks
  * of the task range in order as the runtime's pool does (up to 8 chunks), the
  * second thread a spinning helper (no pool: that is the runtime's business). */
 #define _GNU_SOURCE
@@ -372,6 +373,8 @@ static result bench_shape(const shape *s, int threads, int reps)
             p.oh_tile = g_knobs[4];
             p.oc_group = g_knobs[5];
         }
+        if (getenv("KB_TILE")) /* KB_TILE=T,O: the register tile alone, the rest as chosen */
+            sscanf(getenv("KB_TILE"), "%d,%d", &p.ow_tile, &p.oc_tile);
         j.cp = p;
         if (getenv("KB_VERBOSE"))
             printf(" [T%d O%d ic%d ord%d ohb%d ocg%d tasks%lld]", p.ow_tile, p.oc_tile, p.ic_tile,

@@ -236,6 +236,40 @@ static void test_conv_groups(void **state)
     assert_true(kiln_conv_supported(&q));
 }
 
+/* Weights from the L2 (kiln_conv_default_params): on AVX2 a loop-order-0
+ * conv whose oc tile's weights for the whole reduction pass half the L1
+ * takes the tile picked with dear weight loads (fewer oc blocks), still in
+ * order 0; one whose weights fit keeps the plain pick, and AVX-512 blocks
+ * are not affected. Each default runs against the reference. */
+static void test_conv_weights_from_l2(void **state)
+{
+    (void)state;
+    kt_rng r = {2024};
+    static const int sh[][4] = {/* c_in, c_out, hw, reduction weights past L1/2 */
+                                {1024, 256, 14, 1}, {512, 256, 28, 1}, {64, 256, 56, 0}};
+    for (int cb = 8; cb <= 16; cb += 8)
+        for (int i = 0; i < 3; i++) {
+            kiln_conv_params p = {.n = 1, .c_in = sh[i][0], .c_out = sh[i][1], .h = sh[i][2],
+                                  .w = sh[i][2], .oh = sh[i][2], .ow = sh[i][2], .kh = 1,
+                                  .kw = 1, .sh = 1, .sw = 1, .dh = 1, .dw = 1, .groups = 1,
+                                  .cb_in = cb, .cb_out = cb, .epilogue = KILN_EPI_BIAS};
+            kiln_conv_default_params(&p, 32 << 10, 512 << 10, 2);
+            int T, O;
+            kiln_conv_pick_tile(kiln_conv_model_isa(cb), p.ow, p.c_out / cb, &T, &O);
+            if (cb == 8 && sh[i][3]) {
+                assert_int_equal(p.loop_order, 0);
+                assert_true(p.oc_tile < O);
+                assert_true(p.ow_tile > T);
+            } else {
+                assert_int_equal(p.ow_tile, T);
+                assert_int_equal(p.oc_tile, O);
+            }
+            p.c_in /= 4; /* a smaller copy with these knobs through the kernel */
+            p.c_out /= 4;
+            run_conv(p, &r);
+        }
+}
+
 static void test_layout_roundtrip(void **state)
 {
     (void)state;
@@ -271,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_conv_ic_passes),
         cmocka_unit_test(test_conv_order_by_pixels),
         cmocka_unit_test(test_conv_groups),
+        cmocka_unit_test(test_conv_weights_from_l2),
         cmocka_unit_test(test_layout_roundtrip),
     };
     return KT_RUN_TESTS(tests);

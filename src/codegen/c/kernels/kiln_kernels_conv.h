@@ -297,7 +297,8 @@ static inline void kiln_conv_pack_weights(const kiln_conv_params *p, const float
  * mobilenet-v2 0.94x, resnet-50 and inception-v3 0.99x, resnet-18 1.02x,
  * vgg-16 1.01x). (The Winograd template picks its tile over a band's tiles
  * with this too.) */
-static inline void kiln_conv_pick_tile(int isa, int64_t px, int64_t cob, int *T, int *O)
+static inline void kiln_conv_pick_tile_w(int isa, int64_t px, int64_t cob, double wcost, int *T,
+                                         int *O)
 {
     double best = 1e300;
     *T = *O = 1;
@@ -311,8 +312,8 @@ static inline void kiln_conv_pick_tile(int isa, int64_t px, int64_t cob, int *T,
             double row = 0;
             for (int k = 0; k < 2; k++) {
                 int64_t oo = k ? orem : o, on = k ? (orem ? 1 : 0) : ofull;
-                double c = full * (double)kiln_k_max64((int64_t)t * oo, 8) + 0.5 * full * (oo + t) +
-                           (rem ? (double)kiln_k_max64(rem * oo, 8) + 0.5 * (oo + rem) : 0.0);
+                double c = full * ((double)kiln_k_max64((int64_t)t * oo, 8) + wcost * oo + 0.5 * t) +
+                           (rem ? (double)kiln_k_max64(rem * oo, 8) + wcost * oo + 0.5 * rem : 0.0);
                 row += c * on;
             }
             row += 2.0 * (full + (rem != 0)) * kiln_k_cdiv(cob, o); /* per-tile overhead */
@@ -325,21 +326,26 @@ static inline void kiln_conv_pick_tile(int isa, int64_t px, int64_t cob, int *T,
     }
 }
 
-/* Fills the knobs of p (whose geometry, groups, cb_in, cb_out and epilogue
- * are set) from the shape, the per-core L1d/L2 sizes in bytes and the thread
- * count. See the comment at the top for the model. */
-static inline void kiln_conv_default_params(kiln_conv_params *p, int64_t l1_bytes,
-                                            int64_t l2_bytes, int n_threads)
+static inline void kiln_conv_pick_tile(int isa, int64_t px, int64_t cob, int *T, int *O)
 {
-    p->ow_tile = p->oc_tile = 1;
+    kiln_conv_pick_tile_w(isa, px, cob, 0.5, T, O);
+}
+
+/* The slot cost of a weight vector load that comes from the L2 (see
+ * kiln_conv_default_params), AVX2. */
+#define KILN_CONV_WLOAD_L2_AVX2 2.0
+
+/* The knobs after the register tile (p->ow_tile, p->oc_tile set): the task
+ * split, the task order, the loop order and the ic passes. */
+static inline void kiln_conv_task_knobs(kiln_conv_params *p, int64_t l1_bytes, int64_t l2_bytes,
+                                        int n_threads)
+{
     p->ic_tile = 0;
     p->oh_tile = 0;
     p->oc_group = 0;
     p->loop_order = 0;
     const int isa = kiln_conv_model_isa(p->cb_out);
     kiln_conv_plan q = kiln_conv_plan_isa(p, isa);
-    kiln_conv_pick_tile(isa, p->ow, q.cob_g, &p->ow_tile, &p->oc_tile);
-    q = kiln_conv_plan_isa(p, isa);
     /* Tasks: start with whole images; split oc groups while a group's
      * weights overflow half the L2 (each thread then keeps its share), then
      * rows or oc groups until there are >= 4 tasks per thread: each band of
@@ -412,6 +418,52 @@ static inline void kiln_conv_default_params(kiln_conv_params *p, int64_t l1_byte
     p->ic_tile = p->loop_order == 1
                      ? (int)kiln_k_max64(1, kiln_k_min64(q.cib_g, l1_bytes / 2 / wpass))
                      : 0;
+}
+
+/* Fills the knobs of p (whose geometry, groups, cb_in, cb_out and epilogue
+ * are set) from the shape, the per-core L1d/L2 sizes in bytes and the thread
+ * count. See the comment at the top for the model.
+ *
+ * Weights from the L2: in loop order 0 without ic passes an oc tile's
+ * weights for the whole reduction are read once per pixel tile; when they
+ * exceed half the L1 they come from the L2 every time, and on AVX2 the tile
+ * is picked again with a weight vector load costing
+ * KILN_CONV_WLOAD_L2_AVX2 slots instead of 0.5 (fewer oc blocks, more
+ * pixels), in loop order 0 still (the wider tile's input may pass the
+ * half of the L1 that otherwise sends a conv to order 1). AMD EPYC, 2 threads, weights and
+ * activations cold (bench_conv --cold --cold-io), 3 rounds, resnet-50's
+ * convs with a 5x2 tile against the 4x3 the plain model picks: 1x1
+ * 1024>256 on 14x14 0.67x the time, 512>256 0.70x, 256>64 0.67x, 512>128
+ * 0.77x, 256>128 0.92x, 3x3 64 on 56x56 0.92x; where the weights stay in
+ * the L1 (64>256 1.09x, 128>512 0.99x) or the loop order is 1 (ic passes
+ * sized for the L1: 3x3 256 1.18x, 512>2048 1.19x) the plain pick stays.
+ * Not applied on AVX-512 (unmeasured there). */
+static inline void kiln_conv_default_params(kiln_conv_params *p, int64_t l1_bytes,
+                                            int64_t l2_bytes, int n_threads)
+{
+    p->ow_tile = p->oc_tile = 1;
+    p->ic_tile = 0;
+    p->oh_tile = 0;
+    p->oc_group = 0;
+    p->loop_order = 0;
+    const int isa = kiln_conv_model_isa(p->cb_out);
+    kiln_conv_plan q = kiln_conv_plan_isa(p, isa);
+    kiln_conv_pick_tile(isa, p->ow, q.cob_g, &p->ow_tile, &p->oc_tile);
+    kiln_conv_task_knobs(p, l1_bytes, l2_bytes, n_threads);
+    if (isa != KILN_ISA_AVX2 || p->loop_order != 0)
+        return;
+    q = kiln_conv_plan_isa(p, isa);
+    int64_t wtile = q.cib_g * p->kh * p->kw * (int64_t)q.O * q.cbi * q.cbo * 4;
+    if (wtile <= l1_bytes / 2)
+        return;
+    kiln_conv_params t = *p;
+    kiln_conv_pick_tile_w(isa, p->ow, q.cob_g, KILN_CONV_WLOAD_L2_AVX2, &t.ow_tile, &t.oc_tile);
+    if (t.ow_tile == p->ow_tile && t.oc_tile == p->oc_tile)
+        return;
+    kiln_conv_task_knobs(&t, l1_bytes, l2_bytes, n_threads);
+    t.loop_order = 0; /* the wider pixel tile's input may pass half the L1: it stays order 0 */
+    t.ic_tile = 0;
+    *p = t;
 }
 
 /* ---- microkernels ------------------------------------------------------------ */
