@@ -335,15 +335,21 @@ static inline void kiln_conv_pick_tile(int isa, int64_t px, int64_t cob, int *T,
  * kiln_conv_default_params), AVX2. */
 #define KILN_CONV_WLOAD_L2_AVX2 2.0
 
-/* The knobs after the register tile (p->ow_tile, p->oc_tile set): the task
- * split, the task order, the loop order and the ic passes. */
-static inline void kiln_conv_task_knobs(kiln_conv_params *p, int64_t l1_bytes, int64_t l2_bytes,
-                                        int n_threads)
+/* The knobs after the register tile back at their "all"/order-0 values. */
+static inline void kiln_conv_clear_task_knobs(kiln_conv_params *p)
 {
     p->ic_tile = 0;
     p->oh_tile = 0;
     p->oc_group = 0;
     p->loop_order = 0;
+}
+
+/* The knobs after the register tile (p->ow_tile, p->oc_tile set): the task
+ * split, the task order, the loop order and the ic passes. */
+static inline void kiln_conv_task_knobs(kiln_conv_params *p, int64_t l1_bytes, int64_t l2_bytes,
+                                        int n_threads)
+{
+    kiln_conv_clear_task_knobs(p);
     const int isa = kiln_conv_model_isa(p->cb_out);
     kiln_conv_plan q = kiln_conv_plan_isa(p, isa);
     /* Tasks: start with whole images; split oc groups while a group's
@@ -442,10 +448,7 @@ static inline void kiln_conv_default_params(kiln_conv_params *p, int64_t l1_byte
                                             int64_t l2_bytes, int n_threads)
 {
     p->ow_tile = p->oc_tile = 1;
-    p->ic_tile = 0;
-    p->oh_tile = 0;
-    p->oc_group = 0;
-    p->loop_order = 0;
+    kiln_conv_clear_task_knobs(p);
     const int isa = kiln_conv_model_isa(p->cb_out);
     kiln_conv_plan q = kiln_conv_plan_isa(p, isa);
     kiln_conv_pick_tile(isa, p->ow, q.cob_g, &p->ow_tile, &p->oc_tile);
