@@ -192,6 +192,12 @@ typedef struct kiln_task_info {
     int steps;                  /* steps of the model running it (1 for a workload) */
     int n_knobs;
     int64_t space_size;         /* product of the knobs' choice counts (1: nothing to tune) */
+    /* The template's next analytic picks after the default, best first (what
+     * its cost model ranks next; the tuner measures them beside the
+     * default): pick j's value of knob k is picks[j * n_knobs + k], always
+     * one of the knob's choices. */
+    int n_picks;
+    const int *picks;
 } kiln_task_info;
 
 /* The unique tasks of graph g compiled with `opts` (NULL: defaults; target,

@@ -60,8 +60,9 @@ typedef struct knob_rec {
 typedef struct task_rec {
     char *workload, *tpl, *shapes, *layouts, *config;
     double flops;
-    int steps, n_knobs;
+    int steps, n_knobs, n_picks;
     knob_rec knobs[KILN_MAX_KNOBS];
+    int picks[KILN_MAX_PICKS * KILN_MAX_KNOBS]; /* n_picks x n_knobs */
 } task_rec;
 
 static const char *knob_kind_name(kiln_knob_kind k)
@@ -120,6 +121,9 @@ static kiln_status rec_fill(task_rec *r, const kiln_task *t, kiln_error *err)
         memcpy(kr->choices, t->knobs[k].choices, sizeof kr->choices);
         ok = kr->name != NULL;
     }
+    r->n_picks = t->n_picks;
+    for (int j = 0; j < t->n_picks; j++)
+        memcpy(&r->picks[j * t->n_knobs], t->picks[j], sizeof(int) * (size_t)t->n_knobs);
     if (!ok) {
         rec_free(r);
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
@@ -141,7 +145,9 @@ static void rec_info(const task_rec *r, const char *target, kiln_task_info *info
                              .flops = r->flops,
                              .steps = r->steps,
                              .n_knobs = r->n_knobs,
-                             .space_size = space};
+                             .space_size = space,
+                             .n_picks = r->n_picks,
+                             .picks = r->picks};
 }
 
 static kiln_status rec_knob(const task_rec *r, int k, kiln_knob_info *info, kiln_error *err)

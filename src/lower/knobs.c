@@ -66,6 +66,38 @@ void kiln_knobs_chunk(kiln_task *t, int64_t total)
         kiln_knob_choice(k, v);
 }
 
+bool kiln_knob_pick(kiln_task *t, const void *params)
+{
+    if (t->n_picks >= KILN_MAX_PICKS)
+        return false;
+    int v[KILN_MAX_KNOBS];
+    bool other = false;
+    for (int i = 0; i < t->n_knobs; i++) {
+        const kiln_knob *k = &t->knobs[i];
+        v[i] = k->value;
+        if (k->offset >= 0)
+            memcpy(&v[i], (const char *)params + k->offset, sizeof(int));
+        other = other || v[i] != k->value;
+    }
+    if (!other)
+        return false;
+    for (int j = 0; j < t->n_picks; j++)
+        if (!memcmp(t->picks[j], v, sizeof(int) * (size_t)t->n_knobs))
+            return false;
+    for (int i = 0; i < t->n_knobs; i++) {
+        const kiln_knob *k = &t->knobs[i];
+        bool have = false;
+        for (int c = 0; c < k->n_choices && !have; c++)
+            have = k->choices[c] == v[i];
+        if (!have && k->n_choices >= KILN_KNOB_MAX_CHOICES)
+            return false; /* no room for the value: not a configuration of the space */
+    }
+    for (int i = 0; i < t->n_knobs; i++)
+        kiln_knob_choice(&t->knobs[i], v[i]);
+    memcpy(t->picks[t->n_picks++], v, sizeof(int) * (size_t)t->n_knobs);
+    return true;
+}
+
 void kiln_knobs_apply(kiln_task *t)
 {
     if (!t->params)

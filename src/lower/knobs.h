@@ -23,6 +23,13 @@ void kiln_knob_pow2(kiln_knob *k, int max, bool zero);
 void kiln_knobs_rows(kiln_task *t, int64_t outer, int64_t rows, int64_t work_per_row);
 /* Elementwise: chunk (elements per task). */
 void kiln_knobs_chunk(kiln_task *t, int64_t total);
+/* Adds the configuration whose knob values are those of `params` (the
+ * template's params struct, read at each knob's offset; a knob without one
+ * keeps its default) as the task's next analytic pick, a value missing from
+ * a knob's choices added to them. Not added when it equals the default or
+ * an earlier pick, or when KILN_MAX_PICKS are there; true when added. Call
+ * after every knob is declared. */
+bool kiln_knob_pick(kiln_task *t, const void *params);
 /* Copies every knob with an offset into t->params. */
 void kiln_knobs_apply(kiln_task *t);
 

@@ -38,6 +38,8 @@ typedef struct kiln_knob {
 } kiln_knob;
 
 #define KILN_MAX_KNOBS 12
+/* The most analytic picks a template offers per task (kiln_task.picks). */
+#define KILN_MAX_PICKS 4
 
 /* Blocked-conv geometry mirrors kiln_conv_params of the kernel header; the
  * other templates use the generic fields. */
@@ -50,6 +52,11 @@ typedef struct kiln_task {
     int *arg_values;       /* the graph value behind each arg */
     int n_knobs;
     kiln_knob knobs[KILN_MAX_KNOBS];
+    /* The template's next analytic picks after the default, best first:
+     * every knob's value (kiln_knob_pick), each different from the default
+     * and from one another. The tuner measures them beside the default. */
+    int n_picks;
+    int picks[KILN_MAX_PICKS][KILN_MAX_KNOBS];
     char *workload;
     uint64_t workload_hash;
     char *config;          /* JSON of the knobs, with "source" */

@@ -31,6 +31,7 @@
 #include "util/sb.h"
 
 #define MAX_BATCH 16
+#define MAX_PICKS 8       /* analytic picks taken from a template */
 #define REPEAT 3          /* samples per configuration per round */
 #define MIN_REPEAT_MS 1.0 /* each sample at least this long */
 #define NOMINAL_FLOPS 50e9
@@ -45,6 +46,8 @@ static double now_s(void)
 typedef struct task {
     kiln_task_info info;
     kiln_tune_space sp;
+    kiln_tune_cfg picks[MAX_PICKS]; /* the template's next analytic picks, best first */
+    int n_picks;
     const char *names[KILN_TUNE_MAX_KNOBS];
     double weight; /* estimated seconds per inference */
     bool selected, tunable;
@@ -147,6 +150,11 @@ static kiln_status load_tasks(run *r, const kiln_tasks *ts, kiln_error *err)
             memcpy(t->sp.choices[k], ki.choices, sizeof(int) * (size_t)t->sp.n_choices[k]);
             t->sp.fixed[k] = !strcmp(ki.kind, "block");
             t->sp.deflt.v[k] = ki.value;
+        }
+        for (int j = 0; j < t->info.n_picks && t->n_picks < MAX_PICKS; j++) {
+            kiln_tune_cfg *c = &t->picks[t->n_picks++];
+            c->n = t->sp.n;
+            memcpy(c->v, &t->info.picks[j * t->info.n_knobs], sizeof(int) * (size_t)c->n);
         }
         t->weight = t->info.steps * (t->info.flops / NOMINAL_FLOPS + 2e-6);
         t->selected = matches(r->o->tasks, i, &t->info);
@@ -305,14 +313,30 @@ static kiln_status tune_task(run *r, int i, double budget_s, kiln_error *err)
                 "%.2f)\n",
                 i + 1, r->n, t->info.template_name, wj, warm_d);
     }
+    /* the baselines (random, grid) measure no analytic picks */
+    bool analytic = !o->tuner || (strcmp(o->tuner, "random") && strcmp(o->tuner, "grid"));
     for (;;) {
         bool inc_is_trial = !in_seen(seen, n_seen, &inc);
-        int room = cap > 0 ? cap - trials - (inc_is_trial ? 1 : 0) : batch_sz;
-        if (room > batch_sz)
-            room = batch_sz;
+        /* the first batch: the template's analytic picks too, before the
+         * search's candidates */
+        int picks = batch == 0 && n_seen == 0 && analytic ? t->n_picks : 0;
+        int size = batch_sz + picks < MAX_BATCH ? batch_sz + picks : MAX_BATCH;
+        int room = cap > 0 ? cap - trials - (inc_is_trial ? 1 : 0) : size;
+        if (room > size)
+            room = size;
         kiln_tune_cfg cands[MAX_BATCH];
-        int nc = room > 0 ? kiln_tune_next(&t->sp, o->tuner, &st, &inc, seen, n_seen, room, cands)
-                          : 0;
+        int nc = 0;
+        for (int j = 0; j < picks && nc < room; j++)
+            if (!kiln_tune_cfg_equal(&t->picks[j], &inc) && !in_seen(cands, nc, &t->picks[j]))
+                cands[nc++] = t->picks[j];
+        int np = nc;
+        if (room > nc)
+            nc += kiln_tune_next(&t->sp, o->tuner, &st, &inc, seen, n_seen, room - nc, cands + nc);
+        for (int k = np; k < nc;) /* a neighbour that is also a pick is measured once */
+            if (in_seen(cands, np, &cands[k]))
+                cands[k] = cands[--nc];
+            else
+                k++;
         if (batch == 0 && n_seen == 0 && room > 0 && warm_ok && !in_seen(cands, nc, &warm) &&
             !kiln_tune_cfg_equal(&warm, &inc)) {
             /* warm start: the nearest tuned task's configuration goes into

@@ -807,10 +807,101 @@ static void test_conv_tiles_fit(void **state)
     kiln_graph_destroy(g);
 }
 
+/* The conv template's analytic picks (kiln_task_info.picks): on every conv
+ * task of resnet-50, for AVX2 and AVX-512, one to four, each a point of
+ * the space (values among the choices, the block knobs the default's)
+ * other than the default and each other; on AVX2 some 4x3 default offers
+ * the 5x2 or 6x2 tile the weight-load model ranks next. Each pick of the
+ * smallest conv task builds and matches the reference executor. */
+static void test_conv_picks(void **state)
+{
+    (void)state;
+    kiln_graph *g = zoo("resnet-50");
+    static const char *const targets[] = {"avx2", "avx512", NULL};
+    for (int i = 0; i < 3; i++) {
+        kiln_compile_options co = {.target = targets[i]};
+        kiln_tasks *ts = NULL;
+        kiln_error err = {0};
+        assert_int_equal(kiln_tasks_extract(g, &co, &ts, &err), KILN_OK);
+        int convs = 0, wide = 0, small = -1;
+        double small_flops = 1e300;
+        for (int k = 0; k < kiln_tasks_count(ts); k++) {
+            kiln_task_info ti = info_of(ts, k);
+            if (strcmp(ti.template_name, "conv2d_nchwc"))
+                continue;
+            convs++;
+            if (ti.flops < small_flops) {
+                small_flops = ti.flops;
+                small = k;
+            }
+            assert_true(ti.n_picks >= 1 && ti.n_picks <= 4);
+            int def[32], t_at = -1, o_at = -1;
+            assert_true(ti.n_knobs <= 32);
+            for (int c = 0; c < ti.n_knobs; c++) {
+                kiln_knob_info ki;
+                assert_int_equal(kiln_tasks_knob(ts, k, c, &ki, &err), KILN_OK);
+                def[c] = ki.value;
+                t_at = strcmp(ki.name, "ow_tile") ? t_at : c;
+                o_at = strcmp(ki.name, "oc_tile") ? o_at : c;
+                for (int p = 0; p < ti.n_picks; p++) {
+                    int v = ti.picks[p * ti.n_knobs + c], in = 0;
+                    for (int x = 0; x < ki.n_choices; x++)
+                        in |= ki.choices[x] == v;
+                    if (!in)
+                        fail_msg("task %d pick %d: %s = %d is not a choice", k + 1, p + 1,
+                                 ki.name, v);
+                    if (!strcmp(ki.kind, "block"))
+                        assert_int_equal(v, ki.value);
+                }
+            }
+            for (int p = 0; p < ti.n_picks; p++) {
+                const int *a = &ti.picks[p * ti.n_knobs];
+                assert_true(memcmp(a, def, sizeof(int) * (size_t)ti.n_knobs) != 0);
+                for (int q = 0; q < p; q++)
+                    assert_true(memcmp(a, &ti.picks[q * ti.n_knobs],
+                                       sizeof(int) * (size_t)ti.n_knobs) != 0);
+                if (def[t_at] == 4 && def[o_at] == 3 && a[o_at] == 2 &&
+                    (a[t_at] == 5 || a[t_at] == 6))
+                    wide++;
+            }
+        }
+        assert_true(convs >= 10);
+        if (i == 0)
+            assert_true(wide >= 3);
+        if (i == 2) { /* the host: build and check each pick of the smallest conv */
+            kiln_task_info ti = info_of(ts, small);
+            kiln_workload *w = NULL;
+            assert_int_equal(kiln_workload_create(ti.workload, 5, &w, &err), KILN_OK);
+            kiln_measure_result *res = calloc(1, sizeof *res);
+            assert_non_null(res);
+            for (int p = 0; p < ti.n_picks; p++) {
+                char cfg[512];
+                size_t n = (size_t)snprintf(cfg, sizeof cfg, "{");
+                for (int c = 0; c < ti.n_knobs; c++) {
+                    kiln_knob_info ki;
+                    assert_int_equal(kiln_tasks_knob(ts, small, c, &ki, &err), KILN_OK);
+                    n += (size_t)snprintf(cfg + n, sizeof cfg - n, "%s\"%s\": %d", c ? ", " : "",
+                                          ki.name, ti.picks[p * ti.n_knobs + c]);
+                }
+                snprintf(cfg + n, sizeof cfg - n, "}");
+                kiln_measure_options o = {.num_threads = 2, .jobs = 2, .config = cfg};
+                if (kiln_workload_measure(w, &o, res, &err) != KILN_OK)
+                    fail_msg("pick %d %s: %s", p + 1, cfg, err.msg);
+                assert_true(res->max_abs_diff < 1e-3);
+            }
+            free(res);
+            kiln_workload_destroy(w);
+        }
+        kiln_tasks_destroy(ts);
+    }
+    kiln_graph_destroy(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_tiles_fit),
+        cmocka_unit_test(test_conv_picks),
         cmocka_unit_test(test_zoo_round_trip),
         cmocka_unit_test(test_keys_independent_of_config),
         cmocka_unit_test(test_integer_weights_in_key),

@@ -558,6 +558,56 @@ static void test_warm_start(void **state)
     free(lg);
 }
 
+/* The first batch of a conv task measures the template's analytic picks
+ * (kiln_task_info.picks) beside the default, before any neighbour: with
+ * --trials 5 and four picks, the candidates are the default and the picks. */
+static void test_analytic_picks(void **state)
+{
+    (void)state;
+    const char *model = KILN_TEST_DATA_DIR "/onnx/conv_relu/model.onnx";
+    kiln_error err = {0};
+    kiln_graph *g = NULL;
+    assert_int_equal(kiln_model_load(model, 0, &g, &err), KILN_OK);
+    kiln_tasks *ts = NULL;
+    assert_int_equal(kiln_tasks_extract(g, NULL, &ts, &err), KILN_OK);
+    kiln_task_info ti;
+    assert_int_equal(kiln_tasks_info(ts, 0, &ti, &err), KILN_OK);
+    assert_string_equal(ti.template_name, "conv2d_nchwc");
+    assert_int_equal(ti.n_picks, 4);
+    char want[4][512];
+    for (int p = 0; p < ti.n_picks; p++) {
+        size_t n = (size_t)snprintf(want[p], sizeof want[p], "\"knobs\":{");
+        for (int k = 0; k < ti.n_knobs; k++) {
+            kiln_knob_info ki;
+            assert_int_equal(kiln_tasks_knob(ts, 0, k, &ki, &err), KILN_OK);
+            n += (size_t)snprintf(want[p] + n, sizeof want[p] - n, "%s\"%s\":%d", k ? "," : "",
+                                  ki.name, ti.picks[p * ti.n_knobs + k]);
+        }
+        snprintf(want[p] + n, sizeof want[p] - n, "},\"status\":\"ok\",\"role\":\"candidate\"");
+    }
+    char rec[512], logp[512];
+    snprintf(rec, sizeof rec, "%s/picks.jsonl", g_dir);
+    snprintf(logp, sizeof logp, "%s/picks.log", g_dir);
+    FILE *log = fopen(logp, "w");
+    kiln_tune_options o = base_opts(rec, log);
+    o.trials = 5;
+    kiln_tune_summary sum;
+    kiln_status s = kiln_tune_run(model, &o, &sum, &err);
+    fclose(log);
+    char *lg = read_text(logp), *after = read_text(rec);
+    if (s != KILN_OK)
+        fail_msg("%s\n%s", err.msg, lg);
+    assert_int_equal(sum.trials, 5);
+    assert_int_equal(count(after, "\"role\":\"candidate\""), 5);
+    for (int p = 0; p < 4; p++)
+        if (!strstr(after, want[p]))
+            fail_msg("pick %d (%s) not measured:\n%s", p + 1, want[p], after);
+    free(lg);
+    free(after);
+    kiln_tasks_destroy(ts);
+    kiln_graph_destroy(g);
+}
+
 /* What an MPI rank does (src/tune/worker.c), in-process: build a
  * configuration into the model cache (nothing runs), then measure it in the
  * forked child; a configuration outside the space is an error, a crash one
@@ -608,6 +658,7 @@ int main(void)
         cmocka_unit_test(test_compile_applies_tuned),
         cmocka_unit_test(test_shipped_records),
         cmocka_unit_test(test_warm_start),
+        cmocka_unit_test(test_analytic_picks),
         cmocka_unit_test(test_worker),
         cmocka_unit_test(test_corrupt_records),
         cmocka_unit_test(test_faults_cost_one_trial),

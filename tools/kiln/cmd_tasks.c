@@ -21,13 +21,16 @@ static void tasks_help(void)
            "Options:\n"
            "  --json        print one JSON object: {model, target, steps, tasks: [{index,\n"
            "                workload, template, steps, flops, space_size, knobs: [{name,\n"
-           "                kind, default, choices}], default_config, shapes, layouts}]}\n"
+           "                kind, default, choices}], default_config, picks: [{knob:\n"
+           "                value}], shapes, layouts}]}\n"
            "  --target T    host (default), avx512, avx2 or generic\n"
            "  --seed N      weight seed of zoo networks (default 0)\n"
            "  -h, --help    show this message\n"
            "\n"
            "Knob kinds: tile (a tile or split size), order (a loop order), block (a\n"
-           "layout block size, decided with the neighbouring kernels: fixed in a model).\n");
+           "layout block size, decided with the neighbouring kernels: fixed in a model).\n"
+           "Picks: the configurations the template's cost model ranks next after the\n"
+           "default, best first; kiln tune measures them beside the default.\n");
 }
 
 /* "1 2 3 4" (at most `size` bytes, "..." when cut). */
@@ -90,6 +93,20 @@ static int print_json(const char *model, const kiln_tasks *ts)
         }
         cJSON *cfg = cJSON_Parse(ti.default_config);
         cJSON_AddItemToObject(t, "default_config", cfg ? cfg : cJSON_CreateObject());
+        cJSON *picks = cJSON_CreateArray();
+        cJSON_AddItemToObject(t, "picks", picks);
+        for (int p = 0; p < ti.n_picks; p++) {
+            cJSON *pk = cJSON_CreateObject();
+            cJSON_AddItemToArray(picks, pk);
+            for (int k = 0; k < ti.n_knobs; k++) {
+                kiln_knob_info ki;
+                if (kiln_tasks_knob(ts, i, k, &ki, &err) != KILN_OK) {
+                    cJSON_Delete(j);
+                    return cli_lib_error(&err);
+                }
+                cJSON_AddNumberToObject(pk, ki.name, ti.picks[p * ti.n_knobs + k]);
+            }
+        }
         cJSON_AddStringToObject(t, "shapes", ti.shapes);
         cJSON_AddStringToObject(t, "layouts", ti.layouts);
     }
@@ -145,6 +162,16 @@ static int print_table(const char *model, uint64_t seed, const kiln_tasks *ts)
                    choices_str(&ki, ch, sizeof ch));
         }
         printf("  default:  %s\n", ti.default_config);
+        for (int p = 0; p < ti.n_picks; p++) {
+            printf("  pick %d:   {", p + 1);
+            for (int k = 0; k < ti.n_knobs; k++) {
+                kiln_knob_info ki;
+                if (kiln_tasks_knob(ts, i, k, &ki, &err) != KILN_OK)
+                    return cli_lib_error(&err);
+                printf("%s\"%s\": %d", k ? ", " : "", ki.name, ti.picks[p * ti.n_knobs + k]);
+            }
+            printf("}\n");
+        }
     }
     return KILN_EXIT_OK;
 }

@@ -329,6 +329,51 @@ static bool prologue(const kiln_target *tg, const kiln_graph *g, const int *node
            in_bytes > KILN_CONV_PRO_MIN_L2_FRACTION * (double)tg->l2_bytes;
 }
 
+/* The next analytic picks after the default d (kiln_knob_pick), for the
+ * tuner: the register tiles the model ranks next, with weight loads at
+ * their L1 cost and at their L2 cost (KILN_CONV_WLOAD_L2_AVX2) taken in
+ * turn, each with the task knobs the model gives it; then the default in
+ * the other loop order. Coordinate descent cannot reach these from the
+ * default (4x3 -> 5x2 moves two knobs, and 4x2 between them is slower). */
+static void add_picks(kiln_task *t, const kiln_conv_params *d, int64_t l1, int64_t l2)
+{
+    const int isa = kiln_conv_model_isa(d->cb_out);
+    kiln_conv_plan q = kiln_conv_plan_isa(d, isa);
+    enum { MAXC = KILN_CONV_MAXO * KILN_CONV_MAXT };
+    int tt[2][MAXC], oo[2][MAXC], n[2] = {0, 0};
+    for (int w = 0; w < 2; w++) {
+        double wcost = w ? KILN_CONV_WLOAD_L2_AVX2 : 0.5, cost[MAXC];
+        for (int o = 1; o <= KILN_CONV_MAXO; o++)
+            for (int x = 1; kiln_conv_tile_ok(isa, d->ow, q.cob_g, x, o); x++) {
+                double c = kiln_conv_tile_cost(isa, d->ow, q.cob_g, wcost, x, o);
+                int j = n[w]++;
+                for (; j > 0 && cost[j - 1] > c; j--) { /* insertion: cheapest first */
+                    cost[j] = cost[j - 1];
+                    tt[w][j] = tt[w][j - 1];
+                    oo[w][j] = oo[w][j - 1];
+                }
+                cost[j] = c;
+                tt[w][j] = x;
+                oo[w][j] = o;
+            }
+    }
+    int tiles = 0;
+    for (int j = 0; j < MAXC && tiles < KILN_MAX_PICKS - 1; j++)
+        for (int w = 0; w < 2 && tiles < KILN_MAX_PICKS - 1; w++) {
+            if (j >= n[w] || (tt[w][j] == q.T && oo[w][j] == q.O))
+                continue;
+            kiln_conv_params c = *d;
+            c.ow_tile = tt[w][j];
+            c.oc_tile = oo[w][j];
+            kiln_conv_task_knobs(&c, l1, l2, 2);
+            tiles += kiln_knob_pick(t, &c);
+        }
+    kiln_conv_params c = *d;
+    c.loop_order = !d->loop_order;
+    c.ic_tile = c.loop_order ? kiln_conv_pass_blocks(&c, l1) : 0;
+    kiln_knob_pick(t, &c);
+}
+
 static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
 {
     const kiln_graph *g = l->ctx->g;
@@ -392,6 +437,7 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     k = kiln_knob_add(t, "cb_out", KILN_KNOB_BLOCK, p->cb_out,
                       (int)offsetof(kiln_conv_params, cb_out));
     kiln_knob_choice(k, p->cb_out);
+    add_picks(t, p, l->ctx->target.l1_bytes, l->ctx->target.l2_bytes);
     t->flops = kiln_conv_flops(p);
     return KILN_OK;
 }

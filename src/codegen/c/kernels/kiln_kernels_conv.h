@@ -297,33 +297,43 @@ static inline void kiln_conv_pack_weights(const kiln_conv_params *p, const float
  * mobilenet-v2 0.94x, resnet-50 and inception-v3 0.99x, resnet-18 1.02x,
  * vgg-16 1.01x). (The Winograd template picks its tile over a band's tiles
  * with this too.) */
+static inline double kiln_conv_tile_cost(int isa, int64_t px, int64_t cob, double wcost, int t,
+                                         int o)
+{
+    (void)isa;
+    int64_t full = px / t, rem = px % t;
+    int64_t ofull = cob / o, orem = cob % o;
+    double row = 0;
+    for (int k = 0; k < 2; k++) {
+        int64_t oo = k ? orem : o, on = k ? (orem ? 1 : 0) : ofull;
+        double c = full * ((double)kiln_k_max64((int64_t)t * oo, 8) + wcost * oo + 0.5 * t) +
+                   (rem ? (double)kiln_k_max64(rem * oo, 8) + wcost * oo + 0.5 * rem : 0.0);
+        row += c * on;
+    }
+    return row + 2.0 * (full + (rem != 0)) * kiln_k_cdiv(cob, o); /* per-tile overhead */
+}
+
+/* Whether tile t x o exists for `isa` on rows of px pixels and cob blocks. */
+static inline int kiln_conv_tile_ok(int isa, int64_t px, int64_t cob, int t, int o)
+{
+    return o >= 1 && o <= KILN_CONV_MAXO && o <= cob && t >= 1 && t <= kiln_conv_max_t(isa, o) &&
+           (t <= px || t == 1);
+}
+
 static inline void kiln_conv_pick_tile_w(int isa, int64_t px, int64_t cob, double wcost, int *T,
                                          int *O)
 {
     double best = 1e300;
     *T = *O = 1;
-    for (int o = 1; o <= KILN_CONV_MAXO && o <= cob; o++) {
-        int mt = kiln_conv_max_t(isa, o);
-        for (int t = 1; t <= mt; t++) {
-            if (t > px && t > 1)
-                break;
-            int64_t full = px / t, rem = px % t;
-            int64_t ofull = cob / o, orem = cob % o;
-            double row = 0;
-            for (int k = 0; k < 2; k++) {
-                int64_t oo = k ? orem : o, on = k ? (orem ? 1 : 0) : ofull;
-                double c = full * ((double)kiln_k_max64((int64_t)t * oo, 8) + wcost * oo + 0.5 * t) +
-                           (rem ? (double)kiln_k_max64(rem * oo, 8) + wcost * oo + 0.5 * rem : 0.0);
-                row += c * on;
-            }
-            row += 2.0 * (full + (rem != 0)) * kiln_k_cdiv(cob, o); /* per-tile overhead */
+    for (int o = 1; o <= KILN_CONV_MAXO && o <= cob; o++)
+        for (int t = 1; kiln_conv_tile_ok(isa, px, cob, t, o); t++) {
+            double row = kiln_conv_tile_cost(isa, px, cob, wcost, t, o);
             if (row < best * 0.999) {
                 best = row;
                 *T = t;
                 *O = o;
             }
         }
-    }
 }
 
 static inline void kiln_conv_pick_tile(int isa, int64_t px, int64_t cob, int *T, int *O)
@@ -342,6 +352,15 @@ static inline void kiln_conv_clear_task_knobs(kiln_conv_params *p)
     p->oh_tile = 0;
     p->oc_group = 0;
     p->loop_order = 0;
+}
+
+/* Loop order 1's ic pass: as many input blocks as keep the oc tile's
+ * weights for the pass in half the L1 (at least one). */
+static inline int kiln_conv_pass_blocks(const kiln_conv_params *p, int64_t l1_bytes)
+{
+    kiln_conv_plan q = kiln_conv_plan_isa(p, kiln_conv_model_isa(p->cb_out));
+    int64_t wpass = (int64_t)q.O * p->kh * p->kw * q.cbi * q.cbo * 4; /* bytes / ic block */
+    return (int)kiln_k_max64(1, kiln_k_min64(q.cib_g, l1_bytes / 2 / wpass));
 }
 
 /* The knobs after the register tile (p->ow_tile, p->oc_tile set): the task
@@ -420,10 +439,7 @@ static inline void kiln_conv_task_knobs(kiln_conv_params *p, int64_t l1_bytes, i
      * the tile calls prefetch the next pass's into L2 meanwhile (kiln_conv_run).
      * resnet-50's layer-4 convs with cold weights, one thread: 0.83-0.91x the
      * time of whole-reduction passes (3x3 512 on 7x7: 1.77 -> 1.53 ms) */
-    int64_t wpass = (int64_t)q.O * p->kh * p->kw * q.cbi * q.cbo * 4; /* bytes / ic block */
-    p->ic_tile = p->loop_order == 1
-                     ? (int)kiln_k_max64(1, kiln_k_min64(q.cib_g, l1_bytes / 2 / wpass))
-                     : 0;
+    p->ic_tile = p->loop_order == 1 ? kiln_conv_pass_blocks(p, l1_bytes) : 0;
 }
 
 /* Fills the knobs of p (whose geometry, groups, cb_in, cb_out and epilogue
