@@ -143,6 +143,41 @@ static void header_epilogue(const kiln_lowered *l, kiln_task *t, const kiln_dens
     }
 }
 
+/* The next analytic picks after the default d (kiln_knob_pick): the three
+ * register tiles kiln_dense_tile_cost ranks next, each with the task knobs
+ * the model gives it, then the default in the other loop order. */
+static void add_picks(kiln_task *t, const kiln_dense_params *d, int64_t l2)
+{
+    const int isa = kiln_conv_model_isa(d->nb);
+    const int64_t nbn = kiln_k_cdiv(d->n, d->nb);
+    enum { MAXC = KILN_CONV_MAXO * KILN_CONV_MAXT };
+    int tt[MAXC], oo[MAXC], n = 0;
+    double cost[MAXC];
+    for (int o = 1; o <= KILN_CONV_MAXO; o++)
+        for (int x = 1; kiln_dense_tile_ok(isa, d->m, nbn, x, o); x++) {
+            double c = kiln_dense_tile_cost(d->m, nbn, x, o);
+            int j = n++;
+            for (; j > 0 && cost[j - 1] > c; j--) { /* insertion: cheapest first */
+                cost[j] = cost[j - 1];
+                tt[j] = tt[j - 1];
+                oo[j] = oo[j - 1];
+            }
+            cost[j] = c;
+            tt[j] = x;
+            oo[j] = o;
+        }
+    for (int j = 0, tiles = 0; j < n && tiles < KILN_MAX_PICKS - 1; j++) {
+        kiln_dense_params c = *d;
+        c.m_tile = tt[j];
+        c.n_tile = oo[j];
+        kiln_dense_task_knobs(&c, l2, 2);
+        tiles += kiln_knob_pick(t, &c);
+    }
+    kiln_dense_params c = *d;
+    c.order = !d->order;
+    kiln_knob_pick(t, &c);
+}
+
 static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
 {
     const kiln_graph *g = l->ctx->g;
@@ -182,6 +217,7 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
                       (int)offsetof(kiln_dense_params, order));
     kiln_knob_choice(k, 0);
     kiln_knob_choice(k, 1);
+    add_picks(t, p, tg->l2_bytes);
     t->flops = kiln_dense_flops(p);
     return KILN_OK;
 }

@@ -192,39 +192,34 @@ static inline void kiln_dense_pack_weights(const kiln_dense_params *p, const flo
             }
 }
 
-/* Fills the knobs of p (geometry and nb set) from the shape, the per-core
- * L1d/L2 sizes in bytes and the thread count. The register model is the
- * block width's (16: AVX-512, 8: AVX2), whatever the build compiling this. */
-static inline void kiln_dense_default_params(kiln_dense_params *p, int64_t l1_bytes,
-                                             int64_t l2_bytes, int n_threads)
+/* The register tile's modelled cost over the whole product: per k step,
+ * t * o FMAs (at least 8: the FMA latency times two ports), t broadcasts of
+ * X (half an FMA each: they share the load ports with the weights), and o
+ * weight vectors, which stream from L2 (two FMAs' worth each). Measured on
+ * vit-b-16's and convnext_tiny's GEMMs (one core, AVX-512): 9x3 ~ 14x2 ~
+ * 12x2 > 7x4 > 16x1, the last 20-35% slower, which the model without the
+ * broadcasts had chosen. */
+static inline double kiln_dense_tile_cost(int64_t m, int64_t nbn, int t, int o)
 {
-    (void)l1_bytes;
+    int64_t full = m / t, rem = m % t;
+    int64_t tiles_o = kiln_k_cdiv(nbn, o);
+    return tiles_o * (full * ((double)kiln_k_max64((int64_t)t * o, 8) + 0.5 * t + 2.0 * o) +
+                      (rem ? (double)kiln_k_max64(rem * o, 8) + 0.5 * rem + 2.0 * o : 0.0));
+}
+
+/* Whether tile t x o exists for `isa` on m rows and nbn column blocks. */
+static inline int kiln_dense_tile_ok(int isa, int64_t m, int64_t nbn, int t, int o)
+{
+    return o >= 1 && o <= KILN_CONV_MAXO && o <= nbn && t >= 1 && t <= kiln_conv_max_t(isa, o) &&
+           (t <= m || t == 1);
+}
+
+/* The knobs after the register tile (p->m_tile, p->n_tile set): the task
+ * groups and the loop order. */
+static inline void kiln_dense_task_knobs(kiln_dense_params *p, int64_t l2_bytes, int n_threads)
+{
     const int isa = kiln_conv_model_isa(p->nb);
-    p->m_tile = p->n_tile = 1;
-    p->m_group = p->n_group = 0;
     kiln_dense_plan q = kiln_dense_plan_isa(p, isa);
-    /* register tile: per k step, t * o FMAs (at least 8: the FMA latency
-     * times two ports), t broadcasts of X (half an FMA each: they share the
-     * load ports with the weights), and o weight vectors, which stream from
-     * L2 (two FMAs' worth each). Measured on vit-b-16's and convnext_tiny's
-     * GEMMs (one core, AVX-512): 9x3 ~ 14x2 ~ 12x2 > 7x4 > 16x1, the last
-     * 20-35% slower, which the model without the broadcasts had chosen */
-    double best = 1e300;
-    for (int o = 1; o <= KILN_CONV_MAXO && o <= q.nbn; o++) {
-        int mt = kiln_conv_max_t(isa, o);
-        for (int t = 1; t <= mt && (t <= p->m || t == 1); t++) {
-            int64_t full = p->m / t, rem = p->m % t;
-            int64_t tiles_o = kiln_k_cdiv(q.nbn, o);
-            double c = tiles_o * (full * ((double)kiln_k_max64((int64_t)t * o, 8) + 0.5 * t + 2.0 * o) +
-                                  (rem ? (double)kiln_k_max64(rem * o, 8) + 0.5 * rem + 2.0 * o : 0.0));
-            if (c < best * 0.999) {
-                best = c;
-                p->m_tile = t;
-                p->n_tile = o;
-            }
-        }
-    }
-    q = kiln_dense_plan_isa(p, isa);
     int64_t wblock = (int64_t)p->k * p->nb * 4;
     int64_t ng = q.nbn, mg = p->m;
     int64_t want = 4 * (int64_t)(n_threads > 0 ? n_threads : 1);
@@ -251,6 +246,31 @@ static inline void kiln_dense_default_params(kiln_dense_params *p, int64_t l1_by
      * prefetched tile would compete with X's stream for the L2: vit-b-16's
      * 197x3072 by 3072x768 lost 2% with it on 2 threads) */
     p->order = (int64_t)mg * p->k * 4 <= l2_bytes / 2;
+}
+
+/* Fills the knobs of p (geometry and nb set) from the shape, the per-core
+ * L1d/L2 sizes in bytes and the thread count. The register model is the
+ * block width's (16: AVX-512, 8: AVX2), whatever the build compiling this:
+ * the cheapest tile by kiln_dense_tile_cost, then kiln_dense_task_knobs. */
+static inline void kiln_dense_default_params(kiln_dense_params *p, int64_t l1_bytes,
+                                             int64_t l2_bytes, int n_threads)
+{
+    (void)l1_bytes;
+    const int isa = kiln_conv_model_isa(p->nb);
+    p->m_tile = p->n_tile = 1;
+    p->m_group = p->n_group = 0;
+    kiln_dense_plan q = kiln_dense_plan_isa(p, isa);
+    double best = 1e300;
+    for (int o = 1; o <= KILN_CONV_MAXO && o <= q.nbn; o++)
+        for (int t = 1; kiln_dense_tile_ok(isa, p->m, q.nbn, t, o); t++) {
+            double c = kiln_dense_tile_cost(p->m, q.nbn, t, o);
+            if (c < best * 0.999) {
+                best = c;
+                p->m_tile = t;
+                p->n_tile = o;
+            }
+        }
+    kiln_dense_task_knobs(p, l2_bytes, n_threads);
 }
 
 typedef struct kiln_dense_tile_args {
