@@ -540,6 +540,17 @@ typedef struct kiln_conv_far {
         }                                                                                          \
     }
 
+/* The tap walk: a 1x1 conv walks its input blocks with one pointer pair and
+ * the far prefetch's taps as a range (no test per tap); other windows test
+ * for the far prefetch once per filter row. With the test and the index
+ * arithmetic per tap (8 channels, ~40 cycles of FMAs on AVX2), the walk cost
+ * a quarter of the time: resnet-50's 1x1s through kiln_conv_run, one thread,
+ * warm, AMD EPYC (AVX2): 512>2048 on 7x7 64 -> 80 GFLOP/s, 1024>256 on 14x14
+ * 70 -> 92, 128>512 on 28x28 36 -> 80; 3x3s 1-4%. kiln bench, 2 threads,
+ * alternated rounds, the 1x1 walk (4 rounds) then the per-row test (3):
+ * mobilenet-v2 0.80x, resnext-50 0.86x, efficientnet-b0 0.92x (1x1 walk
+ * alone), resnet-50 0.91 x 0.97, inception-v3 0.96 x 0.96, densenet-121
+ * 0.90 x 1.00, vgg-16 0.98 (per-row test). */
 #define KILN_CONV_UKERNEL(NAME, V, VL, ZERO, LOAD, STORE, FMA, SET1, ADD, MAX, MIN)                 \
     static KILN_KINLINE void NAME(const int T, const int O, const int64_t PS, const int CBI,         \
                                   const int FAR, const kiln_conv_tile_args *a,                       \
@@ -554,20 +565,47 @@ typedef struct kiln_conv_far {
                 a->first ? init : LOAD(a->out + o * os + p * VL);                                    \
         }                                                                                            \
         int tap = 0;                                                                                 \
+        if (a->nkh == 1 && a->nkw == 1) {                                                            \
+            /* 1x1: a tap per input block, one pointer pair, the far prefetch's taps a range */     \
+            const float *ip = a->in, *wp = a->w;                                                     \
+            const int64_t ics = a->in_cs, wcs = a->w_cs;                                             \
+            const int nb = a->nicb;                                                                  \
+            const int flo = FAR ? (f->lo < 0 ? 0 : f->lo > nb ? nb : f->lo) : nb;                    \
+            const int fhi = FAR ? (f->hi < flo ? flo : f->hi > nb ? nb : f->hi) : nb;                \
+            int icb = 0;                                                                             \
+            for (; icb < flo; icb++, ip += ics, wp += wcs) {                                         \
+                KILN_CONV_TAP(V, VL, LOAD, SET1, FMA, (void)0);                                      \
+            }                                                                                        \
+            for (; icb < fhi; icb++, ip += ics, wp += wcs) {                                         \
+                KILN_CONV_TAP(V, VL, LOAD, SET1, FMA,                                                \
+                              __builtin_prefetch(wp + (int64_t)ci * VL + o * wos + f->off, 0, 2));   \
+            }                                                                                        \
+            for (; icb < nb; icb++, ip += ics, wp += wcs) {                                          \
+                KILN_CONV_TAP(V, VL, LOAD, SET1, FMA, (void)0);                                      \
+            }                                                                                        \
+        } else                                                                                       \
         for (int icb = 0; icb < a->nicb; icb++) {                                                    \
             for (int r = 0; r < a->nkh; r++) {                                                       \
-                const float *ip0 = a->in + icb * a->in_cs + r * a->in_rs;                            \
-                const float *wp0 = a->w + icb * a->w_cs + r * a->w_rs;                               \
-                for (int s = 0; s < a->nkw; s++, tap++) {                                            \
-                    const float *ip = ip0 + s * a->in_ss;                                            \
-                    const float *wp = wp0 + (int64_t)s * CBI * VL;                                   \
-                    if (FAR && tap >= f->lo && tap < f->hi) {                                        \
-                        KILN_CONV_TAP(V, VL, LOAD, SET1, FMA,                                        \
-                                      __builtin_prefetch(wp + (int64_t)ci * VL + o * wos + f->off,   \
-                                                         0, 2));                                     \
-                    } else {                                                                         \
+                const float *ip = a->in + icb * a->in_cs + r * a->in_rs;                             \
+                const float *wp = a->w + icb * a->w_cs + r * a->w_rs;                                \
+                const int nkw = a->nkw;                                                              \
+                const int64_t iss = a->in_ss;                                                        \
+                if (FAR && tap < f->hi && tap + nkw > f->lo) {                                       \
+                    for (int s = 0; s < nkw; s++, tap++, ip += iss, wp += CBI * VL) {                \
+                        if (tap >= f->lo && tap < f->hi) {                                           \
+                            KILN_CONV_TAP(V, VL, LOAD, SET1, FMA,                                    \
+                                          __builtin_prefetch(wp + (int64_t)ci * VL + o * wos +       \
+                                                                 f->off,                             \
+                                                             0, 2));                                 \
+                        } else {                                                                     \
+                            KILN_CONV_TAP(V, VL, LOAD, SET1, FMA, (void)0);                          \
+                        }                                                                            \
+                    }                                                                                \
+                } else { /* no far prefetch in this filter row: no per-tap test */                   \
+                    for (int s = 0; s < nkw; s++, ip += iss, wp += CBI * VL) {                       \
                         KILN_CONV_TAP(V, VL, LOAD, SET1, FMA, (void)0);                              \
                     }                                                                                \
+                    tap += nkw;                                                                      \
                 }                                                                                    \
             }                                                                                        \
         }                                                                                            \
