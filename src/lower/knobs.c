@@ -98,6 +98,17 @@ bool kiln_knob_pick(kiln_task *t, const void *params)
     return true;
 }
 
+void kiln_tiles_rank(kiln_tile_rank *r, int n)
+{
+    for (int i = 1; i < n; i++) { /* insertion: stable, and n is a few dozen */
+        kiln_tile_rank x = r[i];
+        int j = i;
+        for (; j > 0 && r[j - 1].cost > x.cost; j--)
+            r[j] = r[j - 1];
+        r[j] = x;
+    }
+}
+
 void kiln_knobs_apply(kiln_task *t)
 {
     if (!t->params)

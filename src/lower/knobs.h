@@ -30,6 +30,13 @@ void kiln_knobs_chunk(kiln_task *t, int64_t total);
  * an earlier pick, or when KILN_MAX_PICKS are there; true when added. Call
  * after every knob is declared. */
 bool kiln_knob_pick(kiln_task *t, const void *params);
+/* A register tile of t x o and its modelled cost. */
+typedef struct kiln_tile_rank {
+    int t, o;
+    double cost;
+} kiln_tile_rank;
+/* Sorts r[0..n) cheapest first, ties kept in their order. */
+void kiln_tiles_rank(kiln_tile_rank *r, int n);
 /* Copies every knob with an offset into t->params. */
 void kiln_knobs_apply(kiln_task *t);
 

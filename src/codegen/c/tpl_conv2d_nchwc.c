@@ -339,32 +339,23 @@ static void add_picks(kiln_task *t, const kiln_conv_params *d, int64_t l1, int64
 {
     const int isa = kiln_conv_model_isa(d->cb_out);
     kiln_conv_plan q = kiln_conv_plan_isa(d, isa);
-    enum { MAXC = KILN_CONV_MAXO * KILN_CONV_MAXT };
-    int tt[2][MAXC], oo[2][MAXC], n[2] = {0, 0};
+    kiln_tile_rank r[2][KILN_CONV_MAXO * KILN_CONV_MAXT];
+    int n[2] = {0, 0};
     for (int w = 0; w < 2; w++) {
-        double wcost = w ? KILN_CONV_WLOAD_L2_AVX2 : 0.5, cost[MAXC];
+        double wcost = w ? KILN_CONV_WLOAD_L2_AVX2 : 0.5;
         for (int o = 1; o <= KILN_CONV_MAXO; o++)
-            for (int x = 1; kiln_conv_tile_ok(isa, d->ow, q.cob_g, x, o); x++) {
-                double c = kiln_conv_tile_cost(isa, d->ow, q.cob_g, wcost, x, o);
-                int j = n[w]++;
-                for (; j > 0 && cost[j - 1] > c; j--) { /* insertion: cheapest first */
-                    cost[j] = cost[j - 1];
-                    tt[w][j] = tt[w][j - 1];
-                    oo[w][j] = oo[w][j - 1];
-                }
-                cost[j] = c;
-                tt[w][j] = x;
-                oo[w][j] = o;
-            }
+            for (int x = 1; kiln_conv_tile_ok(isa, d->ow, q.cob_g, x, o); x++)
+                r[w][n[w]++] = (kiln_tile_rank){x, o, kiln_conv_tile_cost(d->ow, q.cob_g, wcost, x, o)};
+        kiln_tiles_rank(r[w], n[w]);
     }
     int tiles = 0;
-    for (int j = 0; j < MAXC && tiles < KILN_MAX_PICKS - 1; j++)
+    for (int j = 0; j < KILN_CONV_MAXO * KILN_CONV_MAXT && tiles < KILN_MAX_PICKS - 1; j++)
         for (int w = 0; w < 2 && tiles < KILN_MAX_PICKS - 1; w++) {
-            if (j >= n[w] || (tt[w][j] == q.T && oo[w][j] == q.O))
+            if (j >= n[w] || (r[w][j].t == q.T && r[w][j].o == q.O))
                 continue;
             kiln_conv_params c = *d;
-            c.ow_tile = tt[w][j];
-            c.oc_tile = oo[w][j];
+            c.ow_tile = r[w][j].t;
+            c.oc_tile = r[w][j].o;
             kiln_conv_task_knobs(&c, l1, l2, 2);
             tiles += kiln_knob_pick(t, &c);
         }

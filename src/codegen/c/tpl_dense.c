@@ -150,26 +150,16 @@ static void add_picks(kiln_task *t, const kiln_dense_params *d, int64_t l2)
 {
     const int isa = kiln_conv_model_isa(d->nb);
     const int64_t nbn = kiln_k_cdiv(d->n, d->nb);
-    enum { MAXC = KILN_CONV_MAXO * KILN_CONV_MAXT };
-    int tt[MAXC], oo[MAXC], n = 0;
-    double cost[MAXC];
+    kiln_tile_rank r[KILN_CONV_MAXO * KILN_CONV_MAXT];
+    int n = 0;
     for (int o = 1; o <= KILN_CONV_MAXO; o++)
-        for (int x = 1; kiln_dense_tile_ok(isa, d->m, nbn, x, o); x++) {
-            double c = kiln_dense_tile_cost(d->m, nbn, x, o);
-            int j = n++;
-            for (; j > 0 && cost[j - 1] > c; j--) { /* insertion: cheapest first */
-                cost[j] = cost[j - 1];
-                tt[j] = tt[j - 1];
-                oo[j] = oo[j - 1];
-            }
-            cost[j] = c;
-            tt[j] = x;
-            oo[j] = o;
-        }
+        for (int x = 1; kiln_conv_tile_ok(isa, d->m, nbn, x, o); x++)
+            r[n++] = (kiln_tile_rank){x, o, kiln_dense_tile_cost(d->m, nbn, x, o)};
+    kiln_tiles_rank(r, n);
     for (int j = 0, tiles = 0; j < n && tiles < KILN_MAX_PICKS - 1; j++) {
         kiln_dense_params c = *d;
-        c.m_tile = tt[j];
-        c.n_tile = oo[j];
+        c.m_tile = r[j].t;
+        c.n_tile = r[j].o;
         kiln_dense_task_knobs(&c, l2, 2);
         tiles += kiln_knob_pick(t, &c);
     }

@@ -297,10 +297,8 @@ static inline void kiln_conv_pack_weights(const kiln_conv_params *p, const float
  * mobilenet-v2 0.94x, resnet-50 and inception-v3 0.99x, resnet-18 1.02x,
  * vgg-16 1.01x). (The Winograd template picks its tile over a band's tiles
  * with this too.) */
-static inline double kiln_conv_tile_cost(int isa, int64_t px, int64_t cob, double wcost, int t,
-                                         int o)
+static inline double kiln_conv_tile_cost(int64_t px, int64_t cob, double wcost, int t, int o)
 {
-    (void)isa;
     int64_t full = px / t, rem = px % t;
     int64_t ofull = cob / o, orem = cob % o;
     double row = 0;
@@ -313,7 +311,8 @@ static inline double kiln_conv_tile_cost(int isa, int64_t px, int64_t cob, doubl
     return row + 2.0 * (full + (rem != 0)) * kiln_k_cdiv(cob, o); /* per-tile overhead */
 }
 
-/* Whether tile t x o exists for `isa` on rows of px pixels and cob blocks. */
+/* Whether tile t x o exists for `isa` on rows of px pixels and cob blocks
+ * (also a dense tile: rows of X for pixels, column blocks for cob). */
 static inline int kiln_conv_tile_ok(int isa, int64_t px, int64_t cob, int t, int o)
 {
     return o >= 1 && o <= KILN_CONV_MAXO && o <= cob && t >= 1 && t <= kiln_conv_max_t(isa, o) &&
@@ -327,7 +326,7 @@ static inline void kiln_conv_pick_tile_w(int isa, int64_t px, int64_t cob, doubl
     *T = *O = 1;
     for (int o = 1; o <= KILN_CONV_MAXO && o <= cob; o++)
         for (int t = 1; kiln_conv_tile_ok(isa, px, cob, t, o); t++) {
-            double row = kiln_conv_tile_cost(isa, px, cob, wcost, t, o);
+            double row = kiln_conv_tile_cost(px, cob, wcost, t, o);
             if (row < best * 0.999) {
                 best = row;
                 *T = t;

@@ -207,13 +207,6 @@ static inline double kiln_dense_tile_cost(int64_t m, int64_t nbn, int t, int o)
                       (rem ? (double)kiln_k_max64(rem * o, 8) + 0.5 * rem + 2.0 * o : 0.0));
 }
 
-/* Whether tile t x o exists for `isa` on m rows and nbn column blocks. */
-static inline int kiln_dense_tile_ok(int isa, int64_t m, int64_t nbn, int t, int o)
-{
-    return o >= 1 && o <= KILN_CONV_MAXO && o <= nbn && t >= 1 && t <= kiln_conv_max_t(isa, o) &&
-           (t <= m || t == 1);
-}
-
 /* The knobs after the register tile (p->m_tile, p->n_tile set): the task
  * groups and the loop order. */
 static inline void kiln_dense_task_knobs(kiln_dense_params *p, int64_t l2_bytes, int n_threads)
@@ -262,7 +255,7 @@ static inline void kiln_dense_default_params(kiln_dense_params *p, int64_t l1_by
     kiln_dense_plan q = kiln_dense_plan_isa(p, isa);
     double best = 1e300;
     for (int o = 1; o <= KILN_CONV_MAXO && o <= q.nbn; o++)
-        for (int t = 1; kiln_dense_tile_ok(isa, p->m, q.nbn, t, o); t++) {
+        for (int t = 1; kiln_conv_tile_ok(isa, p->m, q.nbn, t, o); t++) {
             double c = kiln_dense_tile_cost(p->m, q.nbn, t, o);
             if (c < best * 0.999) {
                 best = c;
