@@ -4,7 +4,8 @@
 Usage: bench/ab.py OLD_KILN NEW_KILN [--nets a,b,..] [--rounds N] [--threads T]
                    [--old-records R] [--new-records R] [--out FILE]
 
-The same kiln twice with --new-records R.jsonl (written by `kiln tune`)
+--nets takes zoo names and .onnx paths (a model.onnx is named by its folder,
+as bench/compare.py's exports are). The same kiln twice with --new-records R.jsonl (written by `kiln tune`)
 compares the tuned build with the untuned one.
 
 Each build compiles every network into its own .so (each with its own cache
@@ -39,6 +40,15 @@ def cpu_model():
     except OSError:
         pass
     return platform.processor() or "unknown CPU"
+
+
+def label(net):
+    """A network's name in the table and in file names: a zoo name as it is,
+    an .onnx path by its file name, or its folder's for a model.onnx."""
+    if not net.endswith(".onnx"):
+        return net
+    base = os.path.basename(net)[:-5]
+    return os.path.basename(os.path.dirname(os.path.abspath(net))) if base == "model" else base
 
 
 def compile_so(kiln, net, so, cache, records=None):
@@ -76,7 +86,7 @@ def main():
     so = {}
     for w, kiln in builds.items():
         for n in nets:
-            so[w, n] = os.path.join(tmp, f"{n}.{w}.so")
+            so[w, n] = os.path.join(tmp, f"{label(n)}.{w}.so")
             print(f"ab: compiling {n} with the {w} build", file=sys.stderr, flush=True)
             compile_so(kiln, n, so[w, n], os.path.join(tmp, f"cache-{w}"), records[w])
     t = {(w, n): [] for w in builds for n in nets}
@@ -93,7 +103,7 @@ def main():
              "|---|---|---|---|---|"]
     for n in nets:
         ratios = [b / o for o, b in zip(t["old", n], t["new", n])]
-        lines.append(f"| {n} | {statistics.median(t['old', n]):.3f} | "
+        lines.append(f"| {label(n)} | {statistics.median(t['old', n]):.3f} | "
                      f"{statistics.median(t['new', n]):.3f} | {statistics.median(ratios):.3f} | "
                      f"{min(ratios):.3f}-{max(ratios):.3f} |")
     text = "\n".join(lines) + "\n"
