@@ -238,6 +238,9 @@ typedef struct kiln_measure_options {
                                  max |want|) + rtol * |want|; 0: 1e-4 each */
     int build_only;           /* nonzero: build (into the model cache) and stop: out gets
                                  build_s, config and so_path; nothing is run or timed */
+    int cold_weights;         /* nonzero: the task's weights are evicted from the caches
+                                 before every call timed (kiln_module_evict_weights), as in
+                                 a network run; 0: they stay warm from the call before */
 } kiln_measure_options;
 
 typedef struct kiln_measure_result {

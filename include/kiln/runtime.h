@@ -62,6 +62,14 @@ kiln_status kiln_module_step_info(const kiln_module *m, int i, kiln_step_info *i
  * them in order equals kiln_module_run). Allocates nothing. */
 kiln_status kiln_module_run_step(kiln_module *m, int i);
 
+/* Evicts the module's weights (its constants, packed weights included)
+ * from every cache level, as they are in a run of a network whose other
+ * layers read far more than the caches hold since these weights were last
+ * read: clflush on x86-64, `dc civac` on AArch64, nothing elsewhere. The
+ * arena (activations) stays where it is. A kiln_bench_fn, for
+ * kiln_bench_options.preproc with the module as ctx; always KILN_OK. */
+kiln_status kiln_module_evict_weights(void *module, kiln_error *err);
+
 /* Physical cores this process may run on (the default number of threads). */
 int kiln_runtime_physical_cores(void);
 
@@ -70,12 +78,24 @@ int kiln_runtime_physical_cores(void);
  * back-to-back runs and reporting the mean per run. When min_repeat_ms > 0,
  * number grows until one measurement lasts at least min_repeat_ms. Optional
  * cooldown between measurements and cache flush before each. */
+
+/* One run of a benchmarked callable (kiln_bench_function), or a preproc
+ * hook: ctx is the caller's. A failing run stops the benchmark with its
+ * status. */
+typedef kiln_status (*kiln_bench_fn)(void *ctx, kiln_error *err);
+
 typedef struct kiln_bench_options {
     int number;           /* >= 1 (default 1; 0 means the default) */
     int repeat;           /* >= 1 (default 3; 0 means the default) */
     double min_repeat_ms; /* default 0 */
     double cooldown_ms;   /* default 0 */
     int flush_cache;      /* nonzero: evict caches before each measurement */
+    /* NULL, or called with preproc_ctx before every run (the warm-up's too),
+     * outside the timed region: each run is then timed alone and a
+     * measurement is the sum of its runs' times (min_repeat_ms counts that
+     * sum). kiln_module_evict_weights is one: every run with cold weights. */
+    kiln_bench_fn preproc;
+    void *preproc_ctx;
 } kiln_bench_options;
 
 #define KILN_BENCH_MAX_REPEAT 10000
@@ -93,7 +113,6 @@ kiln_status kiln_module_bench(kiln_module *m, const kiln_bench_options *opts,
 
 /* The same time evaluator over any callable: `fn(ctx, err)` is one run (a
  * failing run stops the benchmark with its status). out->threads = threads. */
-typedef kiln_status (*kiln_bench_fn)(void *ctx, kiln_error *err);
 kiln_status kiln_bench_function(kiln_bench_fn fn, void *ctx, int threads,
                                 const kiln_bench_options *opts, kiln_bench_result *out,
                                 kiln_error *err);

@@ -71,7 +71,8 @@ class ModuleOptions(Structure):
 
 class BenchOptions(Structure):
     _fields_ = [("number", c_int), ("repeat", c_int), ("min_repeat_ms", c_double),
-                ("cooldown_ms", c_double), ("flush_cache", c_int)]
+                ("cooldown_ms", c_double), ("flush_cache", c_int),
+                ("preproc", c_void_p), ("preproc_ctx", c_void_p)]  # NULL from Python
 
 
 class BenchResult(Structure):

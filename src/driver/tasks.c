@@ -789,6 +789,10 @@ kiln_status kiln_workload_measure(kiln_workload *w, const kiln_measure_options *
     if (s == KILN_OK && r->step < 0)
         s = kiln_errorf(err, KILN_ERR_INTERNAL, "the built model has no step of the task");
     step_ctx sc = {m, r->step};
+    if (o.cold_weights) {
+        o.bench.preproc = kiln_module_evict_weights;
+        o.bench.preproc_ctx = m;
+    }
     if (s == KILN_OK)
         s = kiln_bench_function(run_step, &sc, kiln_module_num_threads(m), &o.bench, &r->time,
                                 err);
@@ -798,13 +802,15 @@ kiln_status kiln_workload_measure(kiln_workload *w, const kiln_measure_options *
         snprintf(r->measured, sizeof r->measured,
                  "step %d of %d (%s) alone: %d measurement%s of %d call%s, %d thread%s; the "
                  "other %d step%s (layout transforms around the task) not timed; inputs and "
-                 "weights %s",
+                 "weights %s%s",
                  r->step + 1, r->num_steps, w->rec.tpl, r->time.repeat,
                  r->time.repeat == 1 ? "" : "s", r->time.number, r->time.number == 1 ? "" : "s",
                  r->time.threads, r->time.threads == 1 ? "" : "s", others,
                  others == 1 ? "" : "s",
                  o.bench.flush_cache ? "flushed from cache before each measurement"
-                                     : "warm in cache");
+                                     : "warm in cache",
+                 o.cold_weights ? " (the weights evicted before every call, as in a network)"
+                                : "");
         memcpy(out, r, sizeof *r);
     }
 done:

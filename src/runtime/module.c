@@ -24,6 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <emmintrin.h> /* _mm_clflush, _mm_mfence (SSE2) */
+#endif
 #ifdef __linux__
 #include <sys/mman.h>
 #endif
@@ -561,6 +564,32 @@ kiln_status kiln_module_step_info(const kiln_module *m, int i, kiln_step_info *i
     info->shapes = s->shapes ? s->shapes : "";
     info->layouts = s->layouts ? s->layouts : "";
     info->config = s->config ? s->config : "";
+    return KILN_OK;
+}
+
+/* Writes back and invalidates the cache lines of [p, p + n) at every level. */
+static void evict_range(const unsigned char *p, int64_t n)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    for (const unsigned char *c = p - ((uintptr_t)p & 63); c < p + n; c += 64)
+        _mm_clflush(c);
+    _mm_mfence(); /* the run that follows finds them gone */
+#elif defined(__aarch64__)
+    for (const unsigned char *c = p - ((uintptr_t)p & 63); c < p + n; c += 64)
+        __asm__ __volatile__("dc civac, %0" : : "r"(c) : "memory");
+    __asm__ __volatile__("dsb ish" : : : "memory");
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
+kiln_status kiln_module_evict_weights(void *module, kiln_error *err)
+{
+    (void)err;
+    kiln_module *m = module;
+    if (m && m->desc->weights_bytes > 0)
+        evict_range(m->weights ? m->weights : m->desc->weights, m->desc->weights_bytes);
     return KILN_OK;
 }
 

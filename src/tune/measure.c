@@ -4,8 +4,10 @@
  * (kiln_workload) and, after its first measurement, the reference outputs.
  * It reads a request (configuration, samples wanted, fault to inject) from a
  * pipe, runs kiln_workload_measure (build through the model cache, one run
- * checked against the reference, the time evaluator over the task's step)
- * and writes the result back. The parent waits for it with a timeout: a
+ * checked against the reference, the time evaluator over the task's step,
+ * the task's weights evicted from the caches before every call: in the
+ * network they were last read a whole run ago, and a configuration judged
+ * with warm weights is judged on the wrong data) and writes the result back. The parent waits for it with a timeout: a
  * worker that dies (a segfaulting candidate) or does not answer in time (a
  * hanging one, killed with SIGKILL) costs that one trial; the next request
  * forks a fresh worker. The worker never returns into the caller's code: it
@@ -80,7 +82,8 @@ static void worker_loop(kiln_measurer *m, int in, int out)
                                    .bench = {.repeat = rq.repeat, .min_repeat_ms = rq.min_repeat_ms},
                                    .num_threads = m->num_threads,
                                    .cache_dir = m->cache_dir,
-                                   .jobs = m->jobs};
+                                   .jobs = m->jobs,
+                                   .cold_weights = 1};
         kiln_measure_result *r = calloc(1, sizeof *r);
         kiln_error err = {0};
         kiln_status s = r ? kiln_workload_measure(m->w, &mo, r, &err) : KILN_ERR_OUT_OF_MEMORY;

@@ -263,6 +263,7 @@ static void measure_key(const char *key, const char *from, uint64_t seed)
     char cfg[512];
     random_config(w, &r, cfg, sizeof cfg);
     kiln_measure_options o = {.config = cfg, .num_threads = 2, .jobs = 2};
+    o.cold_weights = (int)(seed & 1); /* half the tasks timed as the tuner times them */
     o.bench.repeat = 3;
     o.bench.min_repeat_ms = 1;
     kiln_measure_result *res = calloc(1, sizeof *res);
@@ -276,6 +277,7 @@ static void measure_key(const char *key, const char *from, uint64_t seed)
     assert_true(res->step >= 0 && res->step < res->num_steps);
     assert_non_null(strstr(res->config, "\"source\": \"explicit\""));
     assert_non_null(strstr(res->measured, "alone"));
+    assert_true(!strstr(res->measured, "evicted") == !o.cold_weights);
     print_message("%-18s %9.2f us  %7.2f GFLOPS  max|d| %.2g  (%s) %s\n", ti.template_name,
                   res->time.median * 1e6, res->gflops, res->max_abs_diff, from, cfg);
     seen_of(ti.template_name)->measured = true;

@@ -2,8 +2,10 @@
  * semantics) on a model with a known cost (a step that busy-waits a fixed
  * time): the warm-up run, number x repeat runs, number growth until one
  * measurement lasts min_repeat_ms, cooldown, cache flush, consistent
- * statistics, option validation and error propagation. Only lower bounds of
- * times are asserted (a busy-wait never takes less than it waits). */
+ * statistics, option validation, error propagation and the preproc hook
+ * (kiln_module_evict_weights is one). Only lower bounds of times are asserted
+ * (a busy-wait never takes less than it waits), and one upper bound 100x
+ * above a run (the preproc's sleep left out of the timing). */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
@@ -181,6 +183,57 @@ static void test_function_and_errors(void **state)
     free(orig);
 }
 
+/* preproc: called before every run (the warm-up's too), outside the timed
+ * region, and its failure stops the benchmark. */
+typedef struct pre {
+    int calls, fail_at;
+    const int *runs; /* the spin step's call counter */
+    int runs_before, out_of_order;
+} pre;
+
+static kiln_status pre_fn(void *ctx, kiln_error *err)
+{
+    pre *p = ctx;
+    if (*p->runs - p->runs_before != p->calls) /* one run between two preprocs */
+        p->out_of_order++;
+    if (++p->calls == p->fail_at)
+        return kiln_errorf(err, KILN_ERR_INTERNAL, "preproc %d failed", p->calls);
+    struct timespec d = {0, 20 * 1000 * 1000}; /* 20 ms: far above a run */
+    nanosleep(&d, NULL);
+    return KILN_OK;
+}
+
+static void test_preproc(void **state)
+{
+    (void)state;
+    int *calls, *spin_us;
+    kiln_module *m = spin_model(&calls, &spin_us);
+    *spin_us = 100;
+    pre p = {0, 0, calls, *calls, 0};
+    kiln_bench_options o = {.number = 2, .repeat = 3, .preproc = pre_fn, .preproc_ctx = &p};
+    kiln_bench_result *r = calloc(1, sizeof *r);
+    kiln_error err = {0};
+    assert_int_equal(kiln_module_bench(m, &o, r, &err), KILN_OK);
+    assert_int_equal(p.calls, 1 + 2 * 3);
+    assert_int_equal(*calls - p.runs_before, 1 + 2 * 3);
+    assert_int_equal(p.out_of_order, 0);
+    check_stats(r);
+    assert_true(r->min >= 100e-6);
+    assert_true(r->median < 10e-3); /* with the 20 ms preproc timed it would be >= 20 ms */
+
+    /* a failing preproc stops it with its status */
+    p = (pre){0, 3, calls, *calls, 0};
+    assert_int_equal(kiln_module_bench(m, &o, r, &err), KILN_ERR_INTERNAL);
+    assert_string_equal(err.msg, "preproc 3 failed");
+    assert_int_equal(*calls - p.runs_before, 2);
+
+    /* evicting a module's weights changes nothing it computes */
+    assert_int_equal(kiln_module_evict_weights(m, &err), KILN_OK);
+    assert_int_equal(kiln_module_evict_weights(NULL, &err), KILN_OK);
+    free(r);
+    kiln_module_destroy(m);
+}
+
 int main(void)
 {
     unsetenv("KILN_NUM_THREADS");
@@ -189,6 +242,7 @@ int main(void)
         cmocka_unit_test(test_min_repeat_ms),
         cmocka_unit_test(test_cooldown_flush),
         cmocka_unit_test(test_function_and_errors),
+        cmocka_unit_test(test_preproc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
