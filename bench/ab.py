@@ -5,8 +5,8 @@ Usage: bench/ab.py OLD_KILN NEW_KILN [--nets a,b,..] [--rounds N] [--threads T]
                    [--old-records R] [--new-records R] [--out FILE]
 
 --nets takes zoo names and .onnx paths (a model.onnx is named by its folder,
-as bench/compare.py's exports are). The same kiln twice with --new-records R.jsonl (written by `kiln tune`)
-compares the tuned build with the untuned one.
+as bench/compare.py's exports are). The same kiln twice with --new-records
+R.jsonl (written by `kiln tune`) compares the tuned build with the untuned one.
 
 Each build compiles every network into its own .so (each with its own cache
 directory, under a temporary folder), then `kiln bench SO --json` times them

@@ -227,7 +227,8 @@ static void test_preproc(void **state)
     assert_string_equal(err.msg, "preproc 3 failed");
     assert_int_equal(*calls - p.runs_before, 2);
 
-    /* evicting a module's weights changes nothing it computes */
+    /* the hook itself on a module and on NULL (test_module checks a module's
+     * outputs with its weights evicted) */
     assert_int_equal(kiln_module_evict_weights(m, &err), KILN_OK);
     assert_int_equal(kiln_module_evict_weights(NULL, &err), KILN_OK);
     free(r);
