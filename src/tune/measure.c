@@ -8,8 +8,9 @@
  * the task's weights evicted from the caches before every call: in the
  * network they were last read a whole run ago, and a configuration judged
  * with warm weights is judged on the wrong data) and writes the result
- * back. The parent waits for it with a timeout: a worker that dies (a segfaulting candidate) or does not answer in time (a
- * hanging one, killed with SIGKILL) costs that one trial; the next request
+ * back. The parent waits for it with a timeout: a worker that dies (a
+ * segfaulting candidate) or does not answer in time (a hanging one, killed
+ * with SIGKILL) costs that one trial; the next request
  * forks a fresh worker. The worker never returns into the caller's code: it
  * leaves with _exit. */
 #include <errno.h>
