@@ -1,6 +1,6 @@
 /* tests/kernels/test_math_kernels.c: the functions of kiln_kernels_math.h
  * (what generated Sigmoid, Tanh, Exp, Log, Erf, Gelu, Softplus, Mish, Elu,
- * Selu kernels run) against double libm, in units of the last place of the
+ * Selu, Softmax and Attention kernels run) against double libm, in units of the last place of the
  * correctly rounded float result (2^-149 for denormal results; gelu, whose
  * contract is absolute, in units of 2^-24 |x| + 1 ulp), within the bounds
  * the header states:
@@ -229,9 +229,42 @@ static void test_hardsigmoid(void **state)
     assert_true(kiln_m_hardsigmoidf(NAN, 0.2f, 0.5f) == 1.0f);
 }
 
+/* kiln_m_expf_nonpos (sigmoid's, softplus's, erf's, softmax's and
+ * attention's exp) is kiln_m_expf bit for bit on its domain x <= 0: every
+ * 61st pattern with the sign bit set (-0, negative denormals and normals,
+ * -inf, negative NaNs), then +0 and a positive NaN. */
+static void test_exp_nonpos(void **state)
+{
+    (void)state;
+    int64_t n = (int64_t)((1ull << 31) / 61) + 3;
+    float *in = malloc((size_t)n * sizeof *in), *a = malloc((size_t)n * sizeof *a),
+          *b = malloc((size_t)n * sizeof *b);
+    assert_true(in && a && b);
+    for (int64_t i = 0; i < n - 2; i++) {
+        uint32_t u = 0x80000000u | (uint32_t)((uint64_t)i * 61u);
+        memcpy(&in[i], &u, sizeof u);
+    }
+    in[n - 2] = 0.0f;
+    in[n - 1] = NAN;
+    for (int64_t i = 0; i < n; i++)
+        a[i] = kiln_m_expf_nonpos(in[i]);
+    for (int64_t i = 0; i < n; i++)
+        b[i] = kiln_m_expf(in[i]);
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(in[i]) ? !(isnan(a[i]) && isnan(b[i])) : memcmp(&a[i], &b[i], sizeof a[i]) != 0)
+            fail_msg("kiln_m_expf_nonpos(%a) = %a, kiln_m_expf gives %a", (double)in[i],
+                     (double)a[i], (double)b[i]);
+    }
+    assert_true(kiln_m_expf_nonpos(-INFINITY) == 0.0f && kiln_m_expf_nonpos(0.0f) == 1.0f);
+    free(in);
+    free(a);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exp_nonpos),
         cmocka_unit_test(test_bit_patterns),
         cmocka_unit_test(test_busy_ranges),
         cmocka_unit_test(test_special_values),

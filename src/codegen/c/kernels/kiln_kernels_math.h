@@ -15,6 +15,7 @@
  * in units of the last place of the correctly rounded float result
  * (denormal results: units of 2^-149):
  *   kiln_m_expf      <= 2 ulp   (0 below x = -103.98, +inf above 88.73)
+ *   kiln_m_expf_nonpos  = kiln_m_expf for x <= 0 (its domain), bit for bit
  *   kiln_m_expm1f    <= 2 ulp   for x <= 0 (its domain; see the function)
  *   kiln_m_logf      <= 2 ulp   (-inf at 0, NaN below 0, denormals exact-scaled)
  *   kiln_m_log1pf    <= 2 ulp   for x > -1
@@ -107,8 +108,8 @@ static inline float kiln_m_expf(float x)
     return ((1.0f + q) * kiln_m_pow2i(n1)) * kiln_m_pow2i(n - n1);
 }
 
-/* e^x for x <= 0 (or NaN), the exp of sigmoid and softplus (e^-|x|): no
- * upper clamp, and 2^n applied as 2^(n + 64) then 2^-64, whose product
+/* e^x for x <= 0 (or NaN): the exp of sigmoid and softplus (e^-|x|), erf
+ * (e^-x^2) and of softmax and attention (e^(x - max)). No upper clamp, and 2^n applied as 2^(n + 64) then 2^-64, whose product
  * rounds once (n + 64 >= -86 keeps the first factor normal), instead of
  * two halves of n: seven vector operations fewer than kiln_m_expf's ~31,
  * the same result. */
@@ -217,7 +218,7 @@ static inline float kiln_m_erff(float x)
     q = q * t + 0x1.b15a30p-6f;
     q = q * t - 0x1.3da90cp-4f;
     q = q * t + 0x1.b974bcp-3f;
-    float pl = 1.0f - kiln_m_expf(-z) * q;
+    float pl = 1.0f - kiln_m_expf_nonpos(-z) * q;
     return kiln_m_copysignf(kiln_m_sel(a < 0.875f, ps, pl), x);
 }
 
