@@ -1,9 +1,9 @@
 /* tests/kernels/test_math_kernels.c: the functions of kiln_kernels_math.h
  * (what generated Sigmoid, Tanh, Exp, Log, Erf, Gelu, Softplus, Mish, Elu,
- * Selu, Softmax and Attention kernels run) against double libm, in units of the last place of the
- * correctly rounded float result (2^-149 for denormal results; gelu, whose
- * contract is absolute, in units of 2^-24 |x| + 1 ulp), within the bounds
- * the header states:
+ * Selu, Softmax and Attention kernels run) against double libm, in units of
+ * the last place of the correctly rounded float result (2^-149 for denormal
+ * results; gelu, whose contract is absolute, in units of 2^-24 |x| + 1 ulp),
+ * within the bounds the header states:
  *  - every 4093rd float bit pattern (~1M floats: every exponent, both signs,
  *    denormals, infinities, NaNs);
  *  - 2^20 evenly spaced points over each function's busy range;

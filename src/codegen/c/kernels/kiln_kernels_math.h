@@ -109,10 +109,11 @@ static inline float kiln_m_expf(float x)
 }
 
 /* e^x for x <= 0 (or NaN): the exp of sigmoid and softplus (e^-|x|), erf
- * (e^-x^2) and of softmax and attention (e^(x - max)). No upper clamp, and 2^n applied as 2^(n + 64) then 2^-64, whose product
- * rounds once (n + 64 >= -86 keeps the first factor normal), instead of
- * two halves of n: seven vector operations fewer than kiln_m_expf's ~31,
- * the same result. */
+ * (e^-x^2) and of softmax and attention (e^(x - max)). No upper clamp, and
+ * 2^n applied as 2^(n + 64) then 2^-64, whose product rounds once (n + 64
+ * >= -86 keeps the first factor normal), instead of as two halves of n: the
+ * same result in fewer operations (a SiLU loop, AVX-512, one thread: 0.26
+ * -> 0.21 ns per element). */
 static inline float kiln_m_expf_nonpos(float x)
 {
     x = kiln_m_sel(x < -104.0f, -104.0f, x); /* NaN passes */
