@@ -39,7 +39,8 @@
  *    as its data input) joins that group when the node's template takes the
  *    group as its input prologue (template.prologue: a pre-activation
  *    BatchNorm's per-channel Mul/Add and Relu, applied as the conv reads its
- *    input, when its cost model says so). The group becomes anchored at the
+ *    input, or a squeeze-and-excitation block's run-time scale, folded into
+ *    the conv's weights, when its cost model says so). The group becomes anchored at the
  *    node (its prologue's nodes first in its node list), runs as that
  *    template, and takes elementwise nodes after the anchor as any anchored
  *    group does.

@@ -21,12 +21,16 @@
  * key back; checked against the reference and timed). Negative cases: the
  * BN-Relu's output read by a second conv or a graph output, and an op the
  * prologue does not take (Sigmoid), stay separate kernels; with the value
- * before the Relu read twice, the Relu alone becomes the prologue. */
+ * before the Relu read twice, the Relu alone becomes the prologue.
+ * Squeeze-and-excitation cases: the Mul by a run-time per-channel scale
+ * (global pool, two 1x1 convs, Sigmoid) before the conv, taken into its
+ * scaled weights where they are small next to the input; kept a kernel for
+ * large weights, with a Relu after the Mul, and for a batch of two. */
 #include "compiler_test.h"
 
 static int case_no;
 
-enum { PRE_BN, PRE_MUL_ADD, PRE_ADD_MUL, PRE_MUL, PRE_ADD, PRE_NONE, PRE_SIGMOID };
+enum { PRE_BN, PRE_MUL_ADD, PRE_ADD_MUL, PRE_MUL, PRE_ADD, PRE_NONE, PRE_SIGMOID, PRE_SE };
 enum { ACT_NONE, ACT_RELU, ACT_CLIP };
 enum { EPI_NONE, EPI_RELU, EPI_RESIDUAL };
 /* how the pre-activation's output is shared */
@@ -97,6 +101,16 @@ static int preact(kiln_graph *g, const pcase *c, int x, uint64_t seed, int *inne
     case PRE_SIGMOID:
         y = out1(g, KILN_OP_SIGMOID, &y, 1);
         break;
+    case PRE_SE: {
+        /* squeeze-and-excitation: x * sigmoid(fc2(relu(fc1(mean of x)))),
+         * the scale run-time data of shape [n, ch, 1, 1] */
+        int p = out1(g, KILN_OP_GLOBALAVERAGEPOOL, &x, 1);
+        int r = (ch + 3) / 4;
+        int h = out1(g, KILN_OP_RELU, (int[]){conv(g, p, ch, r, 1, 1, seed + 4)}, 1);
+        int sc = out1(g, KILN_OP_SIGMOID, (int[]){conv(g, h, r, ch, 1, 1, seed + 5)}, 1);
+        y = out1(g, KILN_OP_MUL, (int[]){x, sc}, 2);
+        break;
+    }
     default:
         break;
     }
@@ -288,6 +302,18 @@ static void test_prologue_fused(void **state)
         {1, 32, 16, 10, 3, 1, PRE_MUL_ADD, ACT_RELU, EPI_NONE, SHARE_INNER, false, true, 2},
         /* an op the prologue does not take */
         {1, 32, 16, 8, 1, 1, PRE_SIGMOID, ACT_NONE, EPI_NONE, SHARE_NONE, false, false, 1},
+        /* a squeeze-and-excitation scale (run-time data) folded into the
+         * weights: 1x1 projections (with a residual), a padded 3x3 at
+         * stride 2 whose channels do not fill blocks; kept a kernel where
+         * the weights are large next to the input (3x3 64 on 8x8), after
+         * a Relu (not the chain's one Mul) and for two images (a scale per
+         * image) */
+        {1, 32, 16, 24, 1, 1, PRE_SE, ACT_NONE, EPI_NONE, SHARE_NONE, false, true, 0},
+        {1, 48, 32, 20, 1, 1, PRE_SE, ACT_NONE, EPI_RESIDUAL, SHARE_NONE, false, true, 0},
+        {1, 24, 20, 41, 3, 2, PRE_SE, ACT_NONE, EPI_RELU, SHARE_NONE, false, true, 0},
+        {1, 64, 64, 8, 3, 1, PRE_SE, ACT_NONE, EPI_NONE, SHARE_NONE, false, false, 1},
+        {1, 32, 16, 24, 1, 1, PRE_SE, ACT_RELU, EPI_NONE, SHARE_NONE, false, false, 1},
+        {2, 32, 16, 24, 1, 1, PRE_SE, ACT_NONE, EPI_NONE, SHARE_NONE, false, false, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         case_no = (int)i;

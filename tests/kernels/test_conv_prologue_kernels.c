@@ -9,7 +9,8 @@
  * the prologue of a zero), batch 2, groups, every header epilogue, analytic
  * and random knobs, random splits of the task range, a NaN-filled
  * workspace; then densenet-121's pre-activation 1x1 shapes with the
- * defaults. */
+ * defaults; and kiln_conv_scale_weights, the run-time per-channel scale
+ * (squeeze-and-excitation) folded into packed weights. */
 #include <float.h>
 
 #include "../ops/nn_helpers.h"
@@ -223,6 +224,40 @@ static void test_pro_workspace_any_isa(void **state)
     }
 }
 
+/* kiln_conv_scale_weights (a squeeze-and-excitation scale folded into the
+ * weights, tpl_conv2d_nchwc.c): the packed weights scaled per input channel
+ * equal the packing of the weights scaled before packing (one rounding);
+ * channels that do not fill blocks (the padding stays zero, the scale past
+ * c_in is never read: NaN there), blocks 16/8/4, 1x1 to 5x5. */
+static void test_scale_weights(void **state)
+{
+    (void)state;
+    kt_rng r = {777};
+    for (int i = 0; i < 60; i++) {
+        static const int cbs[] = {16, 8, 4};
+        int k = kt_int(&r, 0, 2) * 2 + 1;
+        kiln_conv_params p = {.n = 1, .c_in = kt_int(&r, 1, 40), .c_out = kt_int(&r, 1, 40),
+                              .h = 9, .w = 9, .kh = k, .kw = k, .sh = 1, .sw = 1, .dh = 1,
+                              .dw = 1, .groups = 1, .cb_in = cbs[i % 3], .cb_out = cbs[(i / 3) % 3]};
+        kt_conv_extent(&p);
+        int64_t nw = (int64_t)p.c_out * p.c_in * k * k, np = kiln_conv_packed_weight_floats(&p);
+        float *w = kt_rand_buf(&r, nw), *ws = kt_alloc(nw), *s = kt_nan_buf(p.c_in + 16);
+        for (int c = 0; c < p.c_in; c++)
+            s[c] = kt_float(&r) * 2.0f;
+        for (int64_t j = 0; j < nw; j++)
+            ws[j] = w[j] * s[j / (k * k) % p.c_in];
+        float *pw = kt_alloc(np), *want = kt_alloc(np), *got = kt_nan_buf(np);
+        kiln_conv_pack_weights(&p, w, pw);
+        kiln_conv_pack_weights(&p, ws, want);
+        kiln_conv_scale_weights(&p, pw, s, got);
+        for (int64_t j = 0; j < np; j++)
+            if (!(got[j] == want[j])) /* NaN fails too; -0 for 0 is fine */
+                fail_msg("case %d (%d>%d k%d cb %d/%d): packed float %lld is %a, want %a", i, p.c_in,
+                         p.c_out, k, p.cb_in, p.cb_out, (long long)j, (double)got[j], (double)want[j]);
+        free(w), free(ws), free(s), free(pw), free(want), free(got);
+    }
+}
+
 KT_END_SIMD
 
 int main(void)
@@ -231,6 +266,7 @@ int main(void)
         KT_RANDOM_UNIT_TESTS(test_pro_random),
         cmocka_unit_test(test_pro_network_shapes),
         cmocka_unit_test(test_pro_workspace_any_isa),
+        cmocka_unit_test(test_scale_weights),
     };
     return KT_RUN_TESTS(tests);
 }

@@ -48,7 +48,19 @@
  * from there). One thread, paired profiles of densenet-121 (5 rounds,
  * loaded machine): its 56x56 dense layers took 0.90x the time of the two
  * kernels, 28x28 0.99x, 14x14 and 7x7 1.05x; staging whole bands (loop
- * order 1) 1.06x on the 14x14 and 7x7 ones. */
+ * order 1) 1.06x on the 14x14 and 7x7 ones.
+ *
+ * A run-time scale per input channel (a squeeze-and-excitation block's
+ * Mul of the activation by its sigmoid vector, [1, C, 1, 1], the chain's
+ * one node; groups == 1) goes into the weights instead: conv(x * s, W) =
+ * conv(x, W diag(s)). The kernel's entry scales the packed weights into
+ * thread 0's workspace slice (after the conv's own workspace; every thread
+ * reads them there) before the tasks start, and the conv runs as a plain
+ * one on x. Taken when the input holds at least KILN_CONV_RT_SCALE_RATIO
+ * times the packed weights' floats (one thread scales the weights; the
+ * separate Mul kernel read and wrote the whole input): efficientnet-b0's
+ * project convs on 112x112 to 28x28, where the Mul was 15-25% of the
+ * pair's time. */
 #include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +80,9 @@
  * smaller ones the separate kernel writes into and the conv reads from the
  * L2 (see the top). */
 #define KILN_CONV_PRO_MIN_L2_FRACTION 0.5
+/* A run-time per-channel scale is taken when the input has at least this
+ * many times the packed weights' floats (see the top). */
+#define KILN_CONV_RT_SCALE_RATIO 4.0
 
 static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
                   kiln_epi_kind *epi)
@@ -194,6 +209,7 @@ typedef struct pro_chain {
     int scale, shift; /* the Mul's and the Add's constants */
     bool add_first;   /* the Add before the Mul: the shift is scaled too */
     bool clamp;       /* a Relu or Clip last */
+    bool rt;          /* the scale is run-time data: the one Mul of the chain */
     float lo, hi;
 } pro_chain;
 
@@ -206,6 +222,18 @@ static bool pro_const(const kiln_graph *g, int v, const kiln_value *y)
         return false;
     int k = kiln_epilogue_bcast_kind(&c->shape, &y->shape, y->layout);
     return k == 1 || (k == 2 && kiln_shape_numel(&c->shape) == y->shape.dims[1]);
+}
+
+/* Run-time float32 data with one value per channel of y ([1, C, 1, 1] in a
+ * layout where channel c is at offset c: row-major or blocked). */
+static bool pro_rt_vec(const kiln_graph *g, int v, const kiln_value *y)
+{
+    const kiln_value *c = g->values[v];
+    if (c->kind == KILN_VALUE_CONST || c->dtype != KILN_DTYPE_FLOAT32 ||
+        (c->layout.kind != KILN_LAYOUT_ROW_MAJOR && c->layout.kind != KILN_LAYOUT_NCHWC))
+        return false;
+    return kiln_epilogue_bcast_kind(&c->shape, &y->shape, y->layout) == 2 &&
+           kiln_shape_numel(&c->shape) == y->shape.dims[1];
 }
 
 /* Whether nodes[0..n) is an input prologue of conv node `cv` (see the top:
@@ -230,6 +258,11 @@ static bool pro_parse(const kiln_graph *g, const int *nodes, int n, const kiln_n
             if (m->n_inputs != 2 || m->inputs[0] < 0 || m->inputs[1] < 0)
                 return false;
             int k = pro_const(g, m->inputs[1], y) ? 1 : pro_const(g, m->inputs[0], y) ? 0 : -1;
+            if (k < 0 && m->op == KILN_OP_MUL && n == 1) {
+                /* a run-time scale per channel (squeeze-and-excitation) */
+                k = pro_rt_vec(g, m->inputs[1], y) ? 1 : pro_rt_vec(g, m->inputs[0], y) ? 0 : -1;
+                c->rt = k >= 0;
+            }
             if (k < 0)
                 return false;
             act = m->inputs[1 - k];
@@ -319,6 +352,10 @@ static bool prologue(const kiln_target *tg, const kiln_graph *g, const int *node
                                               wv->layout.block_b);
     if (!kiln_conv_supported(&p))
         return false;
+    if (c.rt) /* scaled weights: while they are small next to the input (see the top) */
+        return p.groups == 1 &&
+               KILN_CONV_RT_SCALE_RATIO * (double)kiln_conv_packed_weight_floats(&p) <=
+                   (double)kiln_shape_numel(&g->values[n->inputs[0]]->shape);
     if (kiln_conv_plan_of(&p).copy) /* it copies its input anyway */
         return true;
     p.pro = pro_flags(&c);
@@ -381,7 +418,7 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
                                            &p->clip_min, &p->clip_max);
     pro_chain c;
     if (task_pro(l, t, &c)) {
-        p->pro = pro_flags(&c);
+        p->pro = c.rt ? 0 : pro_flags(&c); /* a run-time scale goes into the weights */
         p->pro_lo = c.clamp ? c.lo : 0.0f;
         p->pro_hi = c.clamp ? c.hi : 0.0f;
     } else if (t->anchor != l->ctx->groups[t->group].nodes[0]) {
@@ -431,6 +468,13 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     add_picks(t, p, l->ctx->target.l1_bytes, l->ctx->target.l2_bytes);
     t->flops = kiln_conv_flops(p);
     return KILN_OK;
+}
+
+/* Where the scaled weights of a run-time input scale lie in thread 0's
+ * workspace slice: after the conv's own workspace, 64-byte aligned. */
+static int64_t rt_weights_offset(const kiln_task *t)
+{
+    return ((int64_t)kiln_conv_workspace_bytes(t->params) + 63) / 64 * 64;
 }
 
 /* The input prologue's scale and shift per input channel, ceil(c_in /
@@ -492,6 +536,9 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
     if ((s = pack_pro(l, t, err)) != KILN_OK)
         return s;
     t->workspace = (int64_t)kiln_conv_workspace_bytes(p);
+    pro_chain c;
+    if (task_pro(l, t, &c) && c.rt) /* the scaled weights, after thread 0's own part */
+        t->workspace = rt_weights_offset(t) + (int64_t)sizeof(float) * floats;
     return KILN_OK;
 }
 
@@ -518,7 +565,15 @@ void kiln_tpl_emit_conv_body(kiln_sb *b, const kiln_lowered *l, const kiln_task 
     int xa = kiln_task_arg(t, n->inputs[0]), wa = kiln_task_arg(t, n->inputs[1]);
     int sa = -1, ha = -1; /* the input prologue's scale and shift */
     pro_chain c;
-    if (p->pro && task_pro(l, t, &c)) {
+    bool rt = !p->pro && task_pro(l, t, &c) && c.rt;
+    char wexpr[96];
+    snprintf(wexpr, sizeof wexpr, "a%d", wa);
+    if (rt) { /* a run-time scale: the entry scales the weights into thread 0's workspace */
+        xa = kiln_task_arg(t, c.x);
+        sa = kiln_task_arg(t, c.scale);
+        snprintf(wexpr, sizeof wexpr, "(const float *)((const char *)k_->rt->workspace + %lld)",
+                 (long long)rt_weights_offset(t));
+    } else if (p->pro && task_pro(l, t, &c)) {
         kiln_sb_printf(b, "    .pro = %d, .pro_lo = %af, .pro_hi = %af,\n", p->pro,
                        (double)p->pro_lo, (double)p->pro_hi);
         xa = kiln_task_arg(t, c.x);
@@ -539,7 +594,7 @@ void kiln_tpl_emit_conv_body(kiln_sb *b, const kiln_lowered *l, const kiln_task 
         kiln_emit_arg_or_null(b, ha, false);
         kiln_sb_printf(b, ", a%d, ", wa);
     } else {
-        kiln_sb_printf(b, "    kiln_conv_run(&P_, a%d, a%d, ", xa, wa);
+        kiln_sb_printf(b, "    kiln_conv_run(&P_, a%d, %s, ", xa, wexpr);
     }
     kiln_emit_arg_or_null(b, ba, false);
     kiln_sb_puts(b, ", ");
@@ -555,7 +610,17 @@ void kiln_tpl_emit_conv_body(kiln_sb *b, const kiln_lowered *l, const kiln_task 
         kiln_sb_puts(b, "        }\n    }\n");
     }
     kiln_sb_puts(b, "}\n");
-    kiln_emit_entry(b, t, "kiln_conv_tasks(&P_)", 1);
+    if (!rt) {
+        kiln_emit_entry(b, t, "kiln_conv_tasks(&P_)", 1);
+        return;
+    }
+    kiln_sb_printf(b,
+                   "\nvoid %s(void *const *args, const kiln_rt *rt)\n{\n"
+                   "    kiln_kctx_ k_ = {args, rt};\n"
+                   "    kiln_conv_scale_weights(&P_, (const float *)args[%d], (const float *)args[%d],\n"
+                   "                            (float *)((char *)rt->workspace + %lld));\n"
+                   "    rt->parallel_for(rt->pool, kiln_conv_tasks(&P_), 1, task_, &k_);\n}\n",
+                   t->fn_name, wa, sa, (long long)rt_weights_offset(t));
 }
 
 static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)

@@ -291,6 +291,27 @@ static inline void kiln_conv_pack_weights(const kiln_conv_params *p, const float
                     }
 }
 
+/* Packed weights (kiln_conv_pack_weights) with every input channel ic
+ * scaled by s[ic] (c_in floats; groups == 1): a conv of x * s (a
+ * squeeze-and-excitation scale, run-time data) as a conv of x. */
+static inline void kiln_conv_scale_weights(const kiln_conv_params *p, const float *restrict w,
+                                           const float *restrict s, float *restrict out)
+{
+    kiln_conv_plan q = kiln_conv_plan_of(p);
+    const int64_t taps = (int64_t)p->kh * p->kw, cbi = p->cb_in, cbo = p->cb_out;
+    for (int64_t ob = 0; ob < q.cob; ob++)
+        for (int64_t ib = 0; ib < q.cib_g; ib++)
+            for (int64_t t = 0; t < taps; t++)
+                for (int64_t ci = 0; ci < cbi; ci++) {
+                    const int64_t ic = ib * cbi + ci;
+                    const float sc = ic < p->c_in ? s[ic] : 0.0f;
+                    for (int64_t co = 0; co < cbo; co++)
+                        out[co] = w[co] * sc;
+                    w += cbo;
+                    out += cbo;
+                }
+}
+
 /* The register tile (T pixels x O output blocks) for rows of `px` pixels
  * and `cob` output blocks with the microkernels of `isa`: the one that
  * minimises the modelled cycles per row and oc sweep. Per input channel a
