@@ -84,7 +84,7 @@ struct kiln_pool {
     /* the current job: written by the caller before `next` names it */
     _Atomic(kiln_task_fn) fn;
     _Atomic(void *) ctx;
-    _Atomic int64_t n, chunk;
+    _Atomic int64_t n, chunk; /* chunk: the grain (chunks are whole units of it) */
     _Atomic uint32_t n_chunks;
 
     alignas(CACHE_LINE) _Atomic uint32_t gen;
@@ -182,12 +182,16 @@ static void run_chunks(struct kiln_pool *p, uint32_t gen, int tid)
             kiln_task_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
             void *ctx = atomic_load_explicit(&p->ctx, memory_order_relaxed);
             int64_t n = atomic_load_explicit(&p->n, memory_order_relaxed);
-            int64_t chunk = atomic_load_explicit(&p->chunk, memory_order_relaxed);
+            int64_t grain = atomic_load_explicit(&p->chunk, memory_order_relaxed);
             uint32_t n_chunks = atomic_load_explicit(&p->n_chunks, memory_order_relaxed);
             int64_t c = claim(p, gen, s, k == 0);
             if (c < 0)
                 break;
-            int64_t begin = c * chunk, end = begin + chunk < n ? begin + chunk : n;
+            /* chunk c: units [c U / n_chunks, (c + 1) U / n_chunks) of grain */
+            int64_t units = n / grain + (n % grain != 0);
+            int64_t begin = c * units / n_chunks * grain;
+            int64_t end = (c + 1) * units / n_chunks * grain;
+            end = end < n ? end : n;
             fn(ctx, begin, end, tid);
             if (atomic_fetch_add(&p->done, 1) + 1 == n_chunks && tid != 0 &&
                 atomic_load(&p->caller_sleeping))
@@ -266,15 +270,17 @@ void kiln_pool_parallel_for(void *pool, int64_t n, int64_t grain, kiln_task_fn f
         fn(ctx, 0, n, 0);
         return;
     }
-    int64_t chunk = n / n_chunks + (n % n_chunks != 0);
-    if (chunk < grain)
-        chunk = grain;
-    n_chunks = n / chunk + (n % chunk != 0);
+    /* chunks of whole units of `grain`, as equal as the units allow (chunk
+     * c: units [c U / n_chunks, (c + 1) U / n_chunks)): every thread's run
+     * then holds the same number of units, give or take one. (Chunks of
+     * ceil(n / n_chunks) left the last thread's run short: 22 tasks made 7
+     * chunks of 3 and one of 1, runs of 12 and 10 tasks, and a thread that
+     * finished its run found nothing left to steal.) */
     /* the previous job is complete: no thread can claim from it any more */
     atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
     atomic_store_explicit(&p->ctx, ctx, memory_order_relaxed);
     atomic_store_explicit(&p->n, n, memory_order_relaxed);
-    atomic_store_explicit(&p->chunk, chunk, memory_order_relaxed);
+    atomic_store_explicit(&p->chunk, grain, memory_order_relaxed);
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
     uint32_t gen = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
     atomic_store_explicit(&p->n_chunks, (uint32_t)n_chunks, memory_order_relaxed);
