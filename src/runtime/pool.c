@@ -2,7 +2,7 @@
  *
  * Design (see docs/RUNTIME.md):
  * - num_threads - 1 workers; the calling thread is thread 0 and takes part.
- * - A job is published by writing its fields (fn, ctx, n, chunk) and then
+ * - A job is published by writing its fields (fn, ctx, n, grain) and then
  *   bumping the generation counter `gen`. Workers wait for `gen` to change:
  *   they spin for spin_us (pause instructions, then sched_yield so that an
  *   oversubscribed machine still runs the thread being waited for), then sleep on a futex on
@@ -84,7 +84,7 @@ struct kiln_pool {
     /* the current job: written by the caller before `next` names it */
     _Atomic(kiln_task_fn) fn;
     _Atomic(void *) ctx;
-    _Atomic int64_t n, chunk; /* chunk: the grain (chunks are whole units of it) */
+    _Atomic int64_t n, grain; /* chunks are whole units of grain */
     _Atomic uint32_t n_chunks;
 
     alignas(CACHE_LINE) _Atomic uint32_t gen;
@@ -182,7 +182,7 @@ static void run_chunks(struct kiln_pool *p, uint32_t gen, int tid)
             kiln_task_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
             void *ctx = atomic_load_explicit(&p->ctx, memory_order_relaxed);
             int64_t n = atomic_load_explicit(&p->n, memory_order_relaxed);
-            int64_t grain = atomic_load_explicit(&p->chunk, memory_order_relaxed);
+            int64_t grain = atomic_load_explicit(&p->grain, memory_order_relaxed);
             uint32_t n_chunks = atomic_load_explicit(&p->n_chunks, memory_order_relaxed);
             int64_t c = claim(p, gen, s, k == 0);
             if (c < 0)
@@ -280,7 +280,7 @@ void kiln_pool_parallel_for(void *pool, int64_t n, int64_t grain, kiln_task_fn f
     atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
     atomic_store_explicit(&p->ctx, ctx, memory_order_relaxed);
     atomic_store_explicit(&p->n, n, memory_order_relaxed);
-    atomic_store_explicit(&p->chunk, grain, memory_order_relaxed);
+    atomic_store_explicit(&p->grain, grain, memory_order_relaxed);
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
     uint32_t gen = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
     atomic_store_explicit(&p->n_chunks, (uint32_t)n_chunks, memory_order_relaxed);
@@ -493,7 +493,7 @@ kiln_status kiln_pool_create(int num_threads, int bind, int spin_us, kiln_pool *
     atomic_init(&p->fn, NULL);
     atomic_init(&p->ctx, NULL);
     atomic_init(&p->n, 0);
-    atomic_init(&p->chunk, 0);
+    atomic_init(&p->grain, 0);
     atomic_init(&p->caller_sleeping, 0);
     atomic_init(&p->bound_count, 0);
     kiln_status st = KILN_OK;

@@ -206,7 +206,7 @@ static int blocks(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
  * top). Values are graph value ids, -1 where absent. */
 typedef struct pro_chain {
     int x;            /* the activation the chain reads */
-    int scale, shift; /* the Mul's and the Add's constants */
+    int scale, shift; /* the Mul's and the Add's constants (the scale run-time data with rt) */
     bool add_first;   /* the Add before the Mul: the shift is scaled too */
     bool clamp;       /* a Relu or Clip last */
     bool rt;          /* the scale is run-time data: the one Mul of the chain */

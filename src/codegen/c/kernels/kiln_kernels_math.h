@@ -78,14 +78,19 @@ static inline float kiln_m_pow2i(int32_t n) { return kiln_m_asf((uint32_t)(n + 1
 #define KILN_M_LN2_LO 0x1.7f7d1cp-20f
 #define KILN_M_ROUND 0x1.8p23f        /* adding it rounds |v| < 2^22 to an integer */
 
-/* (e^r - 1 - r) / r^2 on |r| <= ln2/2 (slightly more). */
-static inline float kiln_m_exp_poly(float r)
+/* e^r - 1 for r = x - nf ln2 (nf = x / ln2 rounded to an integer): the
+ * reduction in two steps of ln2, then r + r^2 P(r), |r| <= ln2/2 (slightly
+ * more after rounding). */
+static inline float kiln_m_exp_q(float x, float nf)
 {
+    float r = x - nf * KILN_M_LN2_HI;
+    r = r - nf * KILN_M_LN2_LO;
     float p = 0x1.6a1a6ap-10f;
     p = p * r + 0x1.123fc8p-7f;
     p = p * r + 0x1.555916p-5f;
     p = p * r + 0x1.55548ap-3f;
-    return p * r + 0x1.fffffcp-2f;
+    p = p * r + 0x1.fffffcp-2f;
+    return r + (r * r) * p;
 }
 
 /* Range reduction of exp: x = n ln2 + r, |r| <= ln2/2 (slightly more after
@@ -96,9 +101,7 @@ static inline float kiln_m_exp_reduce(float x, int32_t *n)
     float t = x * KILN_M_LOG2E + KILN_M_ROUND;
     float nf = t - KILN_M_ROUND;
     *n = (int32_t)(kiln_m_asu(t) - 0x4b400000u);
-    float r = x - nf * KILN_M_LN2_HI;
-    r = r - nf * KILN_M_LN2_LO;
-    return r + (r * r) * kiln_m_exp_poly(r);
+    return kiln_m_exp_q(x, nf);
 }
 
 /* e^x. Clamped to [-104, 104], where the result is 0 or +inf anyway; 2^n is
@@ -131,9 +134,7 @@ static inline float kiln_m_expf_nonpos(float x)
     const float round = KILN_M_ROUND + 191.0f;
     float t = x * KILN_M_LOG2E + round;
     float nf = t - round;
-    float r = x - nf * KILN_M_LN2_HI;
-    r = r - nf * KILN_M_LN2_LO;
-    float q = r + (r * r) * kiln_m_exp_poly(r);
+    float q = kiln_m_exp_q(x, nf);
     float s = kiln_m_asf(kiln_m_asu(t) << 23); /* 2^(n + 64) */
     return (q * s + s) * 0x1p-64f;
 }
