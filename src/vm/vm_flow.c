@@ -37,23 +37,6 @@ static const Onnx__GraphProto *graph_attr(const Onnx__NodeProto *np, const char 
     return NULL;
 }
 
-static const Onnx__AttributeProto *attr(const Onnx__NodeProto *np, const char *name)
-{
-    for (size_t a = 0; a < np->n_attribute; a++)
-        if (np->attribute[a]->name && !strcmp(np->attribute[a]->name, name))
-            return np->attribute[a];
-    return NULL;
-}
-
-static int64_t opset_of(const kiln_vm *vm)
-{
-    for (size_t i = 0; i < vm->m->n_opset_import; i++) {
-        const char *d = vm->m->opset_import[i]->domain;
-        if (!d || !*d || !strcmp(d, "ai.onnx"))
-            return vm->m->opset_import[i]->version;
-    }
-    return 1;
-}
 
 kiln_status kiln_vm_flow_prepare(kiln_vm *vm, int d, kiln_error *err)
 {
@@ -80,12 +63,12 @@ kiln_status kiln_vm_flow_prepare(kiln_vm *vm, int d, kiln_error *err)
         const char *keys[] = {"scan_input_axes", "scan_input_directions", "scan_output_axes",
                               "scan_output_directions"};
         for (int k = 0; k < 4; k++)
-            if ((a = attr(n->np, keys[k])))
+            if ((a = kiln_vm_attr(n->np, keys[k])))
                 for (size_t i = 0; i < a->n_ints; i++)
                     if (a->ints[i] != 0)
                         return kiln_errorf(err, KILN_ERR_UNSUPPORTED,
                                            "node '%s' (Scan): %s other than 0", n->name, keys[k]);
-        if (opset_of(vm) < 9 && n->n_in > 0 && n->np->input[0] && *n->np->input[0])
+        if (kiln_vm_opset(vm) < 9 && n->n_in > 0 && n->np->input[0] && *n->np->input[0])
             return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "node '%s' (Scan): sequence_lens",
                                n->name);
     }
@@ -287,9 +270,9 @@ static kiln_tensor slice(const kiln_tensor *t, int64_t b, int64_t i)
 static kiln_status run_scan(kiln_vm *vm, vm_node *n, kiln_error *err)
 {
     kiln_vm *body = n->body[0];
-    bool v8 = opset_of(vm) < 9;
+    bool v8 = kiln_vm_opset(vm) < 9;
     int first = v8 ? 1 : 0; /* opset 8: input 0 is sequence_lens */
-    const Onnx__AttributeProto *na = attr(n->np, "num_scan_inputs");
+    const Onnx__AttributeProto *na = kiln_vm_attr(n->np, "num_scan_inputs");
     int nscan_in = na ? (int)na->i : 0;
     int nstate = n->n_in - first - nscan_in, nscan_out = n->n_out - nstate;
     if (nscan_in < 1 || nstate < 0 || nscan_out < 0 || body->n_formal != nstate + nscan_in ||

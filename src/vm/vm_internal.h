@@ -177,5 +177,18 @@ void kiln_vm_seq_free(vm_node *n);
  * itself on run-time values, outputs in the node's own buffers. */
 bool kiln_vm_kernel_op(const char *op_type);
 kiln_status kiln_vm_kernel_run(kiln_vm *vm, vm_node *n, kiln_error *err);
+/* Helpers of the VM's nodes: the model's ai.onnx opset; attribute `name`
+ * of np (NULL: absent); the
+ * node's scratch memory, at least `bytes` (grown, never shrunk; NULL: out
+ * of memory); output k as (dtype, shape), its data reserved. */
+int64_t kiln_vm_opset(const kiln_vm *vm);
+const Onnx__AttributeProto *kiln_vm_attr(const Onnx__NodeProto *np, const char *name);
+void *kiln_vm_scratch(vm_node *n, size_t bytes);
+kiln_status kiln_vm_set_out(vm_node *n, int k, kiln_dtype dt, const kiln_shape *sh,
+                            kiln_error *err);
+/* vm_roialign.c: RoiAlign on the run-time rois (float32 split over the
+ * static part's threads). */
+kiln_status kiln_vm_roialign_run(const kiln_vm *vm, vm_node *n, const kiln_tensor *const *in,
+                                 kiln_error *err);
 
 #endif

@@ -409,26 +409,31 @@ static void test_split(void **state)
 /* ---- RoiAlign -------------------------------------------------------------------- */
 
 /* rois and batch indices picked by Compress (a run-time condition), so the
- * RoiAlign after them is dynamic and runs as the VM's kernel; the same
- * model imported with the condition bound is static and runs the
- * reference kernel: the outputs must agree exactly. */
-static void roialign_case(const char *mode, int64_t ratio, float scale)
+ * RoiAlign after them is dynamic and runs as the VM's kernel (x through a
+ * static Relu first, so that a compiled static part lends its threads); the
+ * same model imported with the condition bound is static and runs the
+ * reference kernel, in double: float32 rounding apart, the outputs agree.
+ * ch 3 reads the channel planes in place, ch 24 with 7x7 bins goes channels
+ * last; threads 0: the static part on the reference executor (serial). */
+static void roialign_case(const char *mode, int64_t ratio, float scale, int64_t ch, int64_t oh,
+                          int64_t ow, int threads)
 {
     char path[4200];
     kt_onnx_temp_path(path, sizeof path, "roialign.onnx");
-    enum { R = 5 };
+    enum { R = 5, H = 9, W = 11 };
     vi_store s[5];
-    io_spec xs = {"x", KILN_DTYPE_FLOAT32, 4, {2, 3, 9, 11}}, rs = {"rois", KILN_DTYPE_FLOAT32, 2, {R, 4}},
+    io_spec xs = {"x", KILN_DTYPE_FLOAT32, 4, {2, ch, H, W}}, rs = {"rois", KILN_DTYPE_FLOAT32, 2, {R, 4}},
             bs = {"bi", KILN_DTYPE_INT64, 1, {R}}, cs = {"cond", KILN_DTYPE_BOOL, 1, {R}},
             ys = {"y", KILN_DTYPE_FLOAT32, -1, {0}};
     Onnx__ValueInfoProto *gi[4] = {vi(&s[0], &xs), vi(&s[1], &rs), vi(&s[2], &bs), vi(&s[3], &cs)};
     Onnx__ValueInfoProto *go[1] = {vi(&s[4], &ys)};
     char *c1_in[] = {"rois", "cond"}, *c1_out[] = {"r2"}, *c2_in[] = {"bi", "cond"};
-    char *c2_out[] = {"b2"}, *ra_in[] = {"x", "r2", "b2"}, *ra_out[] = {"y"};
+    char *c2_out[] = {"b2"}, *ra_in[] = {"xr", "r2", "b2"}, *ra_out[] = {"y"};
+    char *re_in[] = {"x"}, *re_out[] = {"xr"};
     Onnx__AttributeProto ax, *axp[1] = {kt_onnx_attr_int(&ax, "axis", 0)};
     Onnx__AttributeProto ra[5], *rap[5];
     const char *in_names[3] = {"output_height", "output_width", "sampling_ratio"};
-    int64_t in_vals[3] = {3, 4, ratio};
+    int64_t in_vals[3] = {oh, ow, ratio};
     for (int i = 0; i < 5; i++) {
         if (i < 3) {
             rap[i] = kt_onnx_attr_int(&ra[i], in_names[i], in_vals[i]);
@@ -448,28 +453,42 @@ static void roialign_case(const char *mode, int64_t ratio, float scale)
             ra[i].has_s = 1, ra[i].s.data = (uint8_t *)mode, ra[i].s.len = strlen(mode);
         }
     }
-    Onnx__NodeProto nd[3];
-    char **ins[3] = {c1_in, c2_in, ra_in}, **outs[3] = {c1_out, c2_out, ra_out};
-    const char *ops[3] = {"Compress", "Compress", "RoiAlign"};
-    Onnx__NodeProto *np[3];
-    for (int i = 0; i < 3; i++) {
-        kt_onnx_node(&nd[i], ops[i], ins[i], i < 2 ? 2 : 3, outs[i], 1);
-        nd[i].n_attribute = i < 2 ? 1 : 5;
-        nd[i].attribute = i < 2 ? axp : rap;
+    Onnx__NodeProto nd[4];
+    char **ins[4] = {re_in, c1_in, c2_in, ra_in}, **outs[4] = {re_out, c1_out, c2_out, ra_out};
+    const char *ops[4] = {"Relu", "Compress", "Compress", "RoiAlign"};
+    int n_ins[4] = {1, 2, 2, 3}, n_attrs[4] = {0, 1, 1, 5};
+    Onnx__AttributeProto **attrs[4] = {NULL, axp, axp, rap};
+    Onnx__NodeProto *np[4];
+    for (int i = 0; i < 4; i++) {
+        kt_onnx_node(&nd[i], ops[i], ins[i], n_ins[i], outs[i], 1);
+        nd[i].n_attribute = (size_t)n_attrs[i];
+        nd[i].attribute = attrs[i];
         np[i] = &nd[i];
     }
-    kt_onnx_write_graph(path, "roialign", np, 3, gi, 4, go, 1, 13);
+    kt_onnx_write_graph(path, "roialign", np, 4, gi, 4, go, 1, 13);
 
-    float x[2 * 3 * 9 * 11];
-    kt_fill_random(x, 2 * 3 * 9 * 11, 5, -1, 1);
+    int64_t nx = 2 * ch * H * W;
+    float *x = malloc(sizeof(float) * (size_t)nx);
+    assert_non_null(x);
+    kt_fill_random(x, nx, 5, -1, 1);
     /* corners [x1, y1, x2, y2] in input pixels / scale: inside, partly
      * outside, degenerate, reversed, the whole map */
     float rois[R * 4] = {2, 1, 14, 10, 18, -4, 30, 12, 6, 6, 6, 6, 12, 9, 4, 3, 0, 0, 22, 18};
     int64_t bi[R] = {0, 1, 1, 0, 1};
     uint8_t cond[R] = {1, 1, 0, 1, 1};
-    kiln_tensor xt = {.dtype = KILN_DTYPE_FLOAT32, .shape = ks(4, 2, 3, 9, 11), .data = x};
+    kiln_tensor xt = {.dtype = KILN_DTYPE_FLOAT32, .shape = ks(4, 2, ch, H, W), .data = x};
     kiln_tensor ct = {.dtype = KILN_DTYPE_BOOL, .shape = ks(1, R), .data = cond};
-    kiln_vm *vm = open_ref(path, "roialign", 3);
+    kiln_vm *vm = NULL;
+    kiln_error err = {0};
+    if (threads == 0) {
+        vm = open_ref(path, "roialign", 3);
+    } else {
+        kiln_vm_options vo = {.num_threads = threads};
+        if (kiln_vm_create(path, &vo, &vm, &err) != KILN_OK)
+            fail_msg("roialign: %s", err.msg);
+        assert_int_equal(kiln_vm_num_dynamic_nodes(vm), 3);
+        assert_int_equal(kiln_vm_num_threads(vm), threads);
+    }
     set(vm, 0, KILN_DTYPE_FLOAT32, xt.shape, x);
     set(vm, 1, KILN_DTYPE_FLOAT32, ks(2, R, 4), rois);
     set(vm, 2, KILN_DTYPE_INT64, ks(1, R), bi);
@@ -485,7 +504,6 @@ static void roialign_case(const char *mode, int64_t ratio, float scale)
                               {.name = "bi", .value = &bt}};
     kiln_onnx_options io = {.bindings = b, .n_bindings = 3};
     kiln_graph *gr = NULL;
-    kiln_error err = {0};
     if (kiln_onnx_load_ex(path, &io, &gr, &err) != KILN_OK)
         fail_msg("import: %s", err.msg);
     kiln_ref_executor *ex = NULL;
@@ -500,13 +518,24 @@ static void roialign_case(const char *mode, int64_t ratio, float scale)
     int64_t n = kiln_shape_numel(&y->shape), nonzero = 0;
     for (int64_t i = 0; i < n; i++) {
         float a = ((const float *)y->data)[i], e = ((const float *)want->data)[i];
-        if (a != e)
-            fail_msg("%s ratio %lld: element %lld: %g, reference %g", mode, (long long)ratio,
-                     (long long)i, a, e);
+        if (!(fabsf(a - e) <= 1e-6f + 1e-5f * fabsf(e)))
+            fail_msg("%s ratio %lld, %lld channels, %d threads: element %lld: %.9g, reference "
+                     "%.9g",
+                     mode, (long long)ratio, (long long)ch, threads, (long long)i, a, e);
         nonzero += a != 0;
     }
     if (nonzero <= n / 5) /* some rois fall partly outside the map */
         fail_msg("%s ratio %lld: %lld of %lld nonzero", mode, (long long)ratio, (long long)nonzero, (long long)n);
+    /* a second run on the same rois: the same output, nothing converted */
+    float *first = malloc(sizeof(float) * (size_t)n);
+    assert_non_null(first);
+    memcpy(first, y->data, sizeof(float) * (size_t)n);
+    run(vm);
+    y = kiln_vm_output(vm, 0);
+    assert_memory_equal(first, y->data, sizeof(float) * (size_t)n);
+    assert_int_equal(kiln_vm_num_conversions(vm), 0);
+    free(first);
+    free(x);
     kiln_ref_executor_destroy(ex);
     kiln_graph_destroy(gr);
     kiln_vm_destroy(vm);
@@ -515,10 +544,15 @@ static void roialign_case(const char *mode, int64_t ratio, float scale)
 static void test_roialign(void **state)
 {
     (void)state;
-    roialign_case("avg", 0, 0.5f);
-    roialign_case("avg", 2, 0.5f);
-    roialign_case("max", 0, 0.5f);
-    roialign_case("max", 3, 1.0f);
+    roialign_case("avg", 0, 0.5f, 3, 3, 4, 0);
+    roialign_case("avg", 2, 0.5f, 3, 3, 4, 0);
+    roialign_case("max", 0, 0.5f, 3, 3, 4, 0);
+    roialign_case("max", 3, 1.0f, 3, 3, 4, 0);
+    /* channels last, serial and on two threads */
+    roialign_case("avg", 2, 0.5f, 24, 7, 7, 0);
+    roialign_case("avg", 0, 0.5f, 24, 7, 7, 2);
+    roialign_case("max", 2, 1.0f, 24, 7, 7, 2);
+    roialign_case("avg", 2, 0.5f, 3, 3, 4, 2);
 }
 
 int main(void)
