@@ -257,6 +257,85 @@ static void test_scatter_elements(void **state)
     h_free(&h);
 }
 
+/* ScatterElements and GatherElements on rank 4 along axis 0 and 1, where
+ * the kernel moves whole runs over the trailing dims (indices covering them
+ * whole, or one partly), against explicit coordinate loops here; int64
+ * indices (the kernel's fast loop, negative ones included) and int32. */
+static void elements_rank4_case(const int64_t *xd, const int64_t *id, int axis, bool i64)
+{
+    enum { MAXN = 256 };
+    float x[MAXN], u[MAXN], want[MAXN], gwant[MAXN];
+    int64_t ix[MAXN];
+    int32_t ix32[MAXN];
+    int64_t nx = xd[0] * xd[1] * xd[2] * xd[3], ni = id[0] * id[1] * id[2] * id[3];
+    assert_true(nx <= MAXN && ni <= MAXN);
+    for (int64_t k = 0; k < nx; k++)
+        x[k] = want[k] = (float)(k % 17) - 8.0f;
+    int64_t c[4], e = 0;
+    for (c[0] = 0; c[0] < id[0]; c[0]++)
+        for (c[1] = 0; c[1] < id[1]; c[1]++)
+            for (c[2] = 0; c[2] < id[2]; c[2]++)
+                for (c[3] = 0; c[3] < id[3]; c[3]++, e++) {
+                    /* a permutation along the axis per position (no duplicate
+                     * targets), every other one negative */
+                    int64_t v = (c[axis] + c[3] + 1) % xd[axis];
+                    ix[e] = e % 2 ? v - xd[axis] : v;
+                    ix32[e] = (int32_t)ix[e];
+                    u[e] = 100.0f + (float)e;
+                    int64_t t[4] = {c[0], c[1], c[2], c[3]};
+                    t[axis] = v;
+                    int64_t off = ((t[0] * xd[1] + t[1]) * xd[2] + t[2]) * xd[3] + t[3];
+                    want[off] = u[e];
+                    gwant[e] = x[off];
+                }
+    kiln_shape xs = ks(4, xd[0], xd[1], xd[2], xd[3]), is = ks(4, id[0], id[1], id[2], id[3]);
+    kiln_dtype it = i64 ? KILN_DTYPE_INT64 : KILN_DTYPE_INT32;
+    const void *ip = i64 ? (const void *)ix : (const void *)ix32;
+    harness h;
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_FLOAT32, xs, x);
+    h_input(&h, it, is, ip);
+    h_input(&h, KILN_DTYPE_FLOAT32, is, u);
+    h_node(&h, KILN_OP_SCATTERELEMENTS);
+    set_int(&h, "axis", axis);
+    assert_f32(h_run_ok(&h), want, nx);
+    h_free(&h);
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_FLOAT32, xs, x);
+    h_input(&h, it, is, ip);
+    h_node(&h, KILN_OP_GATHERELEMENTS);
+    set_int(&h, "axis", axis);
+    assert_f32(h_run_ok(&h), gwant, ni);
+    h_free(&h);
+}
+
+static void test_elements_runs(void **state)
+{
+    (void)state;
+    static const int64_t x0[4] = {3, 3, 3, 4};
+    static const int64_t whole[4] = {2, 3, 3, 4}, part[4] = {2, 3, 2, 4}, last[4] = {3, 3, 3, 2};
+    static const int64_t ax1[4] = {3, 2, 3, 4};
+    for (int i64 = 0; i64 < 2; i64++) {
+        elements_rank4_case(x0, whole, 0, i64); /* one run of 36 per index row */
+        elements_rank4_case(x0, part, 0, i64);  /* runs over dims 2, 3 */
+        elements_rank4_case(x0, last, 0, i64);  /* runs of the last dim */
+        elements_rank4_case(x0, ax1, 1, i64);   /* axis 1 */
+    }
+    /* an out-of-range index inside a long run: a status naming it */
+    float x[36] = {0}, u[36] = {0};
+    int64_t ix[36] = {0};
+    ix[29] = 3;
+    harness h;
+    h_init(&h);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(4, 3, 3, 2, 2), x);
+    h_input(&h, KILN_DTYPE_INT64, ks(4, 3, 3, 2, 2), ix);
+    h_input(&h, KILN_DTYPE_FLOAT32, ks(4, 3, 3, 2, 2), u);
+    h_node(&h, KILN_OP_SCATTERELEMENTS);
+    assert_int_equal(h_run(&h), KILN_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(h.err.msg, "index 3 (element 29 of indices)"));
+    h_free(&h);
+}
+
 static void test_scatter_nd(void **state)
 {
     (void)state;
@@ -509,7 +588,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tile),           cmocka_unit_test(test_expand),
         cmocka_unit_test(test_gather_elements), cmocka_unit_test(test_gather_nd),
-        cmocka_unit_test(test_scatter_elements), cmocka_unit_test(test_scatter_nd),
+        cmocka_unit_test(test_scatter_elements), cmocka_unit_test(test_elements_runs),
+        cmocka_unit_test(test_scatter_nd),
         cmocka_unit_test(test_depth_space),    cmocka_unit_test(test_trilu),
         cmocka_unit_test(test_onehot),         cmocka_unit_test(test_reverse_sequence),
     };
