@@ -296,21 +296,6 @@ char *kiln_ref_executor_node_shapes(const kiln_ref_executor *ex, int i, char *bu
 /* Runs node i alone on the current contents of its inputs. */
 kiln_status kiln_ref_executor_run_node(kiln_ref_executor *ex, int i, kiln_error *err);
 
-/* ---- Tensor files: ONNX TensorProto (.pb) and NumPy (.npy) ---------------
- * kiln_tensor_read picks the format from the content (NumPy magic) and falls
- * back to TensorProto. `name_out` (may be NULL) receives a malloc'ed copy of
- * the TensorProto's name, or NULL. The tensor's data is allocated by kiln:
- * release it with kiln_tensor_release. */
-kiln_status kiln_tensor_read(const char *path, kiln_tensor *out, char **name_out,
-                             kiln_error *err);
-kiln_status kiln_tensor_read_pb_buffer(const void *buf, size_t size, kiln_tensor *out,
-                                       char **name_out, kiln_error *err);
-kiln_status kiln_tensor_read_npy_buffer(const void *buf, size_t size, kiln_tensor *out,
-                                        kiln_error *err);
-kiln_status kiln_tensor_write_pb(const char *path, const kiln_tensor *t, const char *name,
-                                 kiln_error *err);
-kiln_status kiln_tensor_write_npy(const char *path, const kiln_tensor *t, kiln_error *err);
-
 #ifdef __cplusplus
 }
 #endif

@@ -117,6 +117,22 @@ kiln_status kiln_bench_function(kiln_bench_fn fn, void *ctx, int threads,
                                 const kiln_bench_options *opts, kiln_bench_result *out,
                                 kiln_error *err);
 
+/* ---- Tensor files: ONNX TensorProto (.pb) and NumPy (.npy) ---------------
+ * (in the runtime library: src/io)
+ * kiln_tensor_read picks the format from the content (NumPy magic) and falls
+ * back to TensorProto. `name_out` (may be NULL) receives a malloc'ed copy of
+ * the TensorProto's name, or NULL. The tensor's data is allocated by kiln:
+ * release it with kiln_tensor_release. */
+kiln_status kiln_tensor_read(const char *path, kiln_tensor *out, char **name_out,
+                             kiln_error *err);
+kiln_status kiln_tensor_read_pb_buffer(const void *buf, size_t size, kiln_tensor *out,
+                                       char **name_out, kiln_error *err);
+kiln_status kiln_tensor_read_npy_buffer(const void *buf, size_t size, kiln_tensor *out,
+                                        kiln_error *err);
+kiln_status kiln_tensor_write_pb(const char *path, const kiln_tensor *t, const char *name,
+                                 kiln_error *err);
+kiln_status kiln_tensor_write_npy(const char *path, const kiln_tensor *t, kiln_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -88,8 +88,9 @@ class StepInfo(Structure):
 
 
 class VMOptions(Structure):
+    # compile: NULL, so libkiln's kiln_vm_create/kiln_vm_load use its compiler
     _fields_ = [("reference", c_bool), ("num_threads", c_int), ("cache_dir", c_char_p),
-                ("target", c_char_p), ("records", c_char_p)]
+                ("target", c_char_p), ("records", c_char_p), ("compile", c_void_p)]
 
 
 class VMStepInfo(Structure):

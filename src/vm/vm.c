@@ -275,25 +275,16 @@ vm_src kiln_vm_resolve(const kiln_vm *vm, const char *name, int before)
     return (vm_src){.kind = -1};
 }
 
-/* Compiles g into a module (through the object cache, so a graph compiled
- * before is only loaded). */
+/* Compiles g into a module with the VM's compiler (through the object
+ * cache, so a graph compiled before is only loaded); KILN_ERR_NOT_FOUND
+ * without one. */
 static kiln_status compile_graph(const kiln_vm *vm, const kiln_graph *g, kiln_module **mod,
                                  kiln_error *err)
 {
-    const char *tmp = getenv("TMPDIR");
-    char path[4096];
-    static _Atomic int counter;
-    snprintf(path, sizeof path, "%s/kiln-vm-%ld-%d.so", tmp && *tmp ? tmp : "/tmp",
-             (long)getpid(), counter++);
-    kiln_compile_options co = {.cache_dir = vm->cache_dir, .target = vm->target,
-                               .records = vm->records};
-    kiln_status s = kiln_compile(g, &co, path, err);
-    if (s == KILN_OK) {
-        kiln_module_options mo = {.num_threads = vm->num_threads, .bind_threads = -1};
-        s = kiln_module_load(path, &mo, mod, err);
-    }
-    unlink(path);
-    return s;
+    if (!vm->compile)
+        return kiln_errorf(err, KILN_ERR_NOT_FOUND,
+                           "no compiler: the VM was opened by the runtime alone");
+    return vm->compile(g, vm->cache_dir, vm->target, vm->records, vm->num_threads, mod, err);
 }
 
 static kiln_status load_static(kiln_vm *vm, const kiln_vm_options *o, kiln_error *err)
@@ -317,6 +308,11 @@ static kiln_status load_static(kiln_vm *vm, const kiln_vm_options *o, kiln_error
     (void)o;
     if (vm->reference)
         return kiln_ref_executor_create(g, &vm->sex, err);
+    if (!vm->compile)
+        return kiln_errorf(err, KILN_ERR_UNSUPPORTED,
+                           "the model's static part (%d nodes) needs compiling: open it through "
+                           "libkiln (kiln_vm_create), or on reference kernels",
+                           g->n_nodes);
     return compile_graph(vm, g, &vm->smod, err);
 }
 
@@ -483,6 +479,7 @@ kiln_status kiln_vm_copy_options(kiln_vm *vm, const kiln_vm_options *o)
 {
     vm->reference = o->reference;
     vm->num_threads = o->num_threads;
+    vm->compile = o->compile;
     if ((o->cache_dir && !(vm->cache_dir = strdup(o->cache_dir))) ||
         (o->target && !(vm->target = strdup(o->target))) ||
         (o->records && !(vm->records = strdup(o->records))))
@@ -525,8 +522,8 @@ fail:
     return s;
 }
 
-kiln_status kiln_vm_create(const char *path, const kiln_vm_options *opts, kiln_vm **out,
-                           kiln_error *err)
+kiln_status kiln_vm_open(const char *path, const kiln_vm_options *opts, kiln_vm **out,
+                         kiln_error *err)
 {
     void *data = NULL;
     size_t size = 0;
@@ -551,11 +548,11 @@ kiln_status kiln_vm_create(const char *path, const kiln_vm_options *opts, kiln_v
     return s;
 }
 
-kiln_status kiln_vm_create_buffer(const void *data, size_t size, const char *base_dir,
-                                  const kiln_vm_options *opts, kiln_vm **out, kiln_error *err)
+kiln_status kiln_vm_open_buffer(const void *data, size_t size, const char *base_dir,
+                                const kiln_vm_options *opts, kiln_vm **out, kiln_error *err)
 {
     if (!data && size)
-        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "kiln_vm_create_buffer: no data");
+        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "kiln_vm_open_buffer: no data");
     return create(data, size, base_dir, opts, out, err);
 }
 
@@ -926,7 +923,10 @@ static kiln_status run_node(kiln_vm *vm, vm_node *n, kiln_error *err)
         c->key_len = len;
         vm->conversions++;
         kiln_status cs = KILN_OK;
-        if (!vm->reference && !kiln_vm_root(vm)->no_cc && graph_flops(c->g) >= HEAVY_FLOPS &&
+        /* without a compiler (the runtime alone) heavy classes run on
+         * reference kernels too, as documented; nothing is said */
+        if (!vm->reference && vm->compile && !kiln_vm_root(vm)->no_cc &&
+            graph_flops(c->g) >= HEAVY_FLOPS &&
             (cs = compile_graph(vm, c->g, &c->mod, err)) != KILN_OK) {
             c->mod = NULL; /* the reference kernels still run it */
             if (cs == KILN_ERR_NOT_FOUND) /* no C compiler: said once */

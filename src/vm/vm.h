@@ -31,8 +31,14 @@
  * at the first run of that class. The 4 most recently used are kept: a run
  * of a class seen before imports, compiles and allocates nothing.
  *
- * It lives in libkiln (it converts ONNX nodes at run time), not in the
- * runtime library. Not thread-safe: one run at a time per VM. */
+ * It lives in the runtime library with the ONNX importer it converts nodes
+ * with; compiling (a .onnx model's static part, a heavy node's class) is
+ * libkiln's, handed in as kiln_vm_options.compile: kiln_vm_create,
+ * kiln_vm_create_buffer and kiln_vm_load (libkiln) set it, and
+ * kiln_vm_open, kiln_vm_open_buffer and kiln_vm_open_so (the runtime) take
+ * it from the options. A .so that kiln_vm_export wrote runs with the
+ * runtime alone (kiln_vm_open_so: heavy classes on reference kernels).
+ * Not thread-safe: one run at a time per VM. */
 #ifndef KILN_VM_VM_H
 #define KILN_VM_VM_H
 
@@ -43,20 +49,14 @@
 #include "kiln/kiln.h"
 #include "kiln/profile.h"
 #include "kiln/runtime.h"
+#include "kiln/vm.h"
 
-typedef struct kiln_vm kiln_vm;
 
-typedef struct kiln_vm_options {
-    bool reference;         /* the static part on the reference executor, not compiled */
-    int num_threads;        /* threads of the compiled static part; 0: the default */
-    const char *cache_dir;  /* object cache of the compiled static part; NULL: default */
-    const char *target;     /* target of the compiled parts (kiln_compile_options); NULL: host */
-    const char *records;    /* tuning records applied to the compiled parts, or NULL */
-} kiln_vm_options;
 
 /* Opens the .onnx model at `path` (opts may be NULL). Fails like
  * kiln_onnx_load on anything but data parameters; a model that imports as a
- * static graph works too (everything is static then). */
+ * static graph works too (everything is static then). libkiln: compiles
+ * with kiln_vm_compile_graph unless opts->compile is set. */
 kiln_status kiln_vm_create(const char *path, const kiln_vm_options *opts, kiln_vm **out,
                            kiln_error *err);
 /* The same from the bytes of an ONNX ModelProto (copied: data may be freed
@@ -64,40 +64,12 @@ kiln_status kiln_vm_create(const char *path, const kiln_vm_options *opts, kiln_v
  * the current directory). */
 kiln_status kiln_vm_create_buffer(const void *data, size_t size, const char *base_dir,
                                   const kiln_vm_options *opts, kiln_vm **out, kiln_error *err);
-void kiln_vm_destroy(kiln_vm *vm);
+/* libkiln's compiler for the VM (kiln_vm_compile_fn): kiln_compile into a
+ * temporary .so, then kiln_module_load. */
+kiln_status kiln_vm_compile_graph(const kiln_graph *g, const char *cache_dir, const char *target,
+                                  const char *records, int num_threads, kiln_module **out,
+                                  kiln_error *err);
 
-/* The model's inputs (ONNX graph inputs that are not initializers) and
- * outputs, in ONNX order. Unknown extents (symbolic in the file, or set by
- * data) are -1 in *shape. */
-int kiln_vm_num_inputs(const kiln_vm *vm);
-int kiln_vm_num_outputs(const kiln_vm *vm);
-kiln_status kiln_vm_input_info(const kiln_vm *vm, int i, const char **name, kiln_dtype *dtype,
-                               kiln_shape *shape);
-kiln_status kiln_vm_output_info(const kiln_vm *vm, int i, const char **name, kiln_dtype *dtype,
-                                kiln_shape *shape);
-/* Symbolic input dims: the name of input i's declared dim d (its dim_param,
- * e.g. "batch"; "" for an unknown dim without a name), NULL where the dim is
- * a number (or i, d are out of range). d = -1: "" when the input declares no
- * shape at all (any rank), else NULL. */
-const char *kiln_vm_input_dim_param(const kiln_vm *vm, int i, int d);
-/* Whether some input has a symbolic or unknown dim (shapes come from the
- * inputs set; one specialization per input-shape class). */
-bool kiln_vm_symbolic(const kiln_vm *vm);
-/* Specializations created so far (imports of the model with its input
- * shapes bound; 0 for a model without symbolic dims). */
-int64_t kiln_vm_num_specializations(const kiln_vm *vm);
-
-/* Copies t into input i. Its dtype must match, and its shape the declared
- * rank and every fixed dim (the error names the input and the dim); a
- * symbolic dim takes any extent, the same for every input that names it. */
-kiln_status kiln_vm_set_input(kiln_vm *vm, int i, const kiln_tensor *t, kiln_error *err);
-/* Runs the model on the inputs set. With symbolic input dims, the first run
- * of an input-shape class imports and compiles the model for it (a failure
- * there, e.g. shapes the graph's ops refuse, names the input shapes). */
-kiln_status kiln_vm_run(kiln_vm *vm, kiln_error *err);
-/* Output i after a run, owned by the VM, valid until the next run (NULL
- * before the first run of a model with symbolic input dims). */
-const kiln_tensor *kiln_vm_output(const kiln_vm *vm, int i);
 
 /* What runs where: nodes of the ONNX graph in the dynamic part, whether a
  * static part exists and whether it is compiled. */
@@ -123,32 +95,14 @@ kiln_status kiln_vm_step_info(const kiln_vm *vm, int i, kiln_vm_step_desc *info,
                               size_t size);
 kiln_status kiln_vm_run_step(kiln_vm *vm, int i, kiln_error *err);
 
-int kiln_vm_num_dynamic_nodes(const kiln_vm *vm);
-bool kiln_vm_static_compiled(const kiln_vm *vm);
-/* "compiled", "reference kernels" or "none" (every node is data-dependent). */
-const char *kiln_vm_static_part(const kiln_vm *vm);
-/* Whether a failed static import or compile (kiln_onnx_load,
- * kiln_compile_cached: st and its message) stopped on what the VM runs: a
- * parameter input that is run-time data, If/Loop/Scan, a sequence op, or a
- * graph input with symbolic or unknown dims. The CLI and the Python package
- * open such a model on the VM. */
-bool kiln_vm_needed(kiln_status st, const char *msg);
 
-/* Threads of the compiled parts: the options' num_threads resolved as a
- * module resolves it (0: $KILN_NUM_THREADS, else the physical cores); 1 with
- * `reference`. */
-int kiln_vm_num_threads(const kiln_vm *vm);
-
-/* vm_api.c: `kiln bench` and `kiln profile` for a VM, on the inputs set.
- * kiln_vm_bench: kiln_module_bench's time evaluator over kiln_vm_run
- * (out->threads: kiln_vm_num_threads). kiln_vm_profile: kiln_profile_module
+/* vm/compiler/vm_profile.c (libkiln): `kiln profile` for a VM, on the
+ * inputs set. kiln_vm_profile: kiln_profile_module
  * over the VM's steps (kiln_vm_step_info: its own rows, the static part's
  * kernels, one row per data-dependent node), after one run that fixes the
  * steps' shapes; the report's executor is "vm", opts->model names it (NULL:
  * "model.onnx"). kiln_vm_report_describe is that description (one run, then
  * target and steps) for the CLI's own report. */
-kiln_status kiln_vm_bench(kiln_vm *vm, const kiln_bench_options *opts, kiln_bench_result *out,
-                          kiln_error *err);
 kiln_status kiln_vm_profile(kiln_vm *vm, const kiln_profile_options *opts, kiln_profile **out,
                             kiln_error *err);
 struct kiln_report;
@@ -175,23 +129,15 @@ typedef struct kiln_vm_export_info {
 kiln_status kiln_vm_export(const void *data, size_t size, const char *base_dir,
                            const kiln_compile_options *co, const kiln_vm_export_options *eo,
                            const char *out_path, kiln_vm_export_info *info, kiln_error *err);
-/* Whether the .so at path carries a VM section (then kiln_vm_load opens it,
- * kiln_module_load does not). */
-bool kiln_vm_so_has_section(const char *path);
 /* A VM from a .so kiln_vm_export wrote: the static part is that .so's
  * compiled model (no compiler runs), the dynamic nodes come from the
  * section. A corrupt or truncated section is an error naming the file.
- * opts->reference is refused; num_threads applies to the compiled parts. */
+ * opts->reference is refused; num_threads applies to the compiled parts.
+ * kiln_vm_load (libkiln) compiles heavy classes with kiln_vm_compile_graph
+ * unless opts->compile is set; kiln_vm_open_so (the runtime) uses
+ * opts->compile as given (NULL: heavy classes on reference kernels). */
 kiln_status kiln_vm_load(const char *path, const kiln_vm_options *opts, kiln_vm **out,
                          kiln_error *err);
-/* Whether vm came from kiln_vm_load; whether heavy Gemm/MatMul/Conv classes
- * run on reference kernels because no C compiler was found (said once on
- * stderr, and in a profile's configuration). */
-bool kiln_vm_from_so(const kiln_vm *vm);
-bool kiln_vm_heavy_on_reference(const kiln_vm *vm);
 
-/* Shape classes converted so far (cache misses), over all dynamic nodes and
- * the bodies of If, Loop and Scan. */
-int64_t kiln_vm_num_conversions(const kiln_vm *vm);
 
 #endif

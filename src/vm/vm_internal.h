@@ -82,6 +82,7 @@ struct kiln_vm {
     int num_threads;       /* of compiled parts (the static part, heavy nodes) */
     char *cache_dir;       /* their object cache, or NULL: the default */
     char *target, *records; /* their target and tuning records, or NULL */
+    kiln_vm_compile_fn compile; /* compiles them; NULL: no compiler (the runtime alone) */
     int n_in, n_out;
     const Onnx__ValueInfoProto **in_vi, **out_vi;
     kiln_dtype *in_dt, *out_dt;

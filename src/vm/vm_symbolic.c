@@ -150,7 +150,8 @@ static kiln_status spec_create(kiln_vm *g, kiln_vm **out, kiln_error *err)
     vm->borrowed_m = true;
     vm->graph = g->graph;
     kiln_vm_options o = {.reference = g->reference, .num_threads = g->num_threads,
-                         .cache_dir = g->cache_dir, .target = g->target, .records = g->records};
+                         .cache_dir = g->cache_dir, .target = g->target, .records = g->records,
+                         .compile = g->compile};
     vm->base_dir = strdup(g->base_dir);
     if (!vm->base_dir || kiln_vm_copy_options(vm, &o) != KILN_OK)
         s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");

@@ -1,0 +1,65 @@
+/* vm/compiler/vm_compile.c: the VM's compiler, libkiln's side of the VM.
+ *
+ * The VM (src/vm, in the runtime library) converts and runs data-dependent
+ * nodes with the importer and the reference kernels; what it compiles (an
+ * .onnx model's static part, a heavy Gemm/MatMul/Conv class) goes through
+ * kiln_vm_options.compile. kiln_vm_compile_graph is libkiln's: kiln_compile
+ * into a temporary .so (the object cache makes a graph compiled before a
+ * load), then kiln_module_load. kiln_vm_create, kiln_vm_create_buffer and
+ * kiln_vm_load are the runtime's kiln_vm_open, kiln_vm_open_buffer and
+ * kiln_vm_open_so with it filled in. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "vm/vm.h"
+
+kiln_status kiln_vm_compile_graph(const kiln_graph *g, const char *cache_dir, const char *target,
+                                  const char *records, int num_threads, kiln_module **out,
+                                  kiln_error *err)
+{
+    const char *tmp = getenv("TMPDIR");
+    char path[4096];
+    static _Atomic int counter;
+    snprintf(path, sizeof path, "%s/kiln-vm-%ld-%d.so", tmp && *tmp ? tmp : "/tmp",
+             (long)getpid(), counter++);
+    kiln_compile_options co = {.cache_dir = cache_dir, .target = target, .records = records};
+    kiln_status s = kiln_compile(g, &co, path, err);
+    if (s == KILN_OK) {
+        kiln_module_options mo = {.num_threads = num_threads, .bind_threads = -1};
+        s = kiln_module_load(path, &mo, out, err);
+    }
+    unlink(path);
+    return s;
+}
+
+/* opts with the compiler filled in where it is NULL */
+static kiln_vm_options with_compiler(const kiln_vm_options *opts)
+{
+    kiln_vm_options o = opts ? *opts : (kiln_vm_options){0};
+    if (!o.compile)
+        o.compile = kiln_vm_compile_graph;
+    return o;
+}
+
+kiln_status kiln_vm_create(const char *path, const kiln_vm_options *opts, kiln_vm **out,
+                           kiln_error *err)
+{
+    kiln_vm_options o = with_compiler(opts);
+    return kiln_vm_open(path, &o, out, err);
+}
+
+kiln_status kiln_vm_create_buffer(const void *data, size_t size, const char *base_dir,
+                                  const kiln_vm_options *opts, kiln_vm **out, kiln_error *err)
+{
+    kiln_vm_options o = with_compiler(opts);
+    return kiln_vm_open_buffer(data, size, base_dir, &o, out, err);
+}
+
+kiln_status kiln_vm_load(const char *path, const kiln_vm_options *opts, kiln_vm **out,
+                         kiln_error *err)
+{
+    kiln_vm_options o = with_compiler(opts);
+    return kiln_vm_open_so(path, &o, out, err);
+}
