@@ -238,9 +238,13 @@ typedef struct kiln_measure_options {
                                  max |want|) + rtol * |want|; 0: 1e-4 each */
     int build_only;           /* nonzero: build (into the model cache) and stop: out gets
                                  build_s, config and so_path; nothing is run or timed */
-    int cold_weights;         /* nonzero: the task's weights are evicted from the caches
-                                 before every call timed (kiln_module_evict_weights), as in
-                                 a network run; 0: they stay warm from the call before */
+    int cold_weights;         /* 1: the task's weights are evicted from the caches before
+                                 every call timed (kiln_module_evict_weights), as in a run
+                                 of a network whose weights exceed the last-level cache;
+                                 2: evicted to the last-level cache only
+                                 (kiln_module_evict_weights_to_llc), as in a run of one
+                                 whose weights fit it; 0: they stay warm from the call
+                                 before */
 } kiln_measure_options;
 
 typedef struct kiln_measure_result {

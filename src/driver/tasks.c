@@ -790,7 +790,8 @@ kiln_status kiln_workload_measure(kiln_workload *w, const kiln_measure_options *
         s = kiln_errorf(err, KILN_ERR_INTERNAL, "the built model has no step of the task");
     step_ctx sc = {m, r->step};
     if (o.cold_weights) {
-        o.bench.preproc = kiln_module_evict_weights;
+        o.bench.preproc =
+            o.cold_weights == 2 ? kiln_module_evict_weights_to_llc : kiln_module_evict_weights;
         o.bench.preproc_ctx = m;
     }
     if (s == KILN_OK)
@@ -809,8 +810,10 @@ kiln_status kiln_workload_measure(kiln_workload *w, const kiln_measure_options *
                  others == 1 ? "" : "s",
                  o.bench.flush_cache ? "flushed from cache before each measurement"
                                      : "warm in cache",
-                 o.cold_weights ? " (the weights evicted before every call, as in a network)"
-                                : "");
+                 o.cold_weights == 2 ? " (the weights evicted to the last-level cache before "
+                                       "every call, as in a network whose weights fit it)"
+                 : o.cold_weights    ? " (the weights evicted before every call, as in a network)"
+                                     : "");
         memcpy(out, r, sizeof *r);
     }
 done:

@@ -82,19 +82,23 @@ static long cache_size_from_sys(int level)
     return total;
 }
 
+long kiln_cache_bytes(int level)
+{
+    long v = 0;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    if (level == 2)
+        v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    else if (level == 3)
+        v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+    return v > 0 ? v : cache_size_from_sys(level);
+}
+
 /* Bytes to write over to evict the caches: 2 x (L2 + LLC), at least 8 MiB and
  * at most 1 GiB. */
 static size_t flush_bytes(void)
 {
-    long l2 = 0, l3 = 0;
-#ifdef _SC_LEVEL2_CACHE_SIZE
-    l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-#endif
-    if (l2 <= 0)
-        l2 = cache_size_from_sys(2);
-    if (l3 <= 0)
-        l3 = cache_size_from_sys(3);
+    long l2 = kiln_cache_bytes(2), l3 = kiln_cache_bytes(3);
     long long total = 2LL * ((l2 > 0 ? l2 : 0) + (l3 > 0 ? l3 : 0));
     if (total < (8LL << 20))
         total = 8LL << 20;

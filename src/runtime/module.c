@@ -224,6 +224,7 @@ void kiln_module_destroy(kiln_module *m)
     free(m->outputs);
     free(m->ref);
     kiln_arena_destroy(m->ref_arena);
+    free(m->spill);
     if (m->dl)
         dlclose(m->dl);
     free(m);
@@ -590,6 +591,31 @@ kiln_status kiln_module_evict_weights(void *module, kiln_error *err)
     kiln_module *m = module;
     if (m && m->desc->weights_bytes > 0)
         evict_range(m->weights ? m->weights : m->desc->weights, m->desc->weights_bytes);
+    return KILN_OK;
+}
+
+kiln_status kiln_module_evict_weights_to_llc(void *module, kiln_error *err)
+{
+    kiln_module *m = module;
+    if (!m || m->desc->weights_bytes <= 0)
+        return KILN_OK;
+    const unsigned char *w = m->weights ? m->weights : m->desc->weights;
+    int64_t n = m->desc->weights_bytes;
+    if (!m->spill) { /* twice this core's L2, streamed over after the weights */
+        long l2 = kiln_cache_bytes(2);
+        m->spill_bytes = (size_t)(l2 > 0 ? 2 * l2 : 4 << 20);
+        if (!(m->spill = malloc(m->spill_bytes)))
+            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        memset(m->spill, 0, m->spill_bytes);
+    }
+    evict_range(w, n); /* out of every core's caches */
+    volatile unsigned char sink = 0;
+    for (int64_t i = 0; i < n; i += 64) /* into this core's, and the LLC */
+        sink ^= w[i];
+    (void)sink;
+    for (size_t i = 0; i < m->spill_bytes; i += 64) /* this core's L1/L2 spill into the LLC */
+        m->spill[i]++;
+    __asm__ __volatile__("" : : "r"(m->spill) : "memory");
     return KILN_OK;
 }
 

@@ -23,6 +23,8 @@ struct kiln_module {
     kiln_ref_step **ref;        /* per step: the fallback node, NULL for a kernel */
     kiln_arena *ref_arena;      /* what the fallback steps were parsed into */
     int num_threads;
+    unsigned char *spill;       /* kiln_module_evict_weights_to_llc's buffer, or NULL */
+    size_t spill_bytes;
 };
 
 /* Whether the ELF file at path holds every byte its program and section
@@ -44,6 +46,10 @@ static inline kiln_status kiln_module_exec_step(kiln_module *m, int s, kiln_erro
     }
     return kiln_ref_step_run(m->ref[s], err);
 }
+
+/* Bytes of the level-`level` cache of CPU 0 (2, 3: sysconf, else /sys); 0
+ * when unknown. bench.c. */
+long kiln_cache_bytes(int level);
 
 /* Data pointer of tensor `id` (validated) in the arena or the weights blob. */
 void *kiln_module_tensor_data(const kiln_module *m, int id);

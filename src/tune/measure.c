@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ir/graph.h"
+#include "runtime/module_internal.h"
 #include "tune/tune.h"
 #include "util/error.h"
 
@@ -46,6 +48,7 @@ struct kiln_measurer {
     kiln_workload *w;
     char *cache_dir;
     int jobs, num_threads;
+    int cold; /* kiln_measure_options.cold_weights: 1 or 2 */
     double timeout_s;
     pid_t pid;
     int to_child, from_child;
@@ -84,7 +87,7 @@ static void worker_loop(kiln_measurer *m, int in, int out)
                                    .num_threads = m->num_threads,
                                    .cache_dir = m->cache_dir,
                                    .jobs = m->jobs,
-                                   .cold_weights = 1};
+                                   .cold_weights = m->cold};
         kiln_measure_result *r = calloc(1, sizeof *r);
         kiln_error err = {0};
         kiln_status s = r ? kiln_workload_measure(m->w, &mo, r, &err) : KILN_ERR_OUT_OF_MEMORY;
@@ -169,9 +172,30 @@ kiln_status kiln_measurer_create(kiln_workload *w, const char *cache_dir, int jo
     m->w = w;
     m->jobs = jobs;
     m->num_threads = num_threads;
+    m->cold = 1;
     m->timeout_s = timeout_s > 0 ? timeout_s : 60;
     *out = m;
     return KILN_OK;
+}
+
+int kiln_tune_cold_level(const kiln_graph *g)
+{
+    double bytes = 0;
+    for (int v = 0; g && v < g->n_values; v++) {
+        const kiln_value *x = g->values[v];
+        if (x->kind == KILN_VALUE_CONST && x->data) {
+            int64_t n = kiln_shape_numel(&x->shape);
+            bytes += n > 0 ? (double)n * (double)kiln_dtype_size(x->dtype) : 0;
+        }
+    }
+    long llc = kiln_cache_bytes(3);
+    return llc > 0 && 2.0 * bytes <= (double)llc ? 2 : 1;
+}
+
+void kiln_measurer_set_cold(kiln_measurer *m, int cold)
+{
+    if (m)
+        m->cold = cold == 2 ? 2 : 1;
 }
 
 void kiln_measurer_destroy(kiln_measurer *m)

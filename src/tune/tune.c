@@ -67,6 +67,7 @@ typedef struct run {
     int n_faults;
     kiln_tune_summary sum;
     double t0;
+    int cold;            /* kiln_measurer_set_cold's level */
 } run;
 
 static void parse_faults(run *r)
@@ -272,6 +273,8 @@ static kiln_status tune_task(run *r, int i, double budget_s, kiln_error *err)
         s = kiln_workload_create(t->info.workload, KILN_TUNE_WORKLOAD_SEED, &w, err);
     if (s == KILN_OK && !o->exec)
         s = kiln_measurer_create(w, o->cache_dir, o->jobs, o->timeout_s, o->num_threads, &m, err);
+    if (s == KILN_OK && m)
+        kiln_measurer_set_cold(m, r->cold);
     if (s != KILN_OK) {
         kiln_workload_destroy(w);
         return s;
@@ -541,6 +544,9 @@ kiln_status kiln_tune_run(const char *model, const kiln_tune_options *opts,
     kiln_compile_options co = {.target = opts->target};
     kiln_status s = kiln_model_load(model, opts->seed, &g, err);
     if (s == KILN_OK)
+        r.cold = opts->cold_weights == 1 || opts->cold_weights == 2 ? opts->cold_weights
+                                                                     : kiln_tune_cold_level(g);
+    if (s == KILN_OK)
         s = kiln_tasks_extract(g, &co, &ts, err);
     kiln_graph_destroy(g);
     if (s == KILN_OK)
@@ -588,10 +594,12 @@ kiln_status kiln_tune_run(const char *model, const kiln_tune_options *opts,
     }
     fprintf(r.log,
             "kiln tune: %s, %d tasks, %d tunable, %d selected; tuner %s; records %s; "
-            "fingerprint %s%s%s\n",
+            "fingerprint %s%s%s; tasks timed with their weights %s\n",
             model, r.n, r.sum.tunable, n_sel, opts->tuner ? opts->tuner : "droplet",
             opts->records, kiln_cpu_fingerprint_id(), opts->exec ? "; workers: " : "",
-            opts->exec && opts->exec->name ? opts->exec->name : "");
+            opts->exec && opts->exec->name ? opts->exec->name : "",
+            r.cold == 2 ? "in the last-level cache (the model's fit it)"
+                        : "out of every cache (the model's exceed half the last-level cache)");
     for (int q = 0; q < n_sel && s == KILN_OK; q++) {
         int i = order[q];
         double budget = 0;

@@ -131,6 +131,15 @@ kiln_status kiln_measurer_create(kiln_workload *w, const char *cache_dir, int jo
                                  double timeout_s, int num_threads, kiln_measurer **out,
                                  kiln_error *err);
 void kiln_measurer_destroy(kiln_measurer *m); /* kills the worker; NULL: no-op */
+/* Where a task's weights are before each timed call (kiln_measure_options
+ * .cold_weights): 1 (the default) out of every cache, 2 in the last-level
+ * cache only. Set before the first measure (the worker is forked then). */
+void kiln_measurer_set_cold(kiln_measurer *m, int cold);
+/* The level for a network: 2 when its constants take at most half the
+ * last-level cache (a run then finds each layer's weights there: mobilenet-
+ * v2's 14 MB on a 32 MB L3), else 1 (resnet-50's 100 MB come from memory).
+ * kiln_tune_run decides it so from the model; so do the MPI ranks. */
+int kiln_tune_cold_level(const kiln_graph *g);
 /* Measures configuration `config_json` (repeat samples of at least
  * min_repeat_ms each) into *t (cfg copied from the caller's t->cfg). Never
  * fails the run: a crash, timeout or error is t->status with t->error. */
@@ -161,6 +170,8 @@ typedef struct kiln_tune_worker kiln_tune_worker;
 kiln_status kiln_tune_worker_create(const char *cache_dir, int jobs, double timeout_s,
                                     int num_threads, kiln_tune_worker **out, kiln_error *err);
 void kiln_tune_worker_destroy(kiln_tune_worker *wk); /* NULL: no-op */
+/* kiln_measurer_set_cold for the measurers this worker makes (default 1). */
+void kiln_tune_worker_set_cold(kiln_tune_worker *wk, int cold);
 /* Builds configuration `config` of task `key` into the model cache, in this
  * process (no candidate code runs). Returns the build's status. */
 kiln_status kiln_tune_worker_build(kiln_tune_worker *wk, const char *key, const char *config,
@@ -224,6 +235,8 @@ typedef struct kiln_tune_options {
     int num_threads;         /* 0: the runtime's default */
     bool skip_e2e;           /* no end-to-end A/B at the end */
     bool no_warm_start;      /* do not try the nearest tuned task's configuration */
+    int cold_weights;        /* 0: kiln_tune_cold_level of the model; 1 or 2: that level
+                                (kiln_measurer_set_cold) */
     FILE *log;               /* progress lines (NULL: stderr) */
 } kiln_tune_options;
 

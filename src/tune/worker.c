@@ -17,6 +17,7 @@
 struct kiln_tune_worker {
     char *cache_dir;
     int jobs, num_threads;
+    int cold; /* kiln_measurer_set_cold of its measurers */
     double timeout_s;
     char *key;
     kiln_workload *w;
@@ -33,6 +34,7 @@ kiln_status kiln_tune_worker_create(const char *cache_dir, int jobs, double time
     }
     wk->jobs = jobs;
     wk->num_threads = num_threads;
+    wk->cold = 1;
     wk->timeout_s = timeout_s;
     *out = wk;
     return KILN_OK;
@@ -57,6 +59,12 @@ void kiln_tune_worker_destroy(kiln_tune_worker *wk)
     free(wk);
 }
 
+void kiln_tune_worker_set_cold(kiln_tune_worker *wk, int cold)
+{
+    if (wk)
+        wk->cold = cold == 2 ? 2 : 1;
+}
+
 /* The workload and measurer of `key`, made when another key was served. */
 static kiln_status use_task(kiln_tune_worker *wk, const char *key, kiln_error *err)
 {
@@ -69,6 +77,8 @@ static kiln_status use_task(kiln_tune_worker *wk, const char *key, kiln_error *e
     if (s == KILN_OK)
         s = kiln_measurer_create(wk->w, wk->cache_dir, wk->jobs, wk->timeout_s, wk->num_threads,
                                  &wk->m, err);
+    if (s == KILN_OK)
+        kiln_measurer_set_cold(wk->m, wk->cold);
     if (s != KILN_OK)
         drop_task(wk);
     return s;

@@ -231,6 +231,9 @@ static void test_preproc(void **state)
      * outputs with its weights evicted) */
     assert_int_equal(kiln_module_evict_weights(m, &err), KILN_OK);
     assert_int_equal(kiln_module_evict_weights(NULL, &err), KILN_OK);
+    assert_int_equal(kiln_module_evict_weights_to_llc(m, &err), KILN_OK);
+    assert_int_equal(kiln_module_evict_weights_to_llc(m, &err), KILN_OK); /* buffer reused */
+    assert_int_equal(kiln_module_evict_weights_to_llc(NULL, &err), KILN_OK);
     free(r);
     kiln_module_destroy(m);
 }

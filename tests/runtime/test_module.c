@@ -181,8 +181,10 @@ static void test_two_step(void **state)
         *max_thread = 0;
         for (int rep = 0; rep < 50; rep++) {
             assert_int_equal(kiln_module_set_input(m, 0, &t, &err), KILN_OK);
-            if (rep % 2) /* the weights evicted from the caches (as the tuner times tasks) */
+            if (rep % 4 == 1) /* the weights evicted from the caches (as the tuner times tasks) */
                 assert_int_equal(kiln_module_evict_weights(m, &err), KILN_OK);
+            if (rep % 4 == 3) /* ... or to the last-level cache (a model that fits it) */
+                assert_int_equal(kiln_module_evict_weights_to_llc(m, &err), KILN_OK);
             assert_int_equal(kiln_module_run(m, &err), KILN_OK);
             const float *o = kiln_module_output(m, 0)->data;
             for (int i = 0; i < 1000; i++)

@@ -27,6 +27,8 @@
 
 #include "driver/driver.h"
 #include "test_support.h"
+#include "ir/graph.h"
+#include "runtime/module_internal.h"
 #include "tune/tune.h"
 
 static char *g_dir;
@@ -612,6 +614,29 @@ static void test_analytic_picks(void **state)
  * configuration into the model cache (nothing runs), then measure it in the
  * forked child; a configuration outside the space is an error, a crash one
  * trial; another workload key replaces the task. */
+/* Where the tuner's tasks find their weights: in the last-level cache when
+ * the model's constants take at most half of it, else nowhere (from
+ * memory); a model without constants fits. */
+static void test_cold_level(void **state)
+{
+    (void)state;
+    long llc = kiln_cache_bytes(3);
+    kiln_graph *g = NULL;
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    assert_int_equal(kiln_tune_cold_level(g), llc > 0 ? 2 : 1);
+    kiln_shape small = {.rank = 1, .dims = {256}};
+    assert_true(kiln_graph_add_const_uninit(g, "w0", KILN_DTYPE_FLOAT32, &small, true,
+                                            &(void *){NULL}) >= 0);
+    assert_int_equal(kiln_tune_cold_level(g), llc > 0 ? 2 : 1);
+    if (llc > 0) { /* constants of 0.6 x the LLC: over half of it */
+        kiln_shape big = {.rank = 1, .dims = {(int64_t)(0.6 * (double)llc) / 4}};
+        assert_true(kiln_graph_add_const_uninit(g, "w1", KILN_DTYPE_FLOAT32, &big, true,
+                                                &(void *){NULL}) >= 0);
+        assert_int_equal(kiln_tune_cold_level(g), 1);
+    }
+    kiln_graph_destroy(g);
+}
+
 static void test_worker(void **state)
 {
     (void)state;
@@ -660,6 +685,7 @@ int main(void)
         cmocka_unit_test(test_warm_start),
         cmocka_unit_test(test_analytic_picks),
         cmocka_unit_test(test_worker),
+        cmocka_unit_test(test_cold_level),
         cmocka_unit_test(test_corrupt_records),
         cmocka_unit_test(test_faults_cost_one_trial),
         cmocka_unit_test(test_kill9_resume),

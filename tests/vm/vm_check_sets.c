@@ -20,16 +20,7 @@
 #include "kiln/kiln.h"
 #include "vm/vm.h"
 
-static double get(const kiln_tensor *t, int64_t i)
-{
-    switch (t->dtype) {
-    case KILN_DTYPE_FLOAT32: return ((const float *)t->data)[i];
-    case KILN_DTYPE_FLOAT64: return ((const double *)t->data)[i];
-    case KILN_DTYPE_INT64: return (double)((const int64_t *)t->data)[i];
-    case KILN_DTYPE_INT32: return ((const int32_t *)t->data)[i];
-    default: return NAN;
-    }
-}
+#include "tensor_value.h"
 
 int main(int argc, char **argv)
 {
@@ -97,7 +88,7 @@ int main(int argc, char **argv)
                 rc = 1;
             } else {
                 for (int64_t i = 0; i < n; i++) {
-                    double g = get(got, i), e = get(&t, i), d = fabs(g - e);
+                    double g = kt_tensor_value(got, i), e = kt_tensor_value(&t, i), d = fabs(g - e);
                     if (!(d <= atol + rtol * fabs(e)) && !(isnan(g) && isnan(e)))
                         bad++;
                     max_abs = d > max_abs ? d : max_abs;

@@ -23,6 +23,8 @@
 #include "kiln/runtime.h"
 #include "kiln/vm.h" /* the public header: nothing of src/ */
 
+#include "tensor_value.h"
+
 static int failures;
 
 #define CHECK(cond, ...)                                                                          \
@@ -33,17 +35,6 @@ static int failures;
             failures++;                                                                           \
         }                                                                                         \
     } while (0)
-
-static double value(const kiln_tensor *t, int64_t i)
-{
-    switch (t->dtype) {
-    case KILN_DTYPE_FLOAT32: return ((const float *)t->data)[i];
-    case KILN_DTYPE_FLOAT64: return ((const double *)t->data)[i];
-    case KILN_DTYPE_INT64: return (double)((const int64_t *)t->data)[i];
-    case KILN_DTYPE_INT32: return ((const int32_t *)t->data)[i];
-    default: return NAN;
-    }
-}
 
 /* Runs vm on the inputs; compares with want. first: the run's outputs are
  * copied there (NULL: not kept); each later run must equal them. */
@@ -78,7 +69,7 @@ static void run_and_compare(kiln_vm *vm, const char *what, kiln_tensor *in, int 
             if (r == 0)
                 first[o] = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
             for (int64_t i = 0; i < n; i++) {
-                double a = value(y, i), e = value(&want[o], i);
+                double a = kt_tensor_value(y, i), e = kt_tensor_value(&want[o], i);
                 if (r == 0 && first[o])
                     first[o][i] = a;
                 else if (first[o] && first[o][i] != a) {

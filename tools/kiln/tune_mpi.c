@@ -268,6 +268,7 @@ static void local_measure(mpi_ctx *c, const char *key, const char *config, int r
         snprintf(t->error, sizeof t->error, "%.250s", err.msg);
         return;
     }
+    kiln_tune_worker_set_cold(c->local, c->o->cold_weights);
     kiln_tune_worker_measure(c->local, key, config, repeat, min_ms, fault, t);
 }
 
@@ -361,6 +362,7 @@ static void serve(const kiln_tune_options *o)
     if (kiln_tune_worker_create(o->cache_dir, o->jobs, o->timeout_s, o->num_threads, &wk, &err) !=
         KILN_OK)
         return;
+    kiln_tune_worker_set_cold(wk, o->cold_weights);
     for (;;) {
         int flag = 0;
         MPI_Status st;
@@ -440,6 +442,16 @@ kiln_status kiln_tune_mpi_run(const char *model, kiln_tune_options *o, kiln_tune
     }
     c.h = calloc((size_t)size, sizeof *c.h);
     c.alive = calloc((size_t)size, sizeof *c.alive);
+    /* where the weights are when a task is timed: every rank decides it from
+     * the model as rank 0's kiln_tune_run does (kiln_tune_cold_level) */
+    if (o->cold_weights != 1 && o->cold_weights != 2) {
+        kiln_graph *g = NULL;
+        kiln_error lerr = {0};
+        o->cold_weights = kiln_model_load(model, o->seed, &g, &lerr) == KILN_OK
+                              ? kiln_tune_cold_level(g)
+                              : 1; /* rank 0's kiln_tune_run reports a bad model */
+        kiln_graph_destroy(g);
+    }
     MPI_Gather(&me, (int)sizeof me, MPI_BYTE, c.h, (int)sizeof me, MPI_BYTE, 0, MPI_COMM_WORLD);
     if (rank != 0) {
         serve(o);
