@@ -87,11 +87,16 @@ static void roi_corners(const ra_job *j, int64_t r, double c4[4], double *rw, do
         *rw = *rw > 1 ? *rw : 1, *rh = *rh > 1 ? *rh : 1;
 }
 
-static void roi_grid(const ra_job *j, double rw, double rh, int64_t *gh, int64_t *gw)
+/* Roi's sample grid per bin (gh x gw, at least 0; NaN for a NaN roi), as
+ * doubles: the run's checks bound it before the taps cast it. */
+static void roi_grid(const ra_job *j, double rw, double rh, double *gh, double *gw)
 {
-    *gh = j->ratio > 0 ? j->ratio : (int64_t)ceil(rh / (double)j->oh);
-    *gw = j->ratio > 0 ? j->ratio : (int64_t)ceil(rw / (double)j->ow);
-    *gh = *gh > 0 ? *gh : 0, *gw = *gw > 0 ? *gw : 0;
+    *gh = j->ratio > 0 ? (double)j->ratio : ceil(rh / (double)j->oh);
+    *gw = j->ratio > 0 ? (double)j->ratio : ceil(rw / (double)j->ow);
+    if (*gh < 0) /* a NaN stays NaN: the checks refuse it */
+        *gh = 0;
+    if (*gw < 0)
+        *gw = 0;
 }
 
 /* Roi r's samples, bin by bin (per = gh * gw each) into tap; *count: the
@@ -102,8 +107,9 @@ static void roi_taps(const ra_job *j, int64_t r, ra_sample *tap, int64_t *per, d
     double c4[4], rw, rh;
     roi_corners(j, r, c4, &rw, &rh);
     double bh = rh / (double)j->oh, bw = rw / (double)j->ow;
-    int64_t gh, gw, h = j->h, w = j->w, t = 0;
-    roi_grid(j, rw, rh, &gh, &gw);
+    double ghd, gwd;
+    roi_grid(j, rw, rh, &ghd, &gwd);
+    int64_t gh = (int64_t)ghd, gw = (int64_t)gwd, h = j->h, w = j->w, t = 0;
     *count = gh * gw > 1 ? (double)(gh * gw) : 1;
     *per = gh * gw;
     double ws = fold_count ? 1.0 / *count : 1.0;
@@ -341,12 +347,12 @@ kiln_status kiln_vm_roialign_run(const kiln_vm *vm, vm_node *n, const kiln_tenso
                                n->name, (long long)r, (long long)b, (long long)nb);
         double c4[4], rw, rh;
         roi_corners(&j, r, c4, &rw, &rh);
-        double gh = j.ratio > 0 ? (double)j.ratio : ceil(rh / (double)j.oh);
-        double gw = j.ratio > 0 ? (double)j.ratio : ceil(rw / (double)j.ow);
+        double gh, gw;
+        roi_grid(&j, rw, rh, &gh, &gw);
         if (!(gh * gw <= 1 << 20))
             return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "node '%s' (RoiAlign): roi %lld has a "
                                "%g x %g sample grid", n->name, (long long)r, gh, gw);
-        int64_t need = j.oh * j.ow * (int64_t)(gh > 0 ? gh : 0) * (int64_t)(gw > 0 ? gw : 0);
+        int64_t need = j.oh * j.ow * (int64_t)gh * (int64_t)gw;
         j.cap = need > j.cap ? need : j.cap;
         taps += (double)need * 4;
     }
