@@ -2,7 +2,8 @@
  *
  * A compilation carries one kiln_pass_ctx through the pipeline (pipeline.c):
  *
- *   infer-shapes -> fold-batchnorm -> fold-constant -> fold-patterns -> remove-identity
+ *   infer-shapes -> fold-batchnorm -> fold-constant -> lower-conv-transpose -> fold-patterns
+ *   -> remove-identity
  *   -> fuse-attention -> dce -> alter-layout -> fuse -> plan-memory
  *
  * Graph-rewriting passes build a new kiln_graph from the old one (rewrite.c)
@@ -90,6 +91,7 @@ typedef kiln_status (*kiln_pass_fn)(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_infer_shapes(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fold_batchnorm(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fold_constant(kiln_pass_ctx *ctx, kiln_error *err);
+kiln_status kiln_pass_lower_conv_transpose(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fold_patterns(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fuse_attention(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_remove_identity(kiln_pass_ctx *ctx, kiln_error *err);

@@ -12,6 +12,8 @@ static const kiln_pass_entry pipeline[] = {
      "fold BatchNormalization into the preceding Conv (else into a scale and shift)"},
     {"fold-constant", kiln_pass_fold_constant,
      "evaluate nodes whose inputs are all constant with the reference kernels"},
+    {"lower-conv-transpose", kiln_pass_lower_conv_transpose,
+     "2-D ConvTranspose with constant weights to a Conv over its stride phases + interleave"},
     {"fold-patterns", kiln_pass_fold_patterns,
      "exported GELU (erf form) and LayerNorm (ReduceMean/Sub/Pow/Sqrt/Div) chains to one op"},
     {"remove-identity", kiln_pass_remove_identity,

@@ -202,16 +202,20 @@ kiln_status kiln_emit_strided(kiln_sb *b, const kiln_lowered *l, const kiln_task
         p.dims[0] = 1;
         p.stride[0] = 0;
     }
+    /* A short last dim (a phase interleave's stride, [.., Qw, sw]) makes a
+     * row of a few elements, each row paying the offset's divisions: the
+     * last two dims are then one row, two loops with constant strides. */
+    int inner = p.rank >= 2 && p.dims[p.rank - 1] < 16 ? 2 : 1;
     int64_t rows = 1;
-    for (int d = 0; d < p.rank - 1; d++)
+    for (int d = 0; d < p.rank - inner; d++)
         rows *= p.dims[d];
-    int64_t last = p.dims[p.rank - 1];
+    int64_t last = p.dims[p.rank - 1], mid = inner == 2 ? p.dims[p.rank - 2] : 1;
     int rpt = 1;
-    while (rpt * 2 <= rows && rows / (rpt * 2) >= 8 && rpt * last < 16384)
+    while (rpt * 2 <= rows && rows / (rpt * 2) >= 8 && rpt * last * mid < 16384)
         rpt *= 2;
     kiln_emit_prologue(b, l, t, NULL, 0);
-    kiln_sb_printf(b, "static const int64_t ROWS_ = %lld, LAST_ = %lld, RPT_ = %d;\n\n",
-                   (long long)rows, (long long)last, rpt);
+    kiln_sb_printf(b, "static const int64_t ROWS_ = %lld, LAST_ = %lld, MID_ = %lld, RPT_ = %d;\n\n",
+                   (long long)rows, (long long)last, (long long)mid, rpt);
     kiln_sb_puts(b, KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
     kiln_sb_printf(b,
@@ -220,14 +224,22 @@ kiln_status kiln_emit_strided(kiln_sb *b, const kiln_lowered *l, const kiln_task
                    "    for (int64_t row = begin_ * RPT_; row < KILN_MIN_(end_ * RPT_, ROWS_); row++) {\n"
                    "        int64_t off = %lld, q = row;\n",
                    ty, ty, kiln_task_arg(t, n->inputs[0]), ty, ty, (long long)p.base);
-    for (int d = p.rank - 2; d >= 0; d--)
+    for (int d = p.rank - 1 - inner; d >= 0; d--)
         kiln_sb_printf(b, "        off += (q %% %lld) * %lld;\n        q /= %lld;\n",
                        (long long)p.dims[d], (long long)p.stride[d], (long long)p.dims[d]);
-    kiln_sb_printf(b,
-                   "        %s *dst = yp + row * LAST_;\n"
-                   "        for (int64_t j = 0; j < LAST_; j++)\n"
-                   "            dst[j] = xp[off + j * %lld];\n    }\n}\n",
-                   ty, (long long)p.stride[p.rank - 1]);
+    if (inner == 2)
+        kiln_sb_printf(b,
+                       "        %s *dst = yp + row * MID_ * LAST_;\n"
+                       "        for (int64_t i = 0; i < MID_; i++)\n"
+                       "            for (int64_t j = 0; j < LAST_; j++)\n"
+                       "                dst[i * LAST_ + j] = xp[off + i * %lld + j * %lld];\n    }\n}\n",
+                       ty, (long long)p.stride[p.rank - 2], (long long)p.stride[p.rank - 1]);
+    else
+        kiln_sb_printf(b,
+                       "        %s *dst = yp + row * LAST_;\n"
+                       "        for (int64_t j = 0; j < LAST_; j++)\n"
+                       "            dst[j] = xp[off + j * %lld];\n    }\n}\n",
+                       ty, (long long)p.stride[p.rank - 1]);
     char nt[64];
     snprintf(nt, sizeof nt, "%lld", (long long)((rows + rpt - 1) / rpt));
     kiln_emit_entry(b, t, nt, 1);
