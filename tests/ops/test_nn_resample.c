@@ -6,10 +6,16 @@
  * source coordinate, derived here per coordinate mode), cubic against Keys'
  * kernel written as a function of the tap distance (with and without
  * exclude_outside), and tf_crop_and_resize's extrapolation.
+ * Both of the kernel's paths (only the last two dims resized: plane by
+ * plane; any dim: the general loop) equal the per-dim taps' product summed
+ * in the documented order, bit for bit.
  * GridSample: hand-computed bilinear/nearest values under every padding mode
  * and both align_corners settings, and bicubic against the distance form of
  * Keys' kernel (A = -0.75). */
 #include "nn_run.h"
+
+#include "ir/infer_nn.h"
+#include "ref/ref.h"
 
 static nr resize_build(kiln_shape xs, const float *x, const char *mode, const char *coord)
 {
@@ -261,13 +267,87 @@ static void test_grid_bicubic(void **state)
     grid_case(x, ks(4, 1, 1, 4, 4), gc, 2, "bicubic", "border", 1, wc);
 }
 
+/* The per-dim taps' tensor product, summed as the kernel's general loop
+ * does (taps in lexicographic order, the weight a product from 1.0 in dim
+ * order, double accumulation): the kernel must equal it bit for bit on both
+ * of its paths, planes (only the last two dims resized) and general. */
+static void resize_by_taps(const kiln_node *n, kiln_shape xs, const float *x, float *y)
+{
+    kiln_resize_params p;
+    kiln_error err = {0};
+    assert_int_equal(kiln_resize_resolve(n, &xs, &p, &err), KILN_OK);
+    int64_t idx[KILN_MAX_RANK][64][4], str[KILN_MAX_RANK];
+    double w[KILN_MAX_RANK][64][4];
+    int cnt[KILN_MAX_RANK][64];
+    int64_t numel = 1;
+    for (int d = p.rank - 1, s = 1; d >= 0; s *= (int)xs.dims[d], d--)
+        str[d] = s;
+    for (int d = 0; d < p.rank; d++) {
+        assert_true(p.out[d] <= 64);
+        numel *= p.out[d];
+        for (int64_t o = 0; o < p.out[d]; o++)
+            kiln_resize_dim_taps(&p, d, xs.dims[d], o, idx[d][o], w[d][o], &cnt[d][o]);
+    }
+    for (int64_t q = 0; q < numel; q++) {
+        int64_t o[KILN_MAX_RANK], r = q;
+        for (int d = p.rank - 1; d >= 0; d--) {
+            o[d] = r % p.out[d];
+            r /= p.out[d];
+        }
+        int t[KILN_MAX_RANK] = {0};
+        double acc = 0.0;
+        for (;;) {
+            int64_t src = 0;
+            double wt = 1.0;
+            for (int d = 0; d < p.rank; d++) {
+                src += idx[d][o[d]][t[d]] * str[d];
+                wt *= w[d][o[d]][t[d]];
+            }
+            acc += wt * (double)x[src];
+            int d = p.rank - 1;
+            while (d >= 0 && ++t[d] == cnt[d][o[d]])
+                t[d--] = 0;
+            if (d < 0)
+                break;
+        }
+        y[q] = (float)acc;
+    }
+}
+
+static void test_planes_and_general(void **state)
+{
+    (void)state;
+    const kiln_shape xs = ks(4, 2, 3, 7, 5);
+    float *x = nn_random_buf(kiln_shape_numel(&xs), 31);
+    static const char *modes[] = {"nearest", "linear", "cubic"};
+    /* planes: only H and W resized (up and down); general: C too */
+    static const float scales[2][4] = {{1, 1, 1.6f, 0.6f}, {1, 2, 1.6f, 2.2f}};
+    for (int m = 0; m < 3; m++) {
+        for (int k = 0; k < 2; k++) {
+            nr t = resize_build(xs, x, modes[m], k ? "align_corners" : NULL);
+            kiln_node_set_floats(t.g, t.node, "scales", scales[k], 4);
+            nr_run(&t);
+            int64_t n = kiln_shape_numel(&t.out[0].shape);
+            float *want = malloc(sizeof(float) * (size_t)n);
+            assert_non_null(want);
+            resize_by_taps(t.g->nodes[t.node], xs, x, want);
+            if (memcmp(t.out[0].data, want, sizeof(float) * (size_t)n) != 0)
+                fail_msg("Resize %s, scales case %d: differs from the taps' product", modes[m],
+                         k);
+            free(want);
+            nr_free(&t);
+        }
+    }
+    free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nearest_hand),   cmocka_unit_test(test_nearest_modes),
         cmocka_unit_test(test_linear_ramp),    cmocka_unit_test(test_cubic_1d),
         cmocka_unit_test(test_crop_and_resize), cmocka_unit_test(test_grid_hand),
-        cmocka_unit_test(test_grid_bicubic),
+        cmocka_unit_test(test_grid_bicubic),   cmocka_unit_test(test_planes_and_general),
     };
     return cmocka_run_group_tests_name("ops/nn_resample", tests, NULL, NULL);
 }
