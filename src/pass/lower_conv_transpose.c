@@ -1,4 +1,4 @@
-/* pass/lower_conv_transpose.c: a 2-D ConvTranspose with constant weights
+/* pass/lower_conv_transpose.c: a 1-D or 2-D ConvTranspose with constant weights
  * becomes a Conv (compiled by the conv templates) plus a phase interleave.
  *
  * ConvTranspose scatters: y[o] += x[i] * w[k] where o = i*s + k - p (one
@@ -20,8 +20,8 @@
  *
  * The Conv does the ConvTranspose's multiply-adds exactly when s divides K
  * (a k2s2 or k4s2 upsampler); otherwise zero taps pad the shorter phases
- * (k3s2: 16 taps per 9). Left to the reference kernel: dilation > 1, 1-D and
- * 3-D, run-time weights or bias, a non-float32 X, and geometries whose
+ * (k3s2: 16 taps per 9). 1-D runs as 2-D with one row. Left to the reference kernel: dilation >
+ * 1, 3-D (kiln's conv templates are 1-D/2-D), run-time weights or bias, a non-float32 X, and geometries whose
  * pad_begin would be negative (an output_shape that crops before the first
  * input). Weights are combined in float (a copy, no arithmetic), so the
  * lowered node computes the same sums in another order. */
@@ -75,149 +75,186 @@ static bool plan_dim(int64_t in, int64_t out, int64_t s, int64_t p, int64_t k, p
     return d->q >= need && d->taps <= 64;
 }
 
-/* The lowering of node n, or false to leave it to the reference kernel. */
-static bool plan(const kiln_graph *g, const kiln_node *n, kiln_convt_geom *geo, phase_dim *dh,
-                 phase_dim *dw)
+/* The lowering of node n (one phase_dim per spatial dim), or false to
+ * leave it to the reference kernel. */
+static bool plan(const kiln_graph *g, const kiln_node *n, kiln_convt_geom *geo, phase_dim *pd)
 {
     if (n->op != KILN_OP_CONVTRANSPOSE || n->n_inputs < 2 || n->inputs[0] < 0 || n->inputs[1] < 0)
         return false;
     const kiln_value *x = g->values[n->inputs[0]], *w = g->values[n->inputs[1]];
     const kiln_value *b = n->n_inputs > 2 && n->inputs[2] >= 0 ? g->values[n->inputs[2]] : NULL;
-    const kiln_value *y = g->values[n->outputs[0]];
-    if (x->dtype != KILN_DTYPE_FLOAT32 || x->shape.rank != 4 || w->kind != KILN_VALUE_CONST ||
-        !w->data || w->dtype != KILN_DTYPE_FLOAT32 || y->shape.rank != 4)
+    if (x->dtype != KILN_DTYPE_FLOAT32 || (x->shape.rank != 3 && x->shape.rank != 4) ||
+        w->kind != KILN_VALUE_CONST || !w->data || w->dtype != KILN_DTYPE_FLOAT32)
         return false;
     if (b && (b->kind != KILN_VALUE_CONST || !b->data || b->dtype != KILN_DTYPE_FLOAT32))
         return false;
-    if (kiln_convt_resolve(n, &x->shape, &w->shape, geo, NULL) != KILN_OK || geo->nsp != 2 ||
-        geo->dilation[0] != 1 || geo->dilation[1] != 1)
+    if (kiln_convt_resolve(n, &x->shape, &w->shape, geo, NULL) != KILN_OK)
         return false;
-    return plan_dim(geo->in[0], geo->out[0], geo->stride[0], geo->pad_begin[0], geo->kernel[0],
-                    dh) &&
-           plan_dim(geo->in[1], geo->out[1], geo->stride[1], geo->pad_begin[1], geo->kernel[1],
-                    dw);
+    for (int d = 0; d < geo->nsp; d++)
+        if (geo->dilation[d] != 1 || !plan_dim(geo->in[d], geo->out[d], geo->stride[d],
+                                               geo->pad_begin[d], geo->kernel[d], &pd[d]))
+            return false;
+    return true;
 }
 
-/* A node of dst with its attributes set by the caller afterwards; its
- * output's dtype and shape are given. Returns the node id or -1. */
-static int add_node(kiln_graph *dst, kiln_op op, const char *name, const int *in, int n_in,
-                    const kiln_shape *shape)
+/* The Conv's weight [M*S, C/G, T...] from W [C, M/G, K...]: output channel
+ * o = m*S + r (r the phase, row-major over the dims' phases), tap u of
+ * phase r_d reading kernel tap (t_hi - u)*s + r_d + p, 0 outside the kernel;
+ * and its bias, the ConvTranspose's per phase. 1-D is 2-D with one row. */
+static void phase_weights(const kiln_convt_geom *geo, const phase_dim *pd, const float *ow,
+                          const float *ob, float *nw, float *nb)
 {
-    int id = kiln_graph_add_node(dst, op, name, in, n_in, 1);
+    phase_dim one = {.s = 1, .p = 0, .k = 1, .t_lo = 0, .t_hi = 0, .taps = 1};
+    const phase_dim *dh = geo->nsp == 2 ? &pd[0] : &one, *dw = &pd[geo->nsp - 1];
+    int64_t G = geo->group, cg = geo->c_in / G, mg = geo->m_out / G;
+    int64_t Th = dh->taps, Tw = dw->taps, Kh = dh->k, Kw = dw->k;
+    for (int64_t gi = 0; gi < G; gi++)
+        for (int64_t mm = 0; mm < mg; mm++)
+            for (int64_t rh = 0; rh < dh->s; rh++)
+                for (int64_t rw = 0; rw < dw->s; rw++) {
+                    int64_t m = gi * mg + mm, o = (m * dh->s + rh) * dw->s + rw;
+                    nb[o] = ob ? ob[m] : 0.0f;
+                    for (int64_t cc = 0; cc < cg; cc++) {
+                        float *dst = nw + (o * cg + cc) * Th * Tw;
+                        const float *src = ow + ((gi * cg + cc) * mg + mm) * Kh * Kw;
+                        for (int64_t uh = 0; uh < Th; uh++) {
+                            int64_t kh = (dh->t_hi - uh) * dh->s + rh + dh->p;
+                            for (int64_t uw = 0; uw < Tw; uw++) {
+                                int64_t kw = (dw->t_hi - uw) * dw->s + rw + dw->p;
+                                bool in = kh >= 0 && kh < Kh && kw >= 0 && kw < Kw;
+                                dst[uh * Tw + uw] = in ? src[kh * Kw + kw] : 0.0f;
+                            }
+                        }
+                    }
+                }
+}
+
+/* Adds node `op` reading `in` (n_in values) to rw's graph: the node that
+ * takes over n's output when `last` (its name, and its place among the
+ * graph's outputs), else a new value of the given shape. Returns the node
+ * id or -1. */
+static int emit(kiln_rewrite *rw, const kiln_node *n, kiln_op op, const char *suffix,
+                const int *in, int n_in, const kiln_shape *shape, bool last)
+{
+    if (last) {
+        kiln_node as = *n;
+        as.op = op;
+        as.n_inputs = n_in;
+        as.n_attrs = 0;
+        return kiln_rewrite_node(rw, &as, in);
+    }
+    char name[512];
+    snprintf(name, sizeof name, "%s%s", n->name, suffix);
+    int id = kiln_graph_add_node(rw->dst, op, name, in, n_in, 1);
     if (id < 0)
         return -1;
-    kiln_value *v = dst->values[dst->nodes[id]->outputs[0]];
+    kiln_value *v = rw->dst->values[rw->dst->nodes[id]->outputs[0]];
     v->dtype = KILN_DTYPE_FLOAT32;
     v->shape = *shape;
     return id;
 }
 
-/* Writes the lowered node n into rw; false when out of memory. */
+/* The output value of node id of rw's graph. */
+static int out_of(const kiln_rewrite *rw, int id)
+{
+    return rw->dst->nodes[id]->outputs[0];
+}
+
+/* Writes the lowered node n into rw; false when out of memory. 1-D runs as
+ * 2-D with one row (a Reshape to [N, C, 1, L] in front, one back after):
+ * the blocked conv templates take rank-4 convs. */
 static bool lower(kiln_rewrite *rw, const kiln_graph *g, const kiln_node *n,
-                  const kiln_convt_geom *geo, const phase_dim *dh, const phase_dim *dw)
+                  const kiln_convt_geom *geo, const phase_dim *pd1)
 {
     kiln_graph *dst = rw->dst;
     const kiln_value *x = g->values[n->inputs[0]], *w = g->values[n->inputs[1]];
     const kiln_value *bv = n->n_inputs > 2 && n->inputs[2] >= 0 ? g->values[n->inputs[2]] : NULL;
-    int64_t G = geo->group, cg = geo->c_in / G, mg = geo->m_out / G;
-    int64_t S = dh->s * dw->s, oc = geo->m_out * S, Th = dh->taps, Tw = dw->taps;
-    int64_t Kh = dh->k, Kw = dw->k;
+    bool oned = geo->nsp == 1;
+    phase_dim pd[2];
+    if (oned) {
+        pd[0] = (phase_dim){.s = 1, .p = 0, .k = 1, .t_lo = 0, .t_hi = 0, .taps = 1, .q = 1};
+        pd[1] = pd1[0];
+    } else {
+        pd[0] = pd1[0], pd[1] = pd1[1];
+    }
+    int64_t S = pd[0].s * pd[1].s, N = x->shape.dims[0], M = geo->m_out, oc = M * S;
+    int64_t out[2] = {oned ? 1 : geo->out[0], geo->out[oned ? 0 : 1]};
+    bool interleave = S > 1, crop = false;
+    for (int d = 0; d < 2; d++)
+        crop |= pd[d].q * pd[d].s != out[d];
     char name[512];
 
-    /* the Conv's weight [M*S, C/G, Th, Tw] and bias [M*S] */
-    kiln_shape ws = {.rank = 4, .dims = {oc, cg, Th, Tw}};
+    kiln_shape ws = {.rank = 2 + geo->nsp, .dims = {oc, geo->c_in / geo->group}};
+    for (int d = 0; d < geo->nsp; d++)
+        ws.dims[2 + d] = pd1[d].taps;
+    kiln_shape bs = {.rank = 1, .dims = {oc}};
     float *nw, *nb;
     snprintf(name, sizeof name, "%s.phase_weight", n->name);
     int wid = kiln_graph_add_const_uninit(dst, name, KILN_DTYPE_FLOAT32, &ws, true, (void **)&nw);
-    kiln_shape bs = {.rank = 1, .dims = {oc}};
     snprintf(name, sizeof name, "%s.phase_bias", n->name);
     int bid = kiln_graph_add_const_uninit(dst, name, KILN_DTYPE_FLOAT32, &bs, true, (void **)&nb);
     if (wid < 0 || bid < 0)
         return false;
-    const float *ow = w->data, *ob = bv ? bv->data : NULL;
-    for (int64_t gi = 0; gi < G; gi++)
-        for (int64_t mm = 0; mm < mg; mm++)
-            for (int64_t rh = 0; rh < dh->s; rh++)
-                for (int64_t rw_ = 0; rw_ < dw->s; rw_++) {
-                    int64_t m = gi * mg + mm, o = (m * dh->s + rh) * dw->s + rw_;
-                    nb[o] = ob ? ob[m] : 0.0f;
-                    for (int64_t cc = 0; cc < cg; cc++) {
-                        float *dstw = nw + (o * cg + cc) * Th * Tw;
-                        const float *src = ow + ((gi * cg + cc) * mg + mm) * Kh * Kw;
-                        for (int64_t uh = 0; uh < Th; uh++) {
-                            int64_t kh = (dh->t_hi - uh) * dh->s + rh + dh->p;
-                            for (int64_t uw = 0; uw < Tw; uw++) {
-                                int64_t kw = (dw->t_hi - uw) * dw->s + rw_ + dw->p;
-                                bool in = kh >= 0 && kh < Kh && kw >= 0 && kw < Kw;
-                                dstw[uh * Tw + uw] = in ? src[kh * Kw + kw] : 0.0f;
-                            }
-                        }
-                    }
-                }
-
-    int64_t N = x->shape.dims[0], M = geo->m_out, Qh = dh->q, Qw = dw->q;
-    int64_t Oh = geo->out[0], Ow = geo->out[1];
-    bool interleave = S > 1, crop = Qh * dh->s != Oh || Qw * dw->s != Ow;
-    int in[3] = {kiln_rewrite_value(rw, n->inputs[0]), wid, bid};
-    kiln_shape cs = {.rank = 4, .dims = {N, oc, Qh, Qw}};
-    int conv;
-    if (!interleave && !crop) {
-        /* stride 1, exact: the Conv is the node */
-        kiln_node tmp = *n;
-        tmp.op = KILN_OP_CONV;
-        tmp.n_inputs = 3;
-        tmp.n_attrs = 0;
-        conv = kiln_rewrite_node(rw, &tmp, in);
-    } else {
-        conv = add_node(dst, KILN_OP_CONV, n->name, in, 3, &cs);
+    phase_weights(geo, pd1, w->data, bv ? bv->data : NULL, nw, nb);
+    if (oned) { /* [oc, C/G, T] -> [oc, C/G, 1, T]: the same floats */
+        kiln_value *wv = dst->values[wid];
+        wv->shape = (kiln_shape){.rank = 4, .dims = {oc, ws.dims[1], 1, ws.dims[2]}};
     }
-    int64_t ks[2] = {Th, Tw}, pads[4] = {dh->t_hi, dw->t_hi, dh->pad_end, dw->pad_end};
-    int64_t ones[2] = {1, 1};
-    if (conv < 0 || kiln_node_set_ints(dst, conv, "kernel_shape", ks, 2) != KILN_OK ||
-        kiln_node_set_ints(dst, conv, "pads", pads, 4) != KILN_OK ||
-        kiln_node_set_ints(dst, conv, "strides", ones, 2) != KILN_OK ||
-        kiln_node_set_ints(dst, conv, "dilations", ones, 2) != KILN_OK ||
-        kiln_node_set_int(dst, conv, "group", G) != KILN_OK)
+
+    int cur = kiln_rewrite_value(rw, n->inputs[0]), id;
+    if (oned) {
+        kiln_shape x4 = {.rank = 4, .dims = {N, geo->c_in, 1, geo->in[0]}};
+        if ((id = emit(rw, n, KILN_OP_RESHAPE, ".as_2d", &cur, 1, &x4, false)) < 0 ||
+            kiln_node_set_ints(dst, id, "shape", x4.dims, 4) != KILN_OK)
+            return false;
+        cur = out_of(rw, id);
+    }
+    int in[3] = {cur, wid, bid};
+    kiln_shape cs = {.rank = 4, .dims = {N, oc, pd[0].q, pd[1].q}};
+    int64_t ks[2] = {pd[0].taps, pd[1].taps}, ones[2] = {1, 1};
+    int64_t pads[4] = {pd[0].t_hi, pd[1].t_hi, pd[0].pad_end, pd[1].pad_end};
+    bool conv_last = !interleave && !crop && !oned;
+    if ((id = emit(rw, n, KILN_OP_CONV, "", in, 3, &cs, conv_last)) < 0 ||
+        kiln_node_set_ints(dst, id, "kernel_shape", ks, 2) != KILN_OK ||
+        kiln_node_set_ints(dst, id, "pads", pads, 4) != KILN_OK ||
+        kiln_node_set_ints(dst, id, "strides", ones, 2) != KILN_OK ||
+        kiln_node_set_ints(dst, id, "dilations", ones, 2) != KILN_OK ||
+        kiln_node_set_int(dst, id, "group", geo->group) != KILN_OK)
         return false;
-    if (!interleave && !crop)
-        return true;
-    int cur = dst->nodes[conv]->outputs[0];
+    cur = out_of(rw, id);
+    kiln_shape o4 = {.rank = 4, .dims = {N, M, pd[0].q * pd[0].s, pd[1].q * pd[1].s}};
     if (interleave) {
-        kiln_shape s6 = {.rank = 6, .dims = {N, M, dh->s, dw->s, Qh, Qw}};
-        kiln_shape t6 = {.rank = 6, .dims = {N, M, Qh, dh->s, Qw, dw->s}};
-        kiln_shape r4 = {.rank = 4, .dims = {N, M, Qh * dh->s, Qw * dw->s}};
+        /* [N, M, sh, sw, Qh, Qw] -> [N, M, Qh, sh, Qw, sw] -> [N, M, Qh*sh, Qw*sw] */
+        kiln_shape split = {.rank = 6, .dims = {N, M, pd[0].s, pd[1].s, pd[0].q, pd[1].q}};
+        kiln_shape inter = {.rank = 6, .dims = {N, M, pd[0].q, pd[0].s, pd[1].q, pd[1].s}};
         static const int64_t perm[6] = {0, 1, 4, 2, 5, 3};
-        snprintf(name, sizeof name, "%s.phases", n->name);
-        int a = add_node(dst, KILN_OP_RESHAPE, name, &cur, 1, &s6);
-        if (a < 0 || kiln_node_set_ints(dst, a, "shape", s6.dims, 6) != KILN_OK)
+        if ((id = emit(rw, n, KILN_OP_RESHAPE, ".phases", &cur, 1, &split, false)) < 0 ||
+            kiln_node_set_ints(dst, id, "shape", split.dims, 6) != KILN_OK)
             return false;
-        cur = dst->nodes[a]->outputs[0];
-        snprintf(name, sizeof name, "%s.interleave", n->name);
-        int t = add_node(dst, KILN_OP_TRANSPOSE, name, &cur, 1, &t6);
-        if (t < 0 || kiln_node_set_ints(dst, t, "perm", perm, 6) != KILN_OK)
+        cur = out_of(rw, id);
+        if ((id = emit(rw, n, KILN_OP_TRANSPOSE, ".interleave", &cur, 1, &inter, false)) < 0 ||
+            kiln_node_set_ints(dst, id, "perm", perm, 6) != KILN_OK)
             return false;
-        cur = dst->nodes[t]->outputs[0];
-        kiln_node tmp = *n;
-        tmp.op = KILN_OP_RESHAPE;
-        tmp.n_inputs = 1;
-        tmp.n_attrs = 0;
-        snprintf(name, sizeof name, "%s.merge", n->name);
-        int r = crop ? add_node(dst, KILN_OP_RESHAPE, name, &cur, 1, &r4)
-                     : kiln_rewrite_node(rw, &tmp, &cur);
-        if (r < 0 || kiln_node_set_ints(dst, r, "shape", r4.dims, 4) != KILN_OK)
+        cur = out_of(rw, id);
+        if ((id = emit(rw, n, KILN_OP_RESHAPE, ".merge", &cur, 1, &o4, !crop && !oned)) < 0 ||
+            kiln_node_set_ints(dst, id, "shape", o4.dims, 4) != KILN_OK)
             return false;
-        cur = dst->nodes[r]->outputs[0];
+        cur = out_of(rw, id);
     }
     if (crop) {
-        kiln_node tmp = *n;
-        tmp.op = KILN_OP_SLICE;
-        tmp.n_inputs = 1;
-        tmp.n_attrs = 0;
-        int sl = kiln_rewrite_node(rw, &tmp, &cur);
-        int64_t starts[2] = {0, 0}, ends[2] = {Oh, Ow}, axes[2] = {2, 3};
-        if (sl < 0 || kiln_node_set_ints(dst, sl, "starts", starts, 2) != KILN_OK ||
-            kiln_node_set_ints(dst, sl, "ends", ends, 2) != KILN_OK ||
-            kiln_node_set_ints(dst, sl, "axes", axes, 2) != KILN_OK)
+        kiln_shape c4 = {.rank = 4, .dims = {N, M, out[0], out[1]}};
+        int64_t starts[2] = {0, 0}, axes[2] = {2, 3};
+        if ((id = emit(rw, n, KILN_OP_SLICE, ".crop", &cur, 1, &c4, !oned)) < 0 ||
+            kiln_node_set_ints(dst, id, "starts", starts, 2) != KILN_OK ||
+            kiln_node_set_ints(dst, id, "ends", out, 2) != KILN_OK ||
+            kiln_node_set_ints(dst, id, "axes", axes, 2) != KILN_OK)
+            return false;
+        cur = out_of(rw, id);
+    }
+    if (oned) {
+        kiln_shape y3 = {.rank = 3, .dims = {N, M, out[1]}};
+        if ((id = emit(rw, n, KILN_OP_RESHAPE, "", &cur, 1, &y3, true)) < 0 ||
+            kiln_node_set_ints(dst, id, "shape", y3.dims, 3) != KILN_OK)
             return false;
     }
     return true;
@@ -227,10 +264,10 @@ kiln_status kiln_pass_lower_conv_transpose(kiln_pass_ctx *ctx, kiln_error *err)
 {
     const kiln_graph *g = ctx->g;
     kiln_convt_geom geo;
-    phase_dim dh, dw;
+    phase_dim pd[KILN_WINDOW_MAX_SPATIAL];
     bool any = false;
     for (int i = 0; i < g->n_nodes && !any; i++)
-        any = plan(g, g->nodes[i], &geo, &dh, &dw);
+        any = plan(g, g->nodes[i], &geo, pd);
     if (!any)
         return KILN_OK;
     kiln_rewrite rw = {0};
@@ -239,7 +276,7 @@ kiln_status kiln_pass_lower_conv_transpose(kiln_pass_ctx *ctx, kiln_error *err)
         return st;
     for (int i = 0; i < g->n_nodes; i++) {
         const kiln_node *n = g->nodes[i];
-        bool ok = plan(g, n, &geo, &dh, &dw) ? lower(&rw, g, n, &geo, &dh, &dw)
+        bool ok = plan(g, n, &geo, pd) ? lower(&rw, g, n, &geo, pd)
                                              : kiln_rewrite_node(&rw, n, NULL) >= 0;
         if (!ok) {
             kiln_rewrite_abort(&rw);

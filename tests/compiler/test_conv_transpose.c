@@ -10,7 +10,8 @@
  * k3 s2 with output_padding (zero taps) and without (a cropped phase),
  * stride 1, groups, unequal strides and kernels with asymmetric pads, a
  * stride above the kernel (phases the bias alone reaches), output_shape,
- * SAME_UPPER, batch 2, a blocked input (a conv in front) and a Relu after. */
+ * SAME_UPPER, batch 2, a blocked input (a conv in front) and a Relu after;
+ * and 1-D ones (k4 s2 p1, k3 s3 with output_padding, grouped, output_shape). */
 #include "compiler_test.h"
 
 static char *dir;
@@ -26,6 +27,7 @@ typedef struct tcase {
     bool same_upper; /* auto_pad SAME_UPPER (pads ignored) */
     bool bias, pre, relu;
     bool lowered; /* the pass must take it */
+    bool oned;    /* 1-D: x [n, c, w], the w dim's parameters */
 } tcase;
 
 static int count_op(const kiln_graph *g, kiln_op op)
@@ -40,36 +42,43 @@ static void check_case(const tcase *c)
 {
     kiln_graph *g;
     assert_int_equal(kiln_graph_create(&g), KILN_OK);
-    kiln_shape xs = ks(4, c->n, c->pre ? 16 : c->c, c->h, c->w);
+    int sp = c->oned ? 1 : 2; /* spatial dims */
+    kiln_shape xs = c->oned ? ks(3, c->n, c->pre ? 16 : c->c, c->w)
+                            : ks(4, c->n, c->pre ? 16 : c->c, c->h, c->w);
     int x = kiln_graph_add_input(g, "x", KILN_DTYPE_FLOAT32, &xs);
-    if (c->pre) {
+    if (c->pre && !c->oned) {
         static const int zero[4] = {0, 0, 0, 0};
         int w0 = ct_param(g, "w0", ks(4, c->c, 16, 1, 1), 10 + (uint64_t)case_no, -0.5f, 0.5f);
         x = ct_conv(g, x, w0, -1, 1, 1, zero, 1);
         int id = kiln_graph_add_node(g, KILN_OP_RELU, NULL, &x, 1, 1);
         x = kiln_graph_node_output(g, id, 0);
     }
-    int w = ct_param(g, "w", ks(4, c->c, c->m / c->group, c->kh, c->kw), 20 + (uint64_t)case_no,
-                     -0.5f, 0.5f);
+    kiln_shape wsh = c->oned ? ks(3, c->c, c->m / c->group, c->kw)
+                             : ks(4, c->c, c->m / c->group, c->kh, c->kw);
+    int w = ct_param(g, "w", wsh, 20 + (uint64_t)case_no, -0.5f, 0.5f);
     int b = c->bias ? ct_param(g, "b", ks(1, c->m), 30 + (uint64_t)case_no, -0.5f, 0.5f) : -1;
     int in[3] = {x, w, b};
     int id = kiln_graph_add_node(g, KILN_OP_CONVTRANSPOSE, "convt", in, b >= 0 ? 3 : 2, 1);
     assert_true(id >= 0);
+    /* 2-D: {h, w} and pads {t, l, b, r}; 1-D: {w} and pads {l, r} */
     int64_t st[2] = {c->sh, c->sw}, k[2] = {c->kh, c->kw}, dl[2] = {c->dil, c->dil};
     int64_t pd[4] = {c->pt, c->pl, c->pb, c->pr}, op[2] = {c->oph, c->opw};
     int64_t os[2] = {c->osh, c->osw};
-    assert_int_equal(kiln_node_set_ints(g, id, "strides", st, 2), KILN_OK);
-    assert_int_equal(kiln_node_set_ints(g, id, "kernel_shape", k, 2), KILN_OK);
-    assert_int_equal(kiln_node_set_ints(g, id, "dilations", dl, 2), KILN_OK);
+    if (c->oned) {
+        st[0] = c->sw, k[0] = c->kw, pd[0] = c->pl, pd[1] = c->pr, op[0] = c->opw, os[0] = c->osw;
+    }
+    assert_int_equal(kiln_node_set_ints(g, id, "strides", st, sp), KILN_OK);
+    assert_int_equal(kiln_node_set_ints(g, id, "kernel_shape", k, sp), KILN_OK);
+    assert_int_equal(kiln_node_set_ints(g, id, "dilations", dl, sp), KILN_OK);
     assert_int_equal(kiln_node_set_int(g, id, "group", c->group), KILN_OK);
     if (c->same_upper)
         assert_int_equal(kiln_node_set_string(g, id, "auto_pad", "SAME_UPPER"), KILN_OK);
     else
-        assert_int_equal(kiln_node_set_ints(g, id, "pads", pd, 4), KILN_OK);
+        assert_int_equal(kiln_node_set_ints(g, id, "pads", pd, 2 * sp), KILN_OK);
     if (c->oph || c->opw)
-        assert_int_equal(kiln_node_set_ints(g, id, "output_padding", op, 2), KILN_OK);
-    if (c->osh)
-        assert_int_equal(kiln_node_set_ints(g, id, "output_shape", os, 2), KILN_OK);
+        assert_int_equal(kiln_node_set_ints(g, id, "output_padding", op, sp), KILN_OK);
+    if (c->osh || c->osw)
+        assert_int_equal(kiln_node_set_ints(g, id, "output_shape", os, sp), KILN_OK);
     int y = kiln_graph_node_output(g, id, 0);
     if (c->relu) {
         int r = kiln_graph_add_node(g, KILN_OP_RELU, NULL, &y, 1, 1);
@@ -107,21 +116,27 @@ static void test_conv_transpose(void **state)
 {
     (void)state;
     static const tcase cases[] = {
-        /* n  c  m  h  w kh kw sh sw pt pl pb pr oph opw g d osh osw same bias pre relu low */
-        {2, 8, 8, 5, 6, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, false, true, true, true, true},
-        {1, 8, 5, 6, 5, 4, 4, 2, 2, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0, false, true, false, false, true},
-        {1, 6, 7, 5, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, false, true, true, false, true},
-        {1, 6, 4, 5, 4, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0, false, false, false, true, true},
-        {1, 5, 6, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0, false, true, false, false, true},
-        {1, 5, 3, 4, 5, 3, 3, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, false, false, false, false, true},
-        {1, 8, 6, 5, 5, 4, 4, 2, 2, 1, 1, 1, 1, 0, 0, 2, 1, 0, 0, false, true, true, false, true},
-        {1, 4, 5, 5, 6, 3, 2, 2, 1, 0, 1, 1, 0, 0, 0, 1, 1, 0, 0, false, true, false, true, true},
-        {1, 4, 3, 4, 4, 2, 2, 3, 3, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, false, true, false, false, true},
-        {1, 4, 3, 4, 4, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, false, true, false, false, true},
-        {1, 4, 4, 4, 5, 3, 3, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 10, 11, false, true, false, false, true},
-        {1, 4, 4, 5, 5, 3, 3, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, true, true, false, false, true},
-        {1, 4, 4, 5, 5, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 1, 2, 0, 0, false, true, false, false, false},
-        {1, 4, 4, 5, 5, 2, 2, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 0, 0, false, true, false, false, false},
+        /* n  c  m  h  w kh kw sh sw pt pl pb pr oph opw g d osh osw same bias pre relu low 1d */
+        {2, 8, 8, 5, 6, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, false, true, true, true, true, false},
+        {1, 8, 5, 6, 5, 4, 4, 2, 2, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0, false, true, false, false, true, false},
+        {1, 6, 7, 5, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, false, true, true, false, true, false},
+        {1, 6, 4, 5, 4, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0, false, false, false, true, true, false},
+        {1, 5, 6, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0, false, true, false, false, true, false},
+        {1, 5, 3, 4, 5, 3, 3, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, false, false, false, false, true, false},
+        {1, 8, 6, 5, 5, 4, 4, 2, 2, 1, 1, 1, 1, 0, 0, 2, 1, 0, 0, false, true, true, false, true, false},
+        {1, 4, 5, 5, 6, 3, 2, 2, 1, 0, 1, 1, 0, 0, 0, 1, 1, 0, 0, false, true, false, true, true, false},
+        {1, 4, 3, 4, 4, 2, 2, 3, 3, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, false, true, false, false, true, false},
+        {1, 4, 3, 4, 4, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, false, true, false, false, true, false},
+        {1, 4, 4, 4, 5, 3, 3, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 10, 11, false, true, false, false, true, false},
+        {1, 4, 4, 5, 5, 3, 3, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, true, true, false, false, true, false},
+        {1, 4, 4, 5, 5, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 1, 2, 0, 0, false, true, false, false, false, false},
+        {1, 4, 4, 5, 5, 2, 2, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 0, 0, false, true, false, false, false, false},
+        /* 1-D (h, kh, sh, pt, pb, oph, osh unused): a vocoder's k4 s2 p1, k3 s3 with
+         * output_padding, grouped k5 s2 p2 with a Relu, output_shape */
+        {2, 6, 4, 1, 9, 1, 4, 1, 2, 0, 1, 0, 1, 0, 0, 1, 1, 0, 0, false, true, false, false, true, true},
+        {1, 4, 5, 1, 7, 1, 3, 1, 3, 0, 0, 0, 0, 0, 2, 1, 1, 0, 0, false, false, false, false, true, true},
+        {1, 8, 6, 1, 8, 1, 5, 1, 2, 0, 2, 0, 2, 0, 1, 2, 1, 0, 0, false, true, false, true, true, true},
+        {1, 4, 4, 1, 6, 1, 3, 1, 2, 0, 0, 0, 0, 0, 0, 1, 1, 0, 14, false, true, false, false, true, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_case(&cases[i]);
