@@ -4,7 +4,8 @@
  * after every element it does not strictly beat, so ties keep the lower index
  * first and no scratch is needed (O(len * k) per lane). "Best" is largest (or
  * smallest with largest=0); NaN counts as larger than every number. The
- * output is always sorted, which also satisfies sorted=0. */
+ * output is always sorted, which also satisfies sorted=0. A contiguous
+ * float32 lane takes a faster loop with the same result (topk_lane_f32). */
 #include <math.h>
 #include <string.h>
 
@@ -24,6 +25,48 @@ static bool precedes(kiln_dtype t, bool fl, bool largest, const void *pa, int64_
     }
     int64_t a = kiln_red_ldi(t, pa, ia), b = kiln_red_ldi(t, pb, ib);
     return largest ? kiln_red_int_less(t, b, a) : kiln_red_int_less(t, a, b);
+}
+
+/* precedes() for float32 */
+static inline bool precedes_f32(bool largest, float a, float b)
+{
+    bool an = isnan(a), bn = isnan(b);
+    if (an || bn)
+        return largest ? (an && !bn) : (bn && !an);
+    return largest ? a > b : a < b;
+}
+
+/* One contiguous float32 lane, with the same result as the general loop
+ * below: an element that does not beat the k-th kept one is rejected by one
+ * compare, and the insertion point (the first kept element the new one
+ * strictly precedes: the kept lane is sorted, so those form a suffix) is
+ * found by binary search and opened by memmove. RetinaNet/FCOS-style
+ * pre-NMS TopKs (k = 1000 of 10^5 to 10^6 scores) spent most of their time
+ * scanning for that point element by element. */
+static void topk_lane_f32(const float *x, int64_t len, int64_t k, bool largest, float *vals,
+                          int64_t *idx)
+{
+    int64_t c = 0;
+    for (int64_t j = 0; j < len; j++) {
+        float v = x[j];
+        if (c == k && !precedes_f32(largest, v, vals[k - 1]))
+            continue;
+        int64_t lo = 0, hi = c; /* first p in [lo, hi) with v preceding vals[p] */
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (precedes_f32(largest, v, vals[mid]))
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        int64_t last = c < k ? c : k - 1; /* shift [lo, last) one to the right */
+        memmove(vals + lo + 1, vals + lo, sizeof(float) * (size_t)(last - lo));
+        memmove(idx + lo + 1, idx + lo, sizeof(int64_t) * (size_t)(last - lo));
+        vals[lo] = v;
+        idx[lo] = j;
+        if (c < k)
+            c++;
+    }
 }
 
 kiln_status kiln_ref_topk(const kiln_node *n, const kiln_tensor *const *in,
@@ -50,6 +93,12 @@ kiln_status kiln_ref_topk(const kiln_node *n, const kiln_tensor *const *in,
     const char *x = xt->data;
     if (k == 0)
         return KILN_OK;
+    if (t == KILN_DTYPE_FLOAT32 && inner == 1) {
+        for (int64_t o = 0; o < outer; o++)
+            topk_lane_f32((const float *)x + o * len, len, k, largest, (float *)vals + o * k,
+                          idx + o * k);
+        return KILN_OK;
+    }
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
             int64_t xbase = o * len * inner + i, ybase = o * k * inner + i, c = 0;

@@ -468,6 +468,58 @@ static void test_topk(void **state)
     topk_case(KILN_DTYPE_INT64, xi, ks(1, 5), 0, 0, 0, ks(1, 0), NULL, NULL);
 }
 
+/* A contiguous float32 lane (inner 1) takes topk_lane_f32; a strided one
+ * (inner > 1) the general loop: both must give the same values and
+ * indices, ties (values from a small set) and NaNs included. */
+static void test_topk_lanes(void **state)
+{
+    (void)state;
+    enum { L = 300 };
+    float x[2 * L], xt[2 * L];
+    uint64_t r = 12345;
+    for (int i = 0; i < 2 * L; i++) {
+        r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+        int v = (int)((r >> 33) % 23);
+        x[i] = v == 22 ? NAN : (float)(v - 11) * 0.5f;
+    }
+    for (int lane = 0; lane < 2; lane++)
+        for (int j = 0; j < L; j++)
+            xt[j * 2 + lane] = x[lane * L + j];
+    static const int64_t kk[] = {1, 7, 150, L};
+    for (int largest = 0; largest < 2; largest++) {
+        for (int ki = 0; ki < 4; ki++) {
+            int64_t k = kk[ki];
+            rt a = rt1(KILN_OP_TOPK, KILN_DTYPE_FLOAT32, ks(2, 2, L), 2);
+            set_int(&a, "k", k);
+            set_int(&a, "axis", 1);
+            set_int(&a, "largest", largest);
+            const void *ia[1] = {x};
+            rt_run(&a, ia, NULL);
+            rt b = rt1(KILN_OP_TOPK, KILN_DTYPE_FLOAT32, ks(2, L, 2), 2);
+            set_int(&b, "k", k);
+            set_int(&b, "axis", 0);
+            set_int(&b, "largest", largest);
+            const void *ib[1] = {xt};
+            rt_run(&b, ib, NULL);
+            const float *av = a.out[0].data, *bv = b.out[0].data;
+            const int64_t *ai = a.out[1].data, *bi = b.out[1].data;
+            for (int lane = 0; lane < 2; lane++)
+                for (int64_t q = 0; q < k; q++) {
+                    float va = av[lane * k + q], vb = bv[q * 2 + lane];
+                    if (ai[lane * k + q] != bi[q * 2 + lane] ||
+                        (memcmp(&va, &vb, sizeof va) != 0))
+                        fail_msg("TopK largest=%d k=%lld lane %d position %lld: contiguous "
+                                 "%g (index %lld), strided %g (index %lld)",
+                                 largest, (long long)k, lane, (long long)q, (double)va,
+                                 (long long)ai[lane * k + q], (double)vb,
+                                 (long long)bi[q * 2 + lane]);
+                }
+            rt_free(&a);
+            rt_free(&b);
+        }
+    }
+}
+
 /* ---- Einsum -------------------------------------------------------------- */
 
 static rt einsum_run(const char *eq, int n, const kiln_shape *shapes, const double *const *data)
@@ -636,7 +688,7 @@ int main(void)
         cmocka_unit_test(test_reduce_empty), cmocka_unit_test(test_reduce_noop),
         cmocka_unit_test(test_reduce_int),   cmocka_unit_test(test_reduce_f16),
         cmocka_unit_test(test_argreduce),    cmocka_unit_test(test_cumsum),
-        cmocka_unit_test(test_topk),         cmocka_unit_test(test_einsum_basic),
+        cmocka_unit_test(test_topk),         cmocka_unit_test(test_topk_lanes),         cmocka_unit_test(test_einsum_basic),
         cmocka_unit_test(test_einsum_batch), cmocka_unit_test(test_einsum_int),
     };
     return cmocka_run_group_tests_name("ops/reduce", tests, NULL, NULL);

@@ -338,6 +338,50 @@ static void test_topk(void **state)
     }
 }
 
+/* A k below a quarter of the lane selects with a heap first: the result
+ * must be the prefix of the whole lane's sort (k = len), ties (values from
+ * a small set) and NaNs included, both directions, two lanes. */
+static void test_topk_select(void **state)
+{
+    (void)state;
+    enum { L = 400 };
+    io_spec ins[2] = {{"x", KILN_DTYPE_FLOAT32, 2, {2, L}}, {"k", KILN_DTYPE_INT64, 1, {1}}};
+    io_spec outs[2] = {{"v", KILN_DTYPE_FLOAT32, -1, {0}}, {"i", KILN_DTYPE_INT64, -1, {0}}};
+    static float x[2 * L];
+    uint64_t r = 99;
+    for (int i = 0; i < 2 * L; i++) {
+        r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+        int v = (int)((r >> 33) % 31);
+        x[i] = v == 30 ? NAN : (float)(v - 15);
+    }
+    static int64_t whole[2 * L];
+    for (int largest = 0; largest <= 1; largest++) {
+        const char *names[2] = {"axis", "largest"};
+        int64_t vals[2] = {1, largest};
+        kiln_vm *vm = one_node("TopK", ins, 2, outs, 2, names, vals, 2);
+        set(vm, 0, KILN_DTYPE_FLOAT32, ks(2, 2, L), x);
+        int64_t k = L;
+        set(vm, 1, KILN_DTYPE_INT64, ks(1, 1), &k);
+        run(vm);
+        memcpy(whole, kiln_vm_output(vm, 1)->data, sizeof whole);
+        static const int64_t kk[] = {1, 5, 37, 99};
+        for (int q = 0; q < 4; q++) {
+            k = kk[q];
+            set(vm, 1, KILN_DTYPE_INT64, ks(1, 1), &k);
+            run(vm);
+            const int64_t *ix = kiln_vm_output(vm, 1)->data;
+            for (int lane = 0; lane < 2; lane++)
+                for (int64_t j = 0; j < k; j++)
+                    if (ix[lane * k + j] != whole[lane * L + j])
+                        fail_msg("TopK largest=%d k=%lld lane %d position %lld: index %lld, the "
+                                 "whole sort has %lld",
+                                 largest, (long long)k, lane, (long long)j,
+                                 (long long)ix[lane * k + j], (long long)whole[lane * L + j]);
+        }
+        kiln_vm_destroy(vm);
+    }
+}
+
 /* ---- the split ------------------------------------------------------------------- */
 
 /* x [8] -> a = Relu(x) -> nz = NonZero(a) -> s = Shape(nz) -> c = Concat(s x 70)
@@ -560,7 +604,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nonzero),  cmocka_unit_test(test_compress),
         cmocka_unit_test(test_nms),      cmocka_unit_test(test_nms_many),
-        cmocka_unit_test(test_topk),     cmocka_unit_test(test_split),
+        cmocka_unit_test(test_topk),     cmocka_unit_test(test_topk_select),     cmocka_unit_test(test_split),
         cmocka_unit_test(test_roialign),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
