@@ -52,6 +52,12 @@ static void ints(kiln_graph *g, int n, const char *name, int count, ...)
 
 /* Infers shapes, then checks with default knobs and (when knob_seed) with a
  * random sample of the knob spaces. */
+/* The task anchored at an InstanceNormalization (ct_template_of). */
+static bool instance_norm_task(const kiln_pass_ctx *ctx, const kiln_task *t)
+{
+    return ctx->g->nodes[t->anchor]->op == KILN_OP_INSTANCENORM;
+}
+
 static void check(kiln_graph *g, int result, uint64_t knob_seed)
 {
     assert_int_equal(kiln_graph_add_output(g, result), KILN_OK);
@@ -768,6 +774,45 @@ static void test_matmul_softmax_norm(void **state)
     ls = node(g, KILN_OP_LOGSOFTMAX, (int[]){out(g, r4)}, 1);
     kiln_node_set_int(g, ls, "axis", -1);
     check(g, out(g, ls), 5300);
+
+    /* InstanceNormalization on the layernorm template (a row per (n, c)):
+     * after a blocked conv with a Relu after (a CycleGAN-style block), and
+     * as GroupNorm exports it (Reshape to [N, G, -1], unit scale, Reshape
+     * back, Mul/Add by the channel affine) */
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    x = input(g, "x", ks(4, 2, 16, 7, 9));
+    static const int zp[4] = {1, 1, 1, 1};
+    int cw = param(g, "cw", ks(4, 24, 16, 3, 3), 6, -0.2f, 0.2f);
+    int c = ct_conv(g, x, cw, -1, 3, 1, zp, 1);
+    int isc = param(g, "is", ks(1, 24), 7, 0.5f, 1.5f);
+    int ibi = param(g, "ib", ks(1, 24), 8, -0.5f, 0.5f);
+    int in_in[3] = {c, isc, ibi};
+    int inorm = node(g, KILN_OP_INSTANCENORM, in_in, 3);
+    kiln_node_set_float(g, inorm, "epsilon", 1e-5f);
+    int rl = out(g, node(g, KILN_OP_RELU, (int[]){out(g, inorm)}, 1));
+    char tpl[64];
+    assert_int_equal(kiln_graph_add_output(g, rl), KILN_OK);
+    kiln_error err = {0};
+    assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+    ct_template_of(g, case_no, instance_norm_task, tpl, sizeof tpl);
+    if (strcmp(tpl, "layernorm") != 0)
+        fail_msg("InstanceNormalization ran on '%s', not layernorm", tpl);
+    ct_check_graph(g, dir, "instnorm", 0, 100 + (uint64_t)case_no, 1e-3, 1e-4);
+    case_no++;
+    kiln_graph_destroy(g);
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    x = input(g, "x", ks(4, 1, 8, 5, 6));
+    int rs = node(g, KILN_OP_RESHAPE, &x, 1);
+    ints(g, rs, "shape", 3, 1, 4, -1);
+    int one = param(g, "one", ks(1, 4), 9, 1.0f, 1.0f);
+    int zero = param(g, "zero", ks(1, 4), 10, 0.0f, 0.0f);
+    inorm = node(g, KILN_OP_INSTANCENORM, (int[]){out(g, rs), one, zero}, 3);
+    int back = node(g, KILN_OP_RESHAPE, (int[]){out(g, inorm)}, 1);
+    ints(g, back, "shape", 4, 1, 8, 5, 6);
+    int gam = param(g, "gamma", ks(3, 8, 1, 1), 11, 0.5f, 1.5f);
+    int bet = param(g, "beta", ks(3, 8, 1, 1), 12, -0.5f, 0.5f);
+    int gm = out(g, node(g, KILN_OP_MUL, (int[]){out(g, back), gam}, 2));
+    check(g, out(g, node(g, KILN_OP_ADD, (int[]){gm, bet}, 2)), 5400);
 }
 
 static void test_elemwise_movement(void **state)

@@ -122,16 +122,19 @@ kiln_status kiln_emit_layernorm(kiln_sb *b, const kiln_lowered *l, const kiln_ta
     const kiln_graph *g = l->ctx->g;
     const kiln_node *n = g->nodes[t->anchor];
     const kiln_value *x = g->values[n->inputs[0]];
-    int ax = norm_axis(kiln_attr_int(n, "axis", -1), x->shape.rank);
-    int64_t rows, size, one;
+    /* InstanceNormalization: a row per (n, c) over the spatial dims, its
+     * scale and bias per channel (row % C) instead of per element */
+    bool inst = n->op == KILN_OP_INSTANCENORM;
+    int ax = inst ? 2 : norm_axis(kiln_attr_int(n, "axis", -1), x->shape.rank);
+    int64_t rows, size, one, chans = inst ? x->shape.dims[1] : 0;
     kiln_geom_split(&x->shape, ax, x->shape.rank, &rows, &size, &one);
     int rpt = kiln_task_knob(t, "rows_per_task", 1);
     double eps = kiln_attr_float(n, "epsilon", 1e-5f);
     int xa = kiln_task_arg(t, n->inputs[0]), sa = kiln_task_arg(t, n->inputs[1]);
     int ba = n->n_inputs > 2 && n->inputs[2] >= 0 ? kiln_task_arg(t, n->inputs[2]) : -1;
     kiln_emit_prologue(b, l, t, NULL, 0);
-    kiln_sb_printf(b, "enum { SIZE_ = %lld, ROWS_ = %lld, RPT_ = %d };\n\n", (long long)size,
-                   (long long)rows, rpt);
+    kiln_sb_printf(b, "enum { SIZE_ = %lld, ROWS_ = %lld, RPT_ = %d, CH_ = %lld };\n\n",
+                   (long long)size, (long long)rows, rpt, (long long)(chans > 0 ? chans : 1));
     kiln_sb_puts(b, KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
     kiln_sb_printf(b,
@@ -171,10 +174,10 @@ kiln_status kiln_emit_layernorm(kiln_sb *b, const kiln_lowered *l, const kiln_ta
                    "        var /= (double)SIZE_;\n"
                    "        const float inv = (float)(1.0 / sqrt(var + %.17g));\n"
                    "        for (int64_t i = 0; i < SIZE_; i++) {\n"
-                   "            float v = (xp[i] - mf) * inv * a%d[i]",
-                   xa, eps, sa);
+                   "            float v = (xp[i] - mf) * inv * a%d[%s]",
+                   xa, eps, sa, inst ? "row % CH_" : "i");
     if (ba >= 0)
-        kiln_sb_printf(b, " + a%d[i]", ba);
+        kiln_sb_printf(b, " + a%d[%s]", ba, inst ? "row % CH_" : "i");
     kiln_sb_puts(b, ";\n            int64_t idx = row * (int64_t)SIZE_ + i;\n            (void)idx;\n");
     kiln_emit_epilogue(b, l, t, "v", "idx");
     kiln_sb_puts(b, "            o0[idx] = v;\n        }\n    }\n}\n");
