@@ -551,6 +551,54 @@ static void test_conv_padded_channels(void **state)
     }
 }
 
+/* Few output channels (3: an RGB output; 1: a mask; 21: VOC classes; 10)
+ * whose largest dividing block is 1 or 2 lanes: padded to whole vectors
+ * (pad_pays), the output NCHW{vec}c, and the values right. */
+static void test_conv_few_out_channels(void **state)
+{
+    (void)state;
+    static const int outs[] = {3, 1, 21, 10};
+    kiln_target tg;
+    kiln_error err = {0};
+    assert_int_equal(kiln_target_resolve(NULL, &tg, &err), KILN_OK);
+    for (int i = 0; i < 4; i++) {
+        kiln_graph *g;
+        assert_int_equal(kiln_graph_create(&g), KILN_OK);
+        int m = outs[i];
+        int x = input(g, "x", ks(4, 1, 16, 11, 12));
+        int w = param(g, "w", ks(4, 32, 16, 3, 3), 31, -0.3f, 0.3f);
+        int c1 = node(g, KILN_OP_CONV, (int[]){x, w}, 2);
+        ints(g, c1, "pads", 4, 1, 1, 1, 1);
+        int y = out(g, node(g, KILN_OP_RELU, (int[]){out(g, c1)}, 1));
+        int w2 = param(g, "w2", ks(4, m, 32, 7, 7), 32, -0.1f, 0.1f);
+        int b2 = param(g, "b2", ks(1, m), 33, -0.5f, 0.5f);
+        int c2 = node(g, KILN_OP_CONV, (int[]){y, w2, b2}, 3);
+        ints(g, c2, "pads", 4, 3, 3, 3, 3);
+        y = out(g, node(g, KILN_OP_TANH, (int[]){out(g, c2)}, 1));
+        assert_int_equal(kiln_graph_add_output(g, y), KILN_OK);
+        assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+        kiln_pass_ctx *ctx;
+        kiln_lowered *l;
+        ct_lower(g, case_no, &ctx, &l);
+        bool found = false;
+        for (int k = 0; k < ctx->g->n_nodes; k++) {
+            const kiln_node *n = ctx->g->nodes[k];
+            const kiln_value *v = ctx->g->values[n->outputs[0]];
+            if (n->op != KILN_OP_CONV || v->shape.dims[1] != m)
+                continue;
+            found = true;
+            if (v->layout.kind != KILN_LAYOUT_NCHWC || v->layout.block_a != tg.vec)
+                fail_msg("conv to %d channels: output layout %d block %d, not NCHW%dc", m,
+                         (int)v->layout.kind, v->layout.block_a, tg.vec);
+        }
+        assert_true(found);
+        kiln_lowered_destroy(l);
+        kiln_pass_ctx_destroy(ctx);
+        g->n_outputs = 0; /* check() adds it */
+        check(g, y, 0);
+    }
+}
+
 /* conv -> pool/global pool on blocked data, and row-major pooling */
 static void test_pool(void **state)
 {
@@ -1448,7 +1496,7 @@ int main(void)
         cmocka_set_test_filter(getenv("KILN_TEST_FILTER"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_fixed),       cmocka_unit_test(test_conv_random),
-        cmocka_unit_test(test_conv_padded_channels),
+        cmocka_unit_test(test_conv_padded_channels), cmocka_unit_test(test_conv_few_out_channels),
         cmocka_unit_test(test_conv_epilogues),
         cmocka_unit_test(test_squeeze_excite),
         cmocka_unit_test(test_pool),             cmocka_unit_test(test_pool_interior),             cmocka_unit_test(test_pool_8x8),

@@ -14,7 +14,9 @@
  * when groups == 1 and the padding costs at most a third of C_out (1000
  * classes -> 1008, mobilenet-v2's 24 channels -> 32: a third more FMAs, but
  * at the full vector width, and the consumer conv's input blocks are whole
- * vectors). The weight is OIHW{cb_in}i{cb}o, packed once here.
+ * vectors), or when the dividing block is 1 or 2 lanes wide and the padded
+ * FMAs cost no more than those narrow ones (an RGB output's 3 channels ->
+ * 16; pad_pays). The weight is OIHW{cb_in}i{cb}o, packed once here.
  *
  * Knobs: the register tile (ow_tile pixels x oc_tile channel blocks), the
  * input-channel blocks per accumulation pass, the loop order, and the task
@@ -108,6 +110,24 @@ static int largest_block(int64_t c, int vec)
     return 1;
 }
 
+static double out_block_cost(int64_t c, int cb, int vec);
+
+/* Whether output channels c are padded up to whole vec blocks rather than
+ * cut in blocks of b, the largest block dividing c: when the padding is at
+ * most a third of c (see the top), or when b is 1 or 2 lanes and the padded
+ * FMAs at full width cost no more by out_block_cost (padding paid in full,
+ * a narrower vector proportionally). So few or odd channels (an
+ * image-to-image network's 3-channel output, a 21-class segmentation head)
+ * pad: 3 channels on 1-wide blocks ran a CycleGAN generator's last 7x7 conv
+ * at 1% of peak, 127 of its 160 ms. Blocks of 4 lanes and more keep the
+ * third rule (the expand + depthwise pair fuses on whole blocks of 4). */
+static bool pad_pays(int64_t c, int b, int vec)
+{
+    if ((c + vec - 1) / vec * vec - c <= c / 3)
+        return true;
+    return b < 4 && out_block_cost(c, vec, vec) <= out_block_cost(c, b, vec);
+}
+
 static bool layout(const kiln_target *tg, const kiln_graph *g, const kiln_node *n, kiln_layout in,
                    kiln_tpl_layout *out)
 {
@@ -124,7 +144,7 @@ static bool layout(const kiln_target *tg, const kiln_graph *g, const kiln_node *
     int cb_out = largest_block(grp > 1 ? c_out / grp : c_out, vec);
     const kiln_value *bias = n->n_inputs > 2 && n->inputs[2] >= 0 ? g->values[n->inputs[2]] : NULL;
     if (grp == 1 && vec > 1 && cb_out < vec && (!bias || (bias->kind == KILN_VALUE_CONST && bias->data)) &&
-        (c_out + vec - 1) / vec * vec - c_out <= c_out / 3)
+        pad_pays(c_out, cb_out, vec))
         cb_out = vec; /* padded (the bias is padded when packing): see the top */
     int cb_in = in.kind == KILN_LAYOUT_NCHWC ? in.block_a : 1;
     if (grp > 1 && (c_in / grp) % cb_in != 0)
@@ -145,8 +165,9 @@ static bool layout(const kiln_target *tg, const kiln_graph *g, const kiln_node *
  * FMA (cb / vec of full speed: regnet-y-400mf's 48 -> 104 1x1 conv ran in
  * 646-756 us as NCHW8c against 326-346 us as NCHW16c padded to 112). With
  * it layout()'s choice is the cheapest: vec padded by at most a third
- * (<= 1.33) beats half width unpadded (2), larger dividing blocks beat
- * smaller. */
+ * (<= 1.33) beats half width unpadded (2), vec padded beats 1- or 2-lane
+ * blocks whenever it costs no more (3 -> 16: 5.33 against 16), larger
+ * dividing blocks beat smaller. */
 static double out_block_cost(int64_t c, int cb, int vec)
 {
     double pad = (double)((c + cb - 1) / cb * cb) / (double)c;
@@ -186,7 +207,7 @@ static int blocks(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
         return k;
     const kiln_value *bias = n->n_inputs > 2 && n->inputs[2] >= 0 ? g->values[n->inputs[2]] : NULL;
     bool pad_ok = (!bias || (bias->kind == KILN_VALUE_CONST && bias->data)) &&
-                  (c_out + vec - 1) / vec * vec - c_out <= c_out / 3;
+                  pad_pays(c_out, largest_block(c_out, vec), vec);
     for (int b = vec; b >= vec / 2 && k < KILN_TPL_MAX_BLOCKS - 1; b /= 2) {
         bool fits = c_out % b == 0 || (b == vec && pad_ok);
         double cost = out_block_cost(c_out, b, vec);
