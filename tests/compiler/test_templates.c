@@ -599,6 +599,48 @@ static void test_conv_few_out_channels(void **state)
     }
 }
 
+/* The task anchored at a 3x3 conv (ct_template_of). */
+static bool conv3x3_task(const kiln_pass_ctx *ctx, const kiln_task *t)
+{
+    const kiln_node *a = ctx->g->nodes[t->anchor];
+    if (a->op != KILN_OP_CONV)
+        return false;
+    const kiln_shape *w = &ctx->g->values[a->inputs[1]]->shape;
+    return w->rank == 4 && w->dims[2] == 3 && w->dims[3] == 3;
+}
+
+/* A 3x3 conv that Winograd takes, reading a row-major input (a reflection
+ * Pad's output, as in a CycleGAN residual block): its input is transformed
+ * to blocks so that conv2d_wino_nchwc runs it, and the values are right. */
+static void test_conv_row_major_to_wino(void **state)
+{
+    (void)state;
+    kiln_graph *g;
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    int x = input(g, "x", ks(4, 1, 32, 30, 30));
+    int p = node(g, KILN_OP_PAD, &x, 1);
+    ints(g, p, "pads", 8, 0, 0, 1, 1, 0, 0, 1, 1);
+    kiln_node_set_string(g, p, "mode", "reflect");
+    int w = param(g, "w", ks(4, 32, 32, 3, 3), 41, -0.2f, 0.2f);
+    int b = param(g, "b", ks(1, 32), 42, -0.5f, 0.5f);
+    int c = node(g, KILN_OP_CONV, (int[]){out(g, p), w, b}, 3);
+    int y = out(g, node(g, KILN_OP_RELU, (int[]){out(g, c)}, 1));
+    assert_int_equal(kiln_graph_add_output(g, y), KILN_OK);
+    kiln_error err = {0};
+    assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+    char tpl[64];
+    ct_template_of(g, case_no, conv3x3_task, tpl, sizeof tpl);
+    kiln_target tg;
+    assert_int_equal(kiln_target_resolve(NULL, &tg, &err), KILN_OK);
+    if (tg.vec == 16 || tg.vec == 8) { /* 32 channels: whole blocks on AVX2 and AVX-512 */
+        if (strcmp(tpl, "conv2d_wino_nchwc") != 0)
+            fail_msg("3x3 conv on a row-major input ran on '%s', not conv2d_wino_nchwc", tpl);
+    }
+    ct_check_graph(g, dir, "rm_wino", 0, 100 + (uint64_t)case_no, 1e-3, 1e-4);
+    case_no++;
+    kiln_graph_destroy(g);
+}
+
 /* conv -> pool/global pool on blocked data, and row-major pooling */
 static void test_pool(void **state)
 {
@@ -1497,6 +1539,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_fixed),       cmocka_unit_test(test_conv_random),
         cmocka_unit_test(test_conv_padded_channels), cmocka_unit_test(test_conv_few_out_channels),
+        cmocka_unit_test(test_conv_row_major_to_wino),
         cmocka_unit_test(test_conv_epilogues),
         cmocka_unit_test(test_squeeze_excite),
         cmocka_unit_test(test_pool),             cmocka_unit_test(test_pool_interior),             cmocka_unit_test(test_pool_8x8),

@@ -69,6 +69,11 @@ void kiln_emit_entry_grain(kiln_sb *b, const kiln_task *t, const char *n_tasks, 
 /* ---- shared by several templates (tpl_common.c, emit_movement.c) ---------- */
 /* A float32 Conv with a constant weight whose 1-D/2-D geometry resolves. */
 bool kiln_tpl_conv_operands(const kiln_graph *g, const kiln_node *n);
+/* Whether conv2d_wino_nchwc takes a conv of this geometry (3x3 stride 1,
+ * groups 1, enough channels and output tiles; tpl_conv2d_wino_nchwc.c), given
+ * NCHW{vec}c in and out: conv2d_nchwc asks for a blocked input when so. */
+struct kiln_win2d;
+bool kiln_tpl_wino_takes(const struct kiln_win2d *w);
 /* Row-major data input (input 0). */
 bool kiln_tpl_row_major_in(const kiln_graph *g, const kiln_node *n);
 /* The group width gw of a grouped Conv whose blocks of `block` channels hold

@@ -151,6 +151,12 @@ static bool layout(const kiln_target *tg, const kiln_graph *g, const kiln_node *
         cb_in = 1;
     if (grp == 1 && cb_in == 1 && c_in >= 2 && c_in <= 4)
         cb_in = (int)c_in; /* an image: one block of all its channels, see the top */
+    kiln_win2d w2;
+    if (grp == 1 && cb_in == 1 && in.kind == KILN_LAYOUT_ROW_MAJOR && c_in % vec == 0 &&
+        cb_out == vec && c_out % vec == 0 && kiln_geom_win2d(g, n, &w2) &&
+        kiln_tpl_wino_takes(&w2))
+        cb_in = vec; /* a row-major input (after a reflection Pad, a VM class's
+                        input) transformed to blocks, so that Winograd takes it */
     if (grp > 1 && cb_out == 1 && cb_in == 1)
         return false; /* row-major: conv2d_direct */
     out->in = nchwc(cb_in);

@@ -29,7 +29,7 @@
 #define KILN_WINO_MIN_C 32
 #define KILN_WINO_MIN_TILES 49
 
-static bool takes(const kiln_win2d *w)
+bool kiln_tpl_wino_takes(const kiln_win2d *w)
 {
     int64_t tiles = kiln_k_cdiv(w->oh, 4) * kiln_k_cdiv(w->ow, 4);
     return w->kh == 3 && w->kw == 3 && w->sh == 1 && w->sw == 1 && w->dh == 1 && w->dw == 1 &&
@@ -42,7 +42,7 @@ static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
                   kiln_epi_kind *epi)
 {
     kiln_win2d w;
-    if (!kiln_tpl_conv_operands(g, n) || !kiln_geom_win2d(g, n, &w) || !takes(&w))
+    if (!kiln_tpl_conv_operands(g, n) || !kiln_geom_win2d(g, n, &w) || !kiln_tpl_wino_takes(&w))
         return false;
     const kiln_layout *wl = &g->values[n->inputs[1]]->layout;
     if (wl->kind != KILN_LAYOUT_OIHWIO || wl->block_a != wl->block_b || wl->block_a != tg->vec)
