@@ -4,6 +4,7 @@
  * default knobs and with random samples of each template's knob space.
  * Each case is a small graph compiled end to end and compared with the
  * reference executor (rtol 1e-3, atol 1e-4). */
+#include "codegen/c/kernels/kiln_kernels_dense.h" /* kiln_dense_kc */
 #include "compiler_test.h"
 #include "lower/lower.h"
 #include "util/half.h"
@@ -784,6 +785,49 @@ static void test_dense(void **state)
         int y = out(g, gm);
         y = out(g, node(g, i % 2 ? KILN_OP_SIGMOID : KILN_OP_RELU, &y, 1));
         check(g, y, 4000 + (uint64_t)i);
+    }
+    /* K passes (a detection head's fc6: K too long for a column block to
+     * stay in cache): Gemm + bias + Relu (the header's epilogue, applied on
+     * the last pass only) and MatMul + residual Add + Sigmoid (the callback,
+     * last pass only); the lowering must have chosen passes */
+    for (int i = 0; i < 2; i++) {
+        kiln_graph *g;
+        assert_int_equal(kiln_graph_create(&g), KILN_OK);
+        const int m = 70, k = 17000, n = 40;
+        int x = input(g, "x", ks(2, m, k));
+        int y;
+        if (i == 0) {
+            int w = param(g, "w", ks(2, n, k), 31, -0.5f, 0.5f);
+            int b = param(g, "b", ks(1, n), 32, -0.5f, 0.5f);
+            int gm = node(g, KILN_OP_GEMM, (int[]){x, w, b}, 3);
+            kiln_node_set_int(g, gm, "transB", 1);
+            y = out(g, node(g, KILN_OP_RELU, (int[]){out(g, gm)}, 1));
+        } else {
+            int w = param(g, "w", ks(2, k, n), 33, -0.5f, 0.5f);
+            int r = input(g, "r", ks(2, m, n));
+            int mm = out(g, node(g, KILN_OP_MATMUL, (int[]){x, w}, 2));
+            int ad = out(g, node(g, KILN_OP_ADD, (int[]){mm, r}, 2));
+            y = out(g, node(g, KILN_OP_SIGMOID, &ad, 1));
+        }
+        assert_int_equal(kiln_graph_add_output(g, y), KILN_OK);
+        kiln_error err = {0};
+        assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+        kiln_pass_ctx *ctx;
+        kiln_lowered *l;
+        ct_lower(g, case_no, &ctx, &l);
+        int passes = 0;
+        for (int t = 0; t < l->n_tasks; t++)
+            if (l->tasks[t].tpl && !strcmp(l->tasks[t].tpl->name, "dense"))
+                passes = kiln_dense_kc(l->tasks[t].params) < k;
+        kiln_lowered_destroy(l);
+        kiln_pass_ctx_destroy(ctx);
+        if (!passes)
+            fail_msg("dense %dx%dx%d: no K passes chosen", m, k, n);
+        char tag[32];
+        snprintf(tag, sizeof tag, "kpass%d", i);
+        ct_check_graph(g, dir, tag, 0, 100 + (uint64_t)case_no, 1e-3, 1e-4);
+        case_no++;
+        kiln_graph_destroy(g);
     }
     /* MatMul with a constant B on a 3-D A, then a bias add (the ViT pattern) */
     kiln_graph *g;

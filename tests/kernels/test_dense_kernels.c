@@ -65,6 +65,8 @@ static void check_dense(kiln_dense_params p, kt_rng *r, int knobs, int with_epi)
         p.m_group = kt_int(r, 0, p.m + 1);
         p.n_group = kt_int(r, 0, (p.n + p.nb - 1) / p.nb + 1);
         p.order = kt_int(r, 0, 1); /* row tiles outer, or column tiles with the prefetch */
+        /* K passes half the time: any slice length, the last one shorter */
+        p.k_block = kt_int(r, 0, 1) ? kt_int(r, 1, p.k) : 0;
     }
     int64_t M = p.m, K = p.k, N = p.n;
     int64_t nbias = p.bias_kind == KILN_DENSE_BIAS_COL      ? N
@@ -110,9 +112,10 @@ static void check_dense(kiln_dense_params p, kt_rng *r, int knobs, int with_epi)
     kt_split(r, kt_int(r, 0, 3), kiln_dense_tasks(&p), dense_range, &c);
     if (getenv("KT_VERBOSE"))
         printf("dense m%d k%d n%d nb%d w_kn%d alpha %g epi%d bias %d beta %g cb %d T%d O%d mg%d "
-               "ng%d order %d\n",
+               "ng%d order %d k_block %d\n",
                p.m, p.k, p.n, p.nb, p.w_kn, (double)p.alpha, p.epilogue, p.bias_kind,
-               (double)p.beta, with_epi, p.m_tile, p.n_tile, p.m_group, p.n_group, p.order);
+               (double)p.beta, with_epi, p.m_tile, p.n_tile, p.m_group, p.n_group, p.order,
+               p.k_block);
     assert_allclose(y, ref, M * N, 1e-4, 1e-5 * K + 1e-4);
     for (int i = 0; i < 16; i++)
         assert_true(y[M * N + i] == 1234.0f);

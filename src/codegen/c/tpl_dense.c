@@ -260,10 +260,11 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                    "static const kiln_dense_params P_ = {\n"
                    "    .m = %d, .k = %d, .n = %d, .nb = %d, .w_kn = %d, .alpha = %af,\n"
                    "    .epilogue = %d, .bias_kind = %d, .beta = %af, .clip_min = %af, .clip_max = %af,\n"
-                   "    .m_tile = %d, .n_tile = %d, .m_group = %d, .n_group = %d, .order = %d,\n};\n\n",
+                   "    .m_tile = %d, .n_tile = %d, .m_group = %d, .n_group = %d, .order = %d,\n"
+                   "    .k_block = %d,\n};\n\n",
                    p->m, p->k, p->n, p->nb, p->w_kn, (double)p->alpha, p->epilogue, p->bias_kind,
                    (double)p->beta, (double)p->clip_min, (double)p->clip_max, p->m_tile,
-                   p->n_tile, p->m_group, p->n_group, p->order);
+                   p->n_tile, p->m_group, p->n_group, p->order, p->k_block);
     bool hook = kiln_task_has_epilogue(l, t);
     if (hook)
         emit_epilogue_fn(b, l, t);

@@ -105,7 +105,14 @@ typedef struct kiln_dense_params {
     int n_group; /* column blocks per task (0: all) */
     int order;   /* in a task: 1 column tiles outer, prefetching the next (kiln_dense_cols);
                     0 row tiles outer, no prefetch (kiln_dense_rows) */
+    int k_block; /* K per pass over a task's tiles (0, or >= k: all of K in one pass) */
 } kiln_dense_params;
+
+/* K per pass (see kiln_dense_run_epi's K passes). */
+static inline int kiln_dense_kc(const kiln_dense_params *p)
+{
+    return p->k_block > 0 && p->k_block < p->k ? p->k_block : p->k;
+}
 
 /* The epilogue callback: y points at Y[row0][col0] (leading dimension ldy),
  * the tile is rows x cols, its values final but for what the callback does
@@ -213,7 +220,7 @@ static inline void kiln_dense_task_knobs(kiln_dense_params *p, int64_t l2_bytes,
 {
     const int isa = kiln_conv_model_isa(p->nb);
     kiln_dense_plan q = kiln_dense_plan_isa(p, isa);
-    int64_t wblock = (int64_t)p->k * p->nb * 4;
+    int64_t wblock = (int64_t)kiln_dense_kc(p) * p->nb * 4;
     int64_t ng = q.nbn, mg = p->m;
     int64_t want = 4 * (int64_t)(n_threads > 0 ? n_threads : 1);
     for (;;) {
@@ -238,7 +245,7 @@ static inline void kiln_dense_task_knobs(kiln_dense_params *p, int64_t l2_bytes,
      * column tiles instead, for tasks whose X does not fit (then the
      * prefetched tile would compete with X's stream for the L2: vit-b-16's
      * 197x3072 by 3072x768 lost 2% with it on 2 threads) */
-    p->order = (int64_t)mg * p->k * 4 <= l2_bytes / 2;
+    p->order = (int64_t)mg * kiln_dense_kc(p) * 4 <= l2_bytes / 2;
 }
 
 /* Fills the knobs of p (geometry and nb set) from the shape, the per-core
@@ -263,6 +270,17 @@ static inline void kiln_dense_default_params(kiln_dense_params *p, int64_t l1_by
                 p->n_tile = o;
             }
         }
+    /* K passes: when one column block's packed weights exceed a quarter of
+     * the L2 and there are rows enough to reuse a column tile (a detection
+     * head's fc6: 1,000 proposals x 12,544 -> 1,024), passes of ~512 k
+     * steps keep a column tile's weights and a row tile's X in L1/L2 where
+     * whole-K tiles streamed both from memory; a single row (a GEMV) streams
+     * the weights once anyway */
+    p->k_block = 0;
+    if (p->m >= 64 && (int64_t)p->k * p->nb * 4 > l2_bytes / 4) {
+        int64_t passes = kiln_k_cdiv(p->k, 512);
+        p->k_block = (int)((kiln_k_cdiv(p->k, passes) + 7) / 8 * 8);
+    }
     kiln_dense_task_knobs(p, l2_bytes, n_threads);
 }
 
@@ -281,6 +299,8 @@ typedef struct kiln_dense_tile_args {
     int nvalid;        /* valid columns of the tile's last block (nb when full) */
     int epi;
     float lo, hi;
+    int acc_y; /* a later K pass: the accumulators start from Y, not the bias */
+    int last;  /* the last K pass: residual, Relu and Clip before the store */
     /* L2 prefetch of weights a later tile reads (see kiln_dense_cols): one
      * 64-byte line every 2^pf_sh k steps, pf_n lines from pf (none: 0) */
     const char *pf;
@@ -311,7 +331,9 @@ typedef struct kiln_dense_tile_args {
             KILN_KUNROLL for (int p = 0; p < T; p++)                                               \
             {                                                                                      \
                 V v = init;                                                                        \
-                if (bias && bk == KILN_DENSE_BIAS_ROW)                                             \
+                if (a->acc_y)                                                                      \
+                    v = part ? LOADM(a->y + p * ldy + o * VL, nv) : LOAD(a->y + p * ldy + o * VL); \
+                else if (bias && bk == KILN_DENSE_BIAS_ROW)                                        \
                     v = SET1(a->beta * bias[p]);                                                   \
                 else if (bias && bk == KILN_DENSE_BIAS_FULL)                                       \
                     v = MUL(beta, part ? LOADM(bias + p * ldy + o * VL, nv)                        \
@@ -359,11 +381,11 @@ typedef struct kiln_dense_tile_args {
             {                                                                                      \
                 V v = acc[p][o];                                                                   \
                 const int64_t off = p * ldy + o * VL;                                              \
-                if (a->res)                                                                        \
+                if (a->res && a->last)                                                             \
                     v = ADD(v, part ? LOADM(a->res + off, nv) : LOAD(a->res + off));              \
-                if (a->epi & KILN_EPI_RELU)                                                        \
+                if ((a->epi & KILN_EPI_RELU) && a->last)                                           \
                     v = MAX(v, z);                                                                 \
-                if (a->epi & KILN_EPI_CLIP)                                                        \
+                if ((a->epi & KILN_EPI_CLIP) && a->last)                                           \
                     v = MIN(MAX(v, lo), hi);                                                       \
                 if (part)                                                                          \
                     STOREM(a->y + off, v, nv);                                                     \
@@ -409,7 +431,9 @@ static KILN_KINLINE void kiln_f32_gemm_ukernel__scalar(const int T, const int O,
                 for (int l = 0; l < nl; l++) {
                     const int64_t c = (int64_t)o * nb + l0 + l;
                     float bv = 0.0f;
-                    if (a->bias && l0 + l < nv)
+                    if (a->acc_y && l0 + l < nv)
+                        bv = a->y[p * a->ldy + c];
+                    else if (a->bias && l0 + l < nv)
                         bv = a->beta * (a->bias_kind == KILN_DENSE_BIAS_COL      ? a->bias[c]
                                         : a->bias_kind == KILN_DENSE_BIAS_SCALAR ? a->bias[0]
                                         : a->bias_kind == KILN_DENSE_BIAS_ROW    ? a->bias[p]
@@ -428,9 +452,9 @@ static KILN_KINLINE void kiln_f32_gemm_ukernel__scalar(const int T, const int O,
                 for (int l = 0; l < nl && l0 + l < nv; l++) {
                     const int64_t off = p * a->ldy + (int64_t)o * nb + l0 + l;
                     float v = acc[p][l];
-                    if (a->res)
+                    if (a->res && a->last)
                         v += a->res[off];
-                    a->y[off] = kiln_k_epi1(v, a->epi, a->lo, a->hi);
+                    a->y[off] = a->last ? kiln_k_epi1(v, a->epi, a->lo, a->hi) : v;
                 }
         }
     }
@@ -561,7 +585,7 @@ static KILN_KINLINE void kiln_dense_tile_at(const kiln_dense_ctx *c, kiln_dense_
               : p->bias_kind == KILN_DENSE_BIAS_ROW    ? c->bias + mt
                                                        : c->bias + mt * N + col0;
     kiln_dense_tile(c->q, (int)nb, T, O, pf, a);
-    if (c->epi)
+    if (c->epi && a->last)
         c->epi(c->epi_ctx, a->y, N, mt, T, col0, (int)((col_end < N ? col_end : N) - col0));
 }
 
@@ -699,37 +723,47 @@ static KILN_KINLINE void kiln_dense_run_epi(const kiln_dense_params *p, const fl
     const int64_t ng_last = q.nbn - (q.n_ng - 1) * q.n_group;
     const int t_rest = (int)(q.m_group % q.T), t_rest_last = (int)(mg_last % q.T);
     const int o_rest = (int)(q.n_group % q.O), o_rest_last = (int)(ng_last % q.O);
+    const int kc = kiln_dense_kc(p);
     KILN_DENSE_FTZ_BEGIN;
     for (int64_t task = task_begin; task < task_end; task++) {
-        int64_t ngi = task % q.n_ng, mgi = task / q.n_ng;
-        int64_t m0 = mgi * q.m_group, m1 = m0 + q.m_group < p->m ? m0 + q.m_group : p->m;
-        int64_t b0 = ngi * q.n_group, b1 = b0 + q.n_group < q.nbn ? b0 + q.n_group : q.nbn;
-        const int mlast = mgi == q.n_mg - 1, nlast = ngi == q.n_ng - 1;
-        /* the next task's first column tile, when this thread runs it too */
-        const char *pf = NULL;
-        int64_t lines = 0;
-        if (task + 1 < task_end) {
-            const int64_t nb0 = ((task + 1) % q.n_ng) * q.n_group;
-            pf = (const char *)(w_packed + nb0 * p->k * p->nb);
-            lines = kiln_dense_lines(p, q.nbn - nb0 < q.O ? q.nbn - nb0 : q.O);
+        for (int k0 = 0; k0 < p->k; k0 += kc) {
+            /* K pass [k0, k0 + kc): the first starts from the bias, later ones
+             * from Y; the last applies the epilogue */
+            a.k = p->k - k0 < kc ? p->k - k0 : kc;
+            a.acc_y = k0 > 0;
+            a.last = k0 + a.k >= p->k;
+            c.x = x + k0;
+            c.w = w_packed + (int64_t)k0 * p->nb;
+            int64_t ngi = task % q.n_ng, mgi = task / q.n_ng;
+            int64_t m0 = mgi * q.m_group, m1 = m0 + q.m_group < p->m ? m0 + q.m_group : p->m;
+            int64_t b0 = ngi * q.n_group, b1 = b0 + q.n_group < q.nbn ? b0 + q.n_group : q.nbn;
+            const int mlast = mgi == q.n_mg - 1, nlast = ngi == q.n_ng - 1;
+            /* the next task's first column tile, when this thread runs it too */
+            const char *pf = NULL;
+            int64_t lines = 0;
+            if (task + 1 < task_end) {
+                const int64_t nb0 = ((task + 1) % q.n_ng) * q.n_group;
+                pf = (const char *)(w_packed + nb0 * p->k * p->nb);
+                lines = kiln_dense_lines(p, q.nbn - nb0 < q.O ? q.nbn - nb0 : q.O);
+            }
+            /* four calls, so that each has constant remainders (see above) */
+            if (!p->order && !mlast && !nlast)
+                kiln_dense_rows(&c, &a, m0, m1, t_rest, b0, b1, o_rest);
+            else if (!p->order && !mlast)
+                kiln_dense_rows(&c, &a, m0, m1, t_rest, b0, b1, o_rest_last);
+            else if (!p->order && !nlast)
+                kiln_dense_rows(&c, &a, m0, m1, t_rest_last, b0, b1, o_rest);
+            else if (!p->order)
+                kiln_dense_rows(&c, &a, m0, m1, t_rest_last, b0, b1, o_rest_last);
+            else if (!mlast && !nlast)
+                kiln_dense_cols(&c, &a, m0, m1, t_rest, b0, b1, o_rest, pf, lines);
+            else if (!mlast)
+                kiln_dense_cols(&c, &a, m0, m1, t_rest, b0, b1, o_rest_last, pf, lines);
+            else if (!nlast)
+                kiln_dense_cols(&c, &a, m0, m1, t_rest_last, b0, b1, o_rest, pf, lines);
+            else
+                kiln_dense_cols(&c, &a, m0, m1, t_rest_last, b0, b1, o_rest_last, pf, lines);
         }
-        /* four calls, so that each has constant remainders (see above) */
-        if (!p->order && !mlast && !nlast)
-            kiln_dense_rows(&c, &a, m0, m1, t_rest, b0, b1, o_rest);
-        else if (!p->order && !mlast)
-            kiln_dense_rows(&c, &a, m0, m1, t_rest, b0, b1, o_rest_last);
-        else if (!p->order && !nlast)
-            kiln_dense_rows(&c, &a, m0, m1, t_rest_last, b0, b1, o_rest);
-        else if (!p->order)
-            kiln_dense_rows(&c, &a, m0, m1, t_rest_last, b0, b1, o_rest_last);
-        else if (!mlast && !nlast)
-            kiln_dense_cols(&c, &a, m0, m1, t_rest, b0, b1, o_rest, pf, lines);
-        else if (!mlast)
-            kiln_dense_cols(&c, &a, m0, m1, t_rest, b0, b1, o_rest_last, pf, lines);
-        else if (!nlast)
-            kiln_dense_cols(&c, &a, m0, m1, t_rest_last, b0, b1, o_rest, pf, lines);
-        else
-            kiln_dense_cols(&c, &a, m0, m1, t_rest_last, b0, b1, o_rest_last, pf, lines);
     }
     KILN_DENSE_FTZ_END;
 }
