@@ -205,6 +205,17 @@ def check_outputs(name, k, boxes, scores, labels):
         raise SystemExit(f"{name}: the reference output of image {k} is degenerate ({why})")
 
 
+def write_data_set(data_dir, image, names, ys):
+    """DATA_DIR/input_0.pb (IMAGE, a tensor named "images") and output_K.pb
+    (YS, numpy arrays named NAMES), the conformance suite's layout."""
+    os.makedirs(data_dir, exist_ok=True)
+    with open(os.path.join(data_dir, "input_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(image.numpy(), "images").SerializeToString())
+    for i, (oname, y) in enumerate(zip(names, ys)):
+        with open(os.path.join(data_dir, f"output_{i}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(y, oname).SerializeToString())
+
+
 def export_one(name, outdir, opset, force):
     dst = os.path.join(outdir, name)
     model_path = os.path.join(dst, "model.onnx")
@@ -233,13 +244,7 @@ def export_one(name, outdir, opset, force):
                           output_names=OUTPUT_NAMES, do_constant_folding=True)
     onnx.checker.check_model(tmp)
     for k, (x, ys) in enumerate(zip(images, results)):
-        data_dir = os.path.join(dst, f"test_data_set_{k}")
-        os.makedirs(data_dir, exist_ok=True)
-        with open(os.path.join(data_dir, "input_0.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(x.numpy(), "images").SerializeToString())
-        for i, (oname, y) in enumerate(zip(OUTPUT_NAMES, ys)):
-            with open(os.path.join(data_dir, f"output_{i}.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(y, oname).SerializeToString())
+        write_data_set(os.path.join(dst, f"test_data_set_{k}"), x, OUTPUT_NAMES, ys)
     os.replace(tmp, model_path)
     with open(version_path, "w") as f:
         f.write(EXPORT_VERSION + "\n")

@@ -135,7 +135,6 @@ def export_one(name, outdir):
     """Exports NAME to OUTDIR/NAME unless cached there."""
     import onnx
     import torch
-    from onnx import numpy_helper
     keys = NETWORKS[name][3]
     dst = os.path.join(outdir, name)
     data = os.path.join(dst, "test_data_set_0")
@@ -171,11 +170,8 @@ def export_one(name, outdir):
         torch.onnx.export(wrapped, (image,), tmp, opset_version=13, input_names=["images"],
                           output_names=keys, do_constant_folding=True)
     onnx.checker.check_model(tmp)
-    with open(os.path.join(data, "input_0.pb"), "wb") as f:
-        f.write(numpy_helper.from_array(image.numpy(), "images").SerializeToString())
-    for k, (key, y) in enumerate(zip(keys, ys)):
-        with open(os.path.join(data, f"output_{k}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(y, key).SerializeToString())
+    import export_detection as ed
+    ed.write_data_set(data, image, keys, ys)
     os.replace(tmp, model_path)
     with open(version_path, "w") as f:
         f.write(EXPORT_VERSION + "\n")
