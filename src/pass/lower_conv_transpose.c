@@ -20,11 +20,13 @@
  *
  * The Conv does the ConvTranspose's multiply-adds exactly when s divides K
  * (a k2s2 or k4s2 upsampler); otherwise zero taps pad the shorter phases
- * (k3s2: 16 taps per 9). 1-D runs as 2-D with one row. Left to the reference kernel: dilation >
- * 1, 3-D (kiln's conv templates are 1-D/2-D), run-time weights or bias, a non-float32 X, and geometries whose
- * pad_begin would be negative (an output_shape that crops before the first
- * input). Weights are combined in float (a copy, no arithmetic), so the
- * lowered node computes the same sums in another order. */
+ * (k3s2: 16 taps per 9). 1-D runs as 2-D with one row. Left to the
+ * reference kernel: dilation > 1, 3-D (kiln's conv templates are 1-D/2-D),
+ * run-time weights or bias, a non-float32 X, more than 64 phases or a phase
+ * weight over 4x the kernel's (a stride well above the kernel: k1 s3), and
+ * geometries whose pad_begin would be negative (an output_shape that crops
+ * before the first input). Weights are combined in float (a copy, no
+ * arithmetic), so the lowered node computes the same sums in another order. */
 #include <stdio.h>
 #include <string.h>
 
@@ -90,11 +92,20 @@ static bool plan(const kiln_graph *g, const kiln_node *n, kiln_convt_geom *geo, 
         return false;
     if (kiln_convt_resolve(n, &x->shape, &w->shape, geo, NULL) != KILN_OK)
         return false;
-    for (int d = 0; d < geo->nsp; d++)
+    int64_t phases = 1, taps = 1, kernel = 1;
+    for (int d = 0; d < geo->nsp; d++) {
         if (geo->dilation[d] != 1 || !plan_dim(geo->in[d], geo->out[d], geo->stride[d],
                                                geo->pad_begin[d], geo->kernel[d], &pd[d]))
             return false;
-    return true;
+        phases *= pd[d].s;
+        taps *= pd[d].taps;
+        kernel *= pd[d].k;
+    }
+    /* the Conv's weight holds phases x taps per (c, m) against the kernel's
+     * taps: at most 4x (k1 s2; k3 s2: 16/9), and a bounded phase count, so
+     * that a hostile stride cannot blow the weight up (the reference kernel
+     * runs those) */
+    return phases <= 64 && phases * taps <= 4 * kernel;
 }
 
 /* The Conv's weight [M*S, C/G, T...] from W [C, M/G, K...]: output channel

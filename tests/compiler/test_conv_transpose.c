@@ -131,6 +131,8 @@ static void test_conv_transpose(void **state)
         {1, 4, 4, 5, 5, 3, 3, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, true, true, false, false, true, false},
         {1, 4, 4, 5, 5, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 1, 2, 0, 0, false, true, false, false, false, false},
         {1, 4, 4, 5, 5, 2, 2, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 0, 0, false, true, false, false, false, false},
+        /* k1 s3: 9 phases of one tap against one kernel tap: left to the reference */
+        {1, 4, 3, 4, 4, 1, 1, 3, 3, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, false, true, false, false, false, false},
         /* 1-D (h, kh, sh, pt, pb, oph, osh unused): a vocoder's k4 s2 p1, k3 s3 with
          * output_padding, grouped k5 s2 p2 with a Relu, output_shape */
         {2, 6, 4, 1, 9, 1, 4, 1, 2, 0, 1, 0, 1, 0, 0, 1, 1, 0, 0, false, true, false, false, true, true},
