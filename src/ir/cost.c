@@ -20,6 +20,20 @@ int64_t kiln_node_macs(const kiln_graph *g, const kiln_node *n)
             per *= w->shape.dims[i];
         return out_elems * per;
     }
+    case KILN_OP_CONVTRANSPOSE: {
+        /* each input element scatters into M/group x kernel window outputs:
+         * W [C_in, M/group, k...] */
+        const kiln_value *x = kiln_graph_value(g, n->inputs[0]);
+        const kiln_value *w = kiln_graph_value(g, n->inputs[1]);
+        if (!x || !w || w->shape.rank < 2)
+            return 0;
+        int64_t in_elems = kiln_shape_numel(&x->shape), per = 1;
+        if (in_elems < 0)
+            return 0;
+        for (int i = 1; i < w->shape.rank; i++)
+            per *= w->shape.dims[i];
+        return in_elems * per;
+    }
     case KILN_OP_GEMM: {
         const kiln_value *a = kiln_graph_value(g, n->inputs[0]);
         if (!a || a->shape.rank != 2)

@@ -169,7 +169,7 @@ static inline const char *kiln_shape_fmt(const kiln_shape *s, kiln_shape_buf *b)
  * KILN_ERR_INVALID_GRAPH naming a node on a cycle if there is one. */
 kiln_status kiln_graph_topo_order(const kiln_graph *g, int *order, kiln_error *err);
 
-/* MACs of one node (Conv, Gemm, MatMul; 0 otherwise). Shapes must be inferred. */
+/* MACs of one node (Conv, ConvTranspose, Gemm, MatMul; 0 otherwise). Shapes must be inferred. */
 int64_t kiln_node_macs(const kiln_graph *g, const kiln_node *n);
 
 #endif

@@ -837,32 +837,13 @@ done:
  * the static part, instead of run on reference kernels. */
 #define HEAVY_FLOPS 2e7
 
-/* Flops of the Gemm, MatMul, Conv and ConvTranspose nodes of a converted one-node graph. */
+/* Flops of the Gemm, MatMul, Conv and ConvTranspose nodes of a converted
+ * one-node graph (ir/cost.c's count). */
 static double graph_flops(const kiln_graph *g)
 {
     double f = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const kiln_node *nd = g->nodes[i];
-        if ((nd->op != KILN_OP_GEMM && nd->op != KILN_OP_MATMUL && nd->op != KILN_OP_CONV &&
-             nd->op != KILN_OP_CONVTRANSPOSE) ||
-            nd->n_inputs < 2 || nd->inputs[0] < 0 || nd->inputs[1] < 0)
-            continue;
-        const kiln_shape *x = &g->values[nd->inputs[0]]->shape;
-        const kiln_shape *w = &g->values[nd->inputs[1]]->shape;
-        double out = (double)kiln_shape_numel(&g->values[nd->outputs[0]]->shape);
-        if (x->rank < 1 || w->rank < 1)
-            continue;
-        if (nd->op == KILN_OP_CONVTRANSPOSE) /* 2 X (M / group) kh kw: W [C, M/group, k..] */
-            f += w->dims[0] > 0 ? 2 * (double)kiln_shape_numel(x) * (double)kiln_shape_numel(w) /
-                                      (double)w->dims[0]
-                                : 0;
-        else if (nd->op == KILN_OP_CONV) /* 2 out (Cin / group) kh kw */
-            f += w->dims[0] > 0 ? 2 * out * (double)kiln_shape_numel(w) / (double)w->dims[0] : 0;
-        else if (nd->op == KILN_OP_GEMM && kiln_attr_int(nd, "transA", 0) && x->rank == 2)
-            f += 2 * out * (double)x->dims[0];
-        else
-            f += 2 * out * (double)x->dims[x->rank - 1];
-    }
+    for (int i = 0; i < g->n_nodes; i++)
+        f += 2.0 * (double)kiln_node_macs(g, g->nodes[i]);
     return f;
 }
 
