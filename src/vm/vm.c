@@ -60,12 +60,13 @@ static int producer(const Onnx__GraphProto *g, const bool *in_set, bool want, co
     return -1;
 }
 
-static bool node_reads(const Onnx__NodeProto *np, const char *name)
+/* How many of np's input slots read value `name`. */
+static int node_reads(const Onnx__NodeProto *np, const char *name)
 {
+    int n = 0;
     for (size_t k = 0; k < np->n_input; k++)
-        if (np->input[k] && strcmp(np->input[k], name) == 0)
-            return true;
-    return false;
+        n += np->input[k] && strcmp(np->input[k], name) == 0;
+    return n;
 }
 
 static void decl_type(const Onnx__ValueInfoProto *vi, kiln_dtype *dt, kiln_shape *shape)
@@ -336,9 +337,10 @@ kiln_status kiln_vm_build_dynamic(kiln_vm *vm, const bool *dyn, kiln_error *err)
         n->src = calloc((size_t)n->n_in + 1, sizeof *n->src);
         n->bound = calloc((size_t)n->n_in + 1, sizeof *n->bound);
         n->out_pos = calloc((size_t)n->n_out + 1, sizeof *n->out_pos);
+        n->readers = calloc((size_t)n->n_out + 1, sizeof *n->readers);
         n->out = calloc((size_t)n->n_out + 1, sizeof *n->out);
         n->in = calloc((size_t)n->n_in + 1, sizeof *n->in);
-        if (!n->src || !n->bound || !n->out_pos || !n->out || !n->in)
+        if (!n->src || !n->bound || !n->out_pos || !n->readers || !n->out || !n->in)
             return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
         for (int k = 0; k < n->n_in; k++) {
             n->src[k] = kiln_vm_resolve(vm, n->np->input[k], d);
@@ -347,16 +349,18 @@ kiln_status kiln_vm_build_dynamic(kiln_vm *vm, const bool *dyn, kiln_error *err)
                                    n->name, n->np->input[k]);
         }
         bool kernel = kiln_vm_kernel_op(n->np->op_type);
-        if (kernel) {
-            n->flow = VM_KERNEL;
+        bool view = !kernel && kiln_vm_view_op(n->np->op_type);
+        if (kernel || view) {
+            n->flow = kernel ? VM_KERNEL : VM_VIEW;
             n->own = calloc((size_t)n->n_out + 1, sizeof *n->own);
             n->own_cap = calloc((size_t)n->n_out + 1, sizeof *n->own_cap);
             if (!n->own || !n->own_cap)
                 return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
         }
-        if (kernel || kiln_vm_flow_op(n->np->op_type)) {
-            kiln_status s = kernel ? KILN_OK : kiln_vm_flow_prepare(vm, d, err);
-            /* control flow and sequences read initializers as tensors */
+        if (kernel || view || kiln_vm_flow_op(n->np->op_type)) {
+            kiln_status s = kernel || view ? KILN_OK : kiln_vm_flow_prepare(vm, d, err);
+            /* kernels, views, control flow and sequences read initializers
+             * as tensors */
             for (int k = 0; k < n->n_in && s == KILN_OK; k++)
                 if (n->src[k].kind == SRC_INIT)
                     s = kiln_vm_load_init(vm, n->src[k].index, err);
@@ -385,15 +389,18 @@ kiln_status kiln_vm_build_dynamic(kiln_vm *vm, const bool *dyn, kiln_error *err)
         int pos = 0;
         for (int k = 0; k < n->n_out; k++) {
             const char *nm = n->np->output[k];
-            bool used = false;
-            for (int e = d + 1; e < vm->n_dyn && !used && nm && *nm; e++) {
-                used = node_reads(vm->dyn[e].np, nm);
-                for (int j = 0; j < n_cap[e] && !used; j++)
-                    used = !strcmp(cap[(size_t)e * VM_MAX_CAPTURED + j], nm);
+            int readers = 0;
+            for (int e = d + 1; e < vm->n_dyn && readers < VM_READERS_MANY && nm && *nm; e++) {
+                readers += node_reads(vm->dyn[e].np, nm);
+                for (int j = 0; j < n_cap[e] && readers < VM_READERS_MANY; j++)
+                    if (!strcmp(cap[(size_t)e * VM_MAX_CAPTURED + j], nm))
+                        readers = VM_READERS_MANY;
             }
-            for (size_t o = 0; o < og->n_output && !used && nm && *nm; o++)
-                used = og->output[o]->name && strcmp(og->output[o]->name, nm) == 0;
-            n->out_pos[k] = used ? pos++ : -1;
+            for (size_t o = 0; o < og->n_output && nm && *nm; o++)
+                if (og->output[o]->name && strcmp(og->output[o]->name, nm) == 0)
+                    readers = VM_READERS_MANY;
+            n->readers[k] = readers;
+            n->out_pos[k] = readers ? pos++ : -1;
         }
     }
     free(cap);
@@ -405,6 +412,7 @@ kiln_status kiln_vm_build_dynamic(kiln_vm *vm, const bool *dyn, kiln_error *err)
                                "graph output '%s' is not computed by a node",
                                vm->out_vi[i]->name ? vm->out_vi[i]->name : "");
     }
+    kiln_vm_scatter_plan(vm);
     return KILN_OK;
 }
 
@@ -577,6 +585,7 @@ void kiln_vm_destroy(kiln_vm *vm)
         free(n->src);
         free(n->bound);
         free(n->out_pos);
+        free(n->readers);
         free(n->out);
         free(n->in);
         free(n->key);
@@ -972,6 +981,10 @@ int kiln_vm_num_steps(const kiln_vm *vm)
 
 static const char *dyn_kind(const vm_node *n)
 {
+    if (n->fused)
+        return "vm fused";
+    if (n->flow == VM_VIEW)
+        return n->as_view ? "vm view" : "vm converted";
     switch (n->flow) {
     case VM_KERNEL: return "vm kernel";
     case VM_IF: case VM_LOOP: case VM_SCAN: return "vm control flow";
@@ -1070,6 +1083,13 @@ kiln_status kiln_vm_run_step(kiln_vm *vm, int i, kiln_error *err)
                               : kiln_errorf(err, KILN_ERR_INTERNAL, "static step %d failed", i - 1)
                         : kiln_ref_executor_run_node(vm->sex, i - 1, err);
     int d = i - 1 - ns;
+    if (vm->dyn[d].fused) /* its reader reads its inputs (vm_scatter.c) */
+        return KILN_OK;
+    if (vm->dyn[d].flow == VM_VIEW) {
+        bool done = false;
+        kiln_status s = kiln_vm_view_run(vm, &vm->dyn[d], &done, err);
+        return s != KILN_OK || done ? s : run_node(vm, &vm->dyn[d], err);
+    }
     return vm->dyn[d].flow == VM_KERNEL ? kiln_vm_kernel_run(vm, &vm->dyn[d], err)
            : vm->dyn[d].flow            ? kiln_vm_flow_run(vm, d, err)
                                         : run_node(vm, &vm->dyn[d], err);

@@ -85,7 +85,8 @@ kiln_status kiln_vm_compile_graph(const kiln_graph *g, const char *cache_dir, co
 typedef struct kiln_vm_step_info {
     const char *name, *op;
     const char *kind;    /* "vm", "compiled", "reference", "vm kernel", "vm converted",
-                            "vm control flow", "vm sequence" */
+                            "vm control flow", "vm sequence", "vm fused" (read by its
+                            reader, not run), "vm view" (its input's data renamed) */
     const char *layouts; /* compiled steps; NULL otherwise */
     double flops;        /* 0 if unknown */
     uint64_t workload_hash;

@@ -9,6 +9,7 @@
 #define VM_CLASSES 8
 #define VM_SPECS 4          /* specializations kept per input-shape class (symbolic inputs) */
 #define VM_MAX_CAPTURED 256 /* names a body reads from enclosing scopes */
+#define VM_READERS_MANY (1 << 30)
 
 enum { SRC_NONE, SRC_INPUT, SRC_STATIC, SRC_DYN, SRC_INIT };
 
@@ -35,6 +36,11 @@ typedef struct vm_node {
     vm_src *src;             /* per input */
     bool *bound;             /* per input: bound as a constant (learned) */
     int *out_pos;            /* per output: index among the one-node graph's outputs, -1 unused */
+    int *readers;            /* per output: input slots of later nodes reading it; VM_READERS_MANY
+                                when a body captures it or it is a graph output */
+    bool fused;              /* an Expand its one reader reads through (vm_scatter.c): not run */
+    kiln_tensor view;        /* VM_VIEW (vm_view.c): output 0 as its input's data, renamed */
+    bool as_view;            /* the last run made it a view or a copy (else it was converted) */
     const kiln_tensor **out; /* per output, after a run */
     const kiln_tensor **in;  /* per input, during a run */
     vm_class cls[VM_CLASSES];
@@ -59,7 +65,7 @@ typedef struct vm_seq {
     size_t *bytes; /* allocated per item */
 } vm_seq;
 
-enum { VM_CONVERT, VM_IF, VM_LOOP, VM_SCAN, VM_SEQ, VM_KERNEL };
+enum { VM_CONVERT, VM_IF, VM_LOOP, VM_SCAN, VM_SEQ, VM_KERNEL, VM_VIEW };
 
 /* A model with symbolic or unknown input dims: one VM per input-shape class,
  * imported with the inputs' shapes bound (vm.c: spec_*). */
@@ -187,6 +193,21 @@ const Onnx__AttributeProto *kiln_vm_attr(const Onnx__NodeProto *np, const char *
 void *kiln_vm_scratch(vm_node *n, size_t bytes);
 kiln_status kiln_vm_set_out(vm_node *n, int k, kiln_dtype dt, const kiln_shape *sh,
                             kiln_error *err);
+/* vm_scatter.c: ScatterElements (its data updated in place when the VM
+ * holds the only reference; an Expand feeding its indices read unexpanded)
+ * and ConstantOfShape on run-time values. kiln_vm_scatter_plan marks such
+ * Expands fused, once the readers are known. */
+void kiln_vm_scatter_plan(kiln_vm *vm);
+kiln_status kiln_vm_scatter_run(kiln_vm *vm, vm_node *n, kiln_error *err);
+kiln_status kiln_vm_fill_run(vm_node *n, const kiln_tensor *shape, kiln_error *err);
+/* String attribute `name` of the node, copied into buf (def when absent). */
+const char *kiln_vm_attr_str(const vm_node *n, const char *name, const char *def, char *buf,
+                             size_t cap);
+/* vm_view.c: Identity, Flatten, Reshape, Squeeze, Unsqueeze and a Cast to
+ * the same dtype as views of their input (no copy); *done false when the
+ * node is not one on these inputs (the caller converts it). */
+bool kiln_vm_view_op(const char *op_type);
+kiln_status kiln_vm_view_run(kiln_vm *vm, vm_node *n, bool *done, kiln_error *err);
 /* vm_roialign.c: RoiAlign on the run-time rois (float32 split over the
  * static part's threads). */
 kiln_status kiln_vm_roialign_run(const kiln_vm *vm, vm_node *n, const kiln_tensor *const *in,

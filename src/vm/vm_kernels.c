@@ -18,7 +18,9 @@
  *   an insertion of each element into the k kept.
  *   Keys are doubles: 64-bit integers beyond 2^53 compare rounded.
  * - RoiAlign: not data-dependent in shape, but detection heads run it on a
- *   data-dependent number of rois: vm_roialign.c. */
+ *   data-dependent number of rois: vm_roialign.c.
+ * - ScatterElements and ConstantOfShape: vm_scatter.c (in place, and through
+ *   a fused Expand). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +35,8 @@ bool kiln_vm_kernel_op(const char *op)
 {
     return op && (!strcmp(op, "NonZero") || !strcmp(op, "Compress") ||
                   !strcmp(op, "NonMaxSuppression") || !strcmp(op, "TopK") ||
-                  !strcmp(op, "RoiAlign"));
+                  !strcmp(op, "RoiAlign") || !strcmp(op, "ScatterElements") ||
+                  !strcmp(op, "ConstantOfShape"));
 }
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -326,6 +329,10 @@ kiln_status kiln_vm_kernel_run(kiln_vm *vm, vm_node *n, kiln_error *err)
         s = run_nms(n, n->in, err);
     else if (!strcmp(op, "RoiAlign"))
         s = kiln_vm_roialign_run(vm, n, n->in, err);
+    else if (!strcmp(op, "ScatterElements"))
+        s = kiln_vm_scatter_run(vm, n, err);
+    else if (!strcmp(op, "ConstantOfShape"))
+        s = kiln_vm_fill_run(n, n->in[0], err);
     else
         s = run_topk(n, n->in, err);
     if (s != KILN_OK)

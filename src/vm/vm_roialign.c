@@ -58,18 +58,6 @@ typedef struct ra_job {
     size_t thread_bytes;
 } ra_job;
 
-static const char *attr_str(const vm_node *n, const char *name, const char *def, char *buf,
-                            size_t cap)
-{
-    const Onnx__AttributeProto *a = kiln_vm_attr(n->np, name);
-    if (!a || !a->s.data)
-        return def;
-    size_t len = a->s.len < cap - 1 ? a->s.len : cap - 1;
-    memcpy(buf, a->s.data, len);
-    buf[len] = '\0';
-    return buf;
-}
-
 static int64_t attr_int(const vm_node *n, const char *name, int64_t def)
 {
     const Onnx__AttributeProto *a = kiln_vm_attr(n->np, name);
@@ -313,10 +301,11 @@ kiln_status kiln_vm_roialign_run(const kiln_vm *vm, vm_node *n, const kiln_tenso
     char b1[32], b2[32];
     const char *ct = kiln_vm_opset(vm) < 16
                          ? "output_half_pixel"
-                         : attr_str(n, "coordinate_transformation_mode", "half_pixel", b1, sizeof b1);
+                         : kiln_vm_attr_str(n, "coordinate_transformation_mode", "half_pixel",
+                                            b1, sizeof b1);
     ra_job j = {.x = x, .rois = rois, .bi = bi};
     j.half = !strcmp(ct, "half_pixel");
-    j.avg = !strcmp(attr_str(n, "mode", "avg", b2, sizeof b2), "avg");
+    j.avg = !strcmp(kiln_vm_attr_str(n, "mode", "avg", b2, sizeof b2), "avg");
     const Onnx__AttributeProto *sa = kiln_vm_attr(n->np, "spatial_scale");
     j.scale = sa ? (double)sa->f : 1.0, j.off = j.half ? 0.5 : 0;
     j.ratio = attr_int(n, "sampling_ratio", 0);

@@ -291,11 +291,6 @@ kiln_status onnx_check_outputs(onnx_ctx *c, kiln_error *err);
 #define ONNX_FOLD_MAX_BYTES ((int64_t)64 << 20)
 #define ONNX_MAX_PARAM_INTS 4096
 
-/* ONNX Reshape's target-shape rules (0 copies the input extent unless
- * allowzero, -1 is inferred). */
-kiln_status onnx_reshape_shape(const kiln_shape *in, const int64_t *shape, int n, bool allowzero,
-                               kiln_shape *out, kiln_error *err);
-
 kiln_status onnx_fold_expand(const kiln_tensor *x, const int64_t *shape, int n, kiln_tensor *out,
                              kiln_error *err);
 kiln_status onnx_fold_gather(const kiln_tensor *data, const kiln_tensor *indices, int64_t axis,
