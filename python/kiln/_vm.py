@@ -143,7 +143,8 @@ class VMModule(Runner):
         """The steps of one run, in order (name, op, kind, shapes, layouts,
         hash, flops): the VM's own ("vm"), the static part's ("compiled"),
         then one per data-dependent node ("vm kernel", "vm converted", "vm
-        control flow", "vm sequence"); shapes are those of the last run."""
+        compiled", "vm view", "vm fused", "vm control flow", "vm sequence");
+        shapes are those of the last run."""
         out = []
         buf = create_string_buffer(2048)
         for i in range(lib.kiln_vm_num_steps(self.handle)):

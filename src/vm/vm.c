@@ -917,11 +917,12 @@ static kiln_status run_node(kiln_vm *vm, vm_node *n, kiln_error *err)
             memcpy(c->key, n->key, len);
         c->key_len = len;
         vm->conversions++;
+        c->flops = graph_flops(c->g);
         kiln_status cs = KILN_OK;
         /* without a compiler (the runtime alone) heavy classes run on
          * reference kernels too, as documented; nothing is said */
         if (!vm->reference && vm->compile && !kiln_vm_root(vm)->no_cc &&
-            graph_flops(c->g) >= HEAVY_FLOPS &&
+            c->flops >= HEAVY_FLOPS &&
             (cs = compile_graph(vm, c->g, &c->mod, err)) != KILN_OK) {
             c->mod = NULL; /* the reference kernels still run it */
             if (cs == KILN_ERR_NOT_FOUND) /* no C compiler: said once */
@@ -929,6 +930,8 @@ static kiln_status run_node(kiln_vm *vm, vm_node *n, kiln_error *err)
             kiln_error_clear(err);
         }
     }
+    n->compiled = c->mod != NULL;
+    n->flops = c->flops;
     if (c->mod) {
         c->used = ++vm->stamp;
         kiln_status s = KILN_OK;
@@ -985,6 +988,8 @@ static const char *dyn_kind(const vm_node *n)
         return "vm fused";
     if (n->flow == VM_VIEW)
         return n->as_view ? "vm view" : "vm converted";
+    if (n->flow == VM_CONVERT && n->compiled)
+        return "vm compiled";
     switch (n->flow) {
     case VM_KERNEL: return "vm kernel";
     case VM_IF: case VM_LOOP: case VM_SCAN: return "vm control flow";
@@ -1035,6 +1040,7 @@ kiln_status kiln_vm_step_info(const kiln_vm *vm, int i, kiln_vm_step_desc *info,
     info->name = n->name ? n->name : "";
     info->op = n->np->op_type ? n->np->op_type : "";
     info->kind = dyn_kind(n);
+    info->flops = n->flow == VM_CONVERT || (n->flow == VM_VIEW && !n->as_view) ? n->flops : 0;
     if (shapes && size) { /* the inputs as the last run saw them */
         size_t len = 0;
         for (int k = 0; k < n->n_in && len + 1 < size; k++) {

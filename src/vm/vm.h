@@ -85,6 +85,7 @@ kiln_status kiln_vm_compile_graph(const kiln_graph *g, const char *cache_dir, co
 typedef struct kiln_vm_step_info {
     const char *name, *op;
     const char *kind;    /* "vm", "compiled", "reference", "vm kernel", "vm converted",
+                            "vm compiled" (a heavy node's class, compiled),
                             "vm control flow", "vm sequence", "vm fused" (read by its
                             reader, not run), "vm view" (its input's data renamed) */
     const char *layouts; /* compiled steps; NULL otherwise */

@@ -25,6 +25,7 @@ typedef struct vm_class {
     kiln_graph *g;
     kiln_ref_executor *ex;
     kiln_module *mod; /* a heavy node (vm.c: HEAVY_FLOPS) compiled for this class, or NULL */
+    double flops;     /* of its graph (ir/cost.c) */
     int *in_slot; /* per node input: the one-node graph's input index, -1: none */
     int64_t used; /* stamp of the last run that used it */
 } vm_class;
@@ -40,6 +41,8 @@ typedef struct vm_node {
                                 when a body captures it or it is a graph output */
     bool fused;              /* an Expand its one reader reads through (vm_scatter.c): not run */
     kiln_tensor view;        /* VM_VIEW (vm_view.c): output 0 as its input's data, renamed */
+    bool compiled;           /* the last run ran a compiled class (a heavy node) */
+    double flops;            /* the last run's class's flops (the profile's GFLOP/s) */
     bool as_view;            /* the last run made it a view or a copy (else it was converted) */
     const kiln_tensor **out; /* per output, after a run */
     const kiln_tensor **in;  /* per input, during a run */

@@ -367,6 +367,21 @@ static void test_loop_no_static(void **state)
     free(dir);
 }
 
+/* The kind of the (first) step of op `op`, its flops in *flops. */
+static const char *step_kind(const kiln_vm *vm, const char *op, double *flops)
+{
+    for (int i = 0; i < kiln_vm_num_steps(vm); i++) {
+        kiln_vm_step_desc d;
+        if (kiln_vm_step_info(vm, i, &d, NULL, 0) == KILN_OK && !strcmp(d.op, op)) {
+            if (flops)
+                *flops = d.flops;
+            return d.kind;
+        }
+    }
+    fail_msg("no %s step", op);
+    return NULL;
+}
+
 /* x [64*256] -> Reshape(Relu(x), shape) [64, 256] -> MatMul(., W [256, 1024]):
  * 33.5 Mflop, a heavy class (compiled per class when a compiler exists) */
 static void test_heavy_without_compiler(void **state)
@@ -427,11 +442,25 @@ static void test_heavy_without_compiler(void **state)
                 want[i * N + j] += a * w[k * N + j];
         }
     assert_allclose(y->data, want, (int64_t)M * N, 1e-4, 1e-4);
+    /* the profile's row: converted, with the class's flops */
+    assert_string_equal(step_kind(vm, "MatMul", NULL), "vm converted");
     if (cc0)
         setenv("CC", cc0, 1);
     else
         unsetenv("CC");
     free(cc0);
+    /* with a compiler, the class is compiled: "vm compiled", the same flops */
+    kiln_vm_destroy(vm);
+    vm = load_so(so);
+    assert_int_equal(kiln_vm_set_input(vm, 0, &x, &err), KILN_OK);
+    assert_int_equal(kiln_vm_set_input(vm, 1, &sh, &err), KILN_OK);
+    if (kiln_vm_run(vm, &err) != KILN_OK)
+        fail_msg("run with a compiler: %s", err.msg);
+    assert_false(kiln_vm_heavy_on_reference(vm));
+    assert_allclose(kiln_vm_output(vm, 0)->data, want, (int64_t)M * N, 1e-4, 1e-4);
+    double flops = 0;
+    assert_string_equal(step_kind(vm, "MatMul", &flops), "vm compiled");
+    assert_true(flops == 2.0 * M * K * N);
     free(want);
     free(w);
     kiln_tensor_release(&x);
