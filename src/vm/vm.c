@@ -998,6 +998,19 @@ static const char *dyn_kind(const vm_node *n)
     }
 }
 
+int kiln_vm_step_accumulators(const kiln_vm *vm, int i)
+{
+    if (vm && vm->active)
+        return kiln_vm_step_accumulators(vm->active, i);
+    int d = vm ? i - 1 - static_steps(vm) : -1;
+    if (!vm || d < 0 || d >= vm->n_dyn || vm->dyn[d].flow != VM_LOOP || !vm->dyn[d].accum)
+        return 0;
+    int k = 0;
+    for (int j = 0; j < vm->dyn[d].n_in - 2; j++)
+        k += vm->dyn[d].accum[j] != 0;
+    return k;
+}
+
 kiln_status kiln_vm_step_info(const kiln_vm *vm, int i, kiln_vm_step_desc *info, char *shapes,
                               size_t size)
 {

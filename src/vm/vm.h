@@ -96,6 +96,9 @@ int kiln_vm_num_steps(const kiln_vm *vm);
 kiln_status kiln_vm_step_info(const kiln_vm *vm, int i, kiln_vm_step_desc *info, char *shapes,
                               size_t size);
 kiln_status kiln_vm_run_step(kiln_vm *vm, int i, kiln_error *err);
+/* How many carried values of the Loop at step i its body only appends to
+ * (accumulators, vm_flow.c); 0 for any other step. */
+int kiln_vm_step_accumulators(const kiln_vm *vm, int i);
 
 
 /* vm/compiler/vm_profile.c (libkiln): `kiln profile` for a VM, on the

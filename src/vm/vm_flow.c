@@ -16,7 +16,16 @@
  *   slices...) -> (states..., output slices...).
  *
  * The node's outputs are buffers of its own, grown when a run needs more and
- * reused across runs. */
+ * reused across runs.
+ *
+ * A Loop's carried value that its body only extends, `acc_out =
+ * Concat(acc_in, y, axis 0)` with acc_in read by nothing else and acc_out by
+ * nothing but the body's output (TorchScript's list append, exported:
+ * torchvision's mask paste), is an *accumulator*: the Concat is fused (not
+ * run) and the Loop appends y to its own buffer, grown geometrically. Run
+ * as written, every iteration copies the whole accumulator three times
+ * (into the body, through the Concat, back out): quadratic in the trip
+ * count. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +46,99 @@ static const Onnx__GraphProto *graph_attr(const Onnx__NodeProto *np, const char 
     return NULL;
 }
 
+
+/* How many input slots of g's nodes read `name`; a nested body reading it
+ * counts as 2 (never one reader). */
+static int slot_readers(const Onnx__GraphProto *g, const char *name)
+{
+    static const char *cap[VM_MAX_CAPTURED];
+    int r = 0;
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *np = g->node[i];
+        for (size_t k = 0; k < np->n_input; k++)
+            r += np->input[k] && !strcmp(np->input[k], name);
+        for (size_t a = 0; a < np->n_attribute; a++) {
+            if (!np->attribute[a]->g)
+                continue;
+            int nc = kiln_vm_free_names(np->attribute[a]->g, cap, VM_MAX_CAPTURED);
+            for (int j = 0; j < nc; j++)
+                r += 2 * !strcmp(cap[j], name);
+            r += nc >= VM_MAX_CAPTURED ? 2 : 0; /* not all known */
+        }
+    }
+    return r;
+}
+
+static int output_count(const Onnx__GraphProto *g, const char *name)
+{
+    int r = 0;
+    for (size_t o = 0; o < g->n_output; o++)
+        r += g->output[o]->name && !strcmp(g->output[o]->name, name);
+    return r;
+}
+
+/* Finds the Loop's accumulators (above): n->accum[j] = 1 + the body's
+ * Concat, which is marked fused. */
+static kiln_status plan_accumulators(vm_node *n, kiln_error *err)
+{
+    kiln_vm *body = n->body[0];
+    const Onnx__GraphProto *g = body->graph;
+    int nc = n->n_in - 2;
+    n->accum = calloc((size_t)(nc > 0 ? nc : 0) + 1, sizeof *n->accum);
+    if (!n->accum)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int j = 0; j < nc && (size_t)(2 + j) < g->n_input && (size_t)(1 + j) < g->n_output; j++) {
+        const char *acc_in = g->input[2 + j]->name, *acc_out = g->output[1 + j]->name;
+        if (!acc_in || !acc_out || slot_readers(g, acc_in) != 1 || output_count(g, acc_in) ||
+            slot_readers(g, acc_out) || output_count(g, acc_out) != 1)
+            continue;
+        for (int d = 0; d < body->n_dyn; d++) {
+            vm_node *c = &body->dyn[d];
+            const Onnx__AttributeProto *ax = kiln_vm_attr(c->np, "axis");
+            if (c->flow == VM_CONVERT && !c->fused && !strcmp(c->np->op_type, "Concat") &&
+                c->n_in == 2 && c->n_out == 1 && !strcmp(c->np->output[0], acc_out) &&
+                c->np->input[0] && !strcmp(c->np->input[0], acc_in) && ax && ax->i == 0) {
+                c->fused = true;
+                n->accum[j] = d + 1;
+                break;
+            }
+        }
+    }
+    return KILN_OK;
+}
+
+/* own[k] (a Loop's accumulator) extended by y along axis 0 (the fused
+ * Concat's rules: same dtype and rank, equal extents off the axis); the
+ * buffer grows geometrically. */
+static kiln_status append_rows(vm_node *n, int k, const kiln_tensor *y, const vm_node *c,
+                               kiln_error *err)
+{
+    kiln_tensor *a = &n->own[k];
+    bool ok = y && y->dtype == a->dtype && y->shape.rank == a->shape.rank && a->shape.rank >= 1;
+    for (int d = 1; ok && d < a->shape.rank; d++)
+        ok = y->shape.dims[d] == a->shape.dims[d];
+    if (!ok) {
+        kiln_shape_buf b1, b2;
+        return kiln_errorf(err, KILN_ERR_SHAPE_MISMATCH,
+                           "node '%s' (Concat): cannot append %s %s to %s %s along axis 0",
+                           c->name, y ? kiln_dtype_name(y->dtype) : "nothing",
+                           y ? kiln_shape_fmt(&y->shape, &b1) : "", kiln_dtype_name(a->dtype),
+                           kiln_shape_fmt(&a->shape, &b2));
+    }
+    size_t have = (size_t)kiln_tensor_nbytes(a), add = (size_t)kiln_tensor_nbytes(y);
+    if (have + add > n->own_cap[k]) {
+        size_t cap = 2 * n->own_cap[k] > have + add ? 2 * n->own_cap[k] : have + add;
+        void *p = realloc(a->data, cap);
+        if (!p)
+            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        a->data = p;
+        n->own_cap[k] = cap;
+    }
+    if (add)
+        memcpy((char *)a->data + have, y->data, add);
+    a->shape.dims[0] += y->shape.dims[0];
+    return KILN_OK;
+}
 
 kiln_status kiln_vm_flow_prepare(kiln_vm *vm, int d, kiln_error *err)
 {
@@ -84,6 +186,8 @@ kiln_status kiln_vm_flow_prepare(kiln_vm *vm, int d, kiln_error *err)
         n->cap[b] = calloc((size_t)nc + 1, sizeof *n->cap[b]);
         if (!n->cap[b])
             return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        if (n->flow == VM_LOOP && (s = plan_accumulators(n, err)) != KILN_OK)
+            return s;
         for (int j = 0; j < nc; j++) {
             const char *nm = n->body[b]->in_vi[n->body[b]->n_formal + j]->name;
             n->cap[b][j] = kiln_vm_resolve(vm, nm, d);
@@ -106,6 +210,7 @@ void kiln_vm_flow_free(vm_node *n)
         kiln_vm_destroy(n->body[b]);
         free(n->cap[b]);
     }
+    free(n->accum);
     for (int k = 0; n->own && k < n->n_out; k++)
         free(n->own[k].data);
     free(n->scratch);
@@ -224,8 +329,12 @@ static kiln_status run_loop(kiln_vm *vm, vm_node *n, kiln_error *err)
                            "node '%s' (Loop): the body's inputs and outputs do not match the node",
                            n->name);
     kiln_status s = KILN_OK;
-    for (int j = 0; j < nc && s == KILN_OK; j++)
+    for (int j = 0; j < nc && s == KILN_OK; j++) {
         s = copy_out(n, j, kiln_vm_value(vm, n->src[2 + j]), err);
+        /* an accumulator's body input: set once, read by nothing */
+        if (s == KILN_OK && n->accum && n->accum[j])
+            s = kiln_vm_set_input(body, 2 + j, &n->own[j], err);
+    }
     int64_t i = 0;
     for (; s == KILN_OK && i < max && cond; i++) {
         int64_t it = i;
@@ -236,7 +345,8 @@ static kiln_status run_loop(kiln_vm *vm, vm_node *n, kiln_error *err)
         if (s == KILN_OK)
             s = kiln_vm_set_input(body, 1, &tc, err);
         for (int j = 0; j < nc && s == KILN_OK; j++)
-            s = kiln_vm_set_input(body, 2 + j, &n->own[j], err);
+            if (!n->accum || !n->accum[j])
+                s = kiln_vm_set_input(body, 2 + j, &n->own[j], err);
         if (s == KILN_OK)
             s = set_captured(vm, n, 0, err);
         if (s == KILN_OK)
@@ -244,8 +354,11 @@ static kiln_status run_loop(kiln_vm *vm, vm_node *n, kiln_error *err)
         if (s != KILN_OK)
             break;
         cond = truth(kiln_vm_output(body, 0));
-        for (int j = 0; j < nc && s == KILN_OK; j++)
-            s = copy_out(n, j, kiln_vm_output(body, 1 + j), err);
+        for (int j = 0; j < nc && s == KILN_OK; j++) {
+            const vm_node *c = n->accum && n->accum[j] ? &body->dyn[n->accum[j] - 1] : NULL;
+            s = c ? append_rows(n, j, kiln_vm_value(body, c->src[1]), c, err)
+                  : copy_out(n, j, kiln_vm_output(body, 1 + j), err);
+        }
         for (int k = 0; k < nscan && s == KILN_OK; k++)
             s = append_out(n, nc + k, kiln_vm_output(body, 1 + nc + k), i, err);
     }

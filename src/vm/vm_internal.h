@@ -53,6 +53,8 @@ typedef struct vm_node {
     /* control flow (vm_flow.c): If, Loop, Scan */
     int flow;                 /* VM_CONVERT, or VM_IF / VM_LOOP / VM_SCAN */
     struct kiln_vm *body[2];  /* If: then, else; Loop, Scan: the body */
+    int *accum;               /* Loop: per carried value, 1 + the body node that appends to it
+                                 (vm_flow.c: a Concat accumulator), 0: none */
     vm_src *cap[2];           /* per body: where its captured values come from */
     kiln_tensor *own;         /* per output: the node's own copy */
     size_t *own_cap;          /* bytes allocated in own[k] */

@@ -262,6 +262,118 @@ static void test_vm_loop(void **state)
     kiln_vm_destroy(vm);
 }
 
+/* Loop(M, "", x [1, 2], a0 [0, 2][, l0]) with body (i, cond, c, acc[, l]) ->
+ * (cond, c2 = c + y, Concat(acc, c2, axis 0)[, Shape(acc)]): acc collects
+ * the rows x + (i + 1) y. Without the Shape, acc is an accumulator
+ * (vm_flow.c): its Concat is fused and the Loop appends c2 to its buffer;
+ * with it, acc is read twice and the Concat runs. Both give the rows. */
+static void loop_accumulator(bool shared)
+{
+    char path[4200];
+    kt_onnx_temp_path(path, sizeof path, "loop_acc%d.onnx", shared);
+    vi_store s[17];
+    int64_t two[1] = {2}, row[2] = {1, 2}, empty[2] = {0, 2}, any[2] = {-1, 2};
+    int nb = shared ? 5 : 4, nbo = shared ? 4 : 3;
+    Onnx__ValueInfoProto *bin[5] = {kt_onnx_vi(&s[0], "i", KILN_DTYPE_INT64, 0, NULL),
+                                    kt_onnx_vi(&s[1], "cond", KILN_DTYPE_BOOL, 0, NULL),
+                                    kt_onnx_vi(&s[2], "c", KILN_DTYPE_FLOAT32, 2, row),
+                                    kt_onnx_vi(&s[3], "acc", KILN_DTYPE_FLOAT32, 2, any),
+                                    kt_onnx_vi(&s[4], "l", KILN_DTYPE_INT64, 1, two)};
+    Onnx__ValueInfoProto *bout[4] = {kt_onnx_vi(&s[5], "cond_out", KILN_DTYPE_BOOL, 0, NULL),
+                                     kt_onnx_vi(&s[6], "c_out", KILN_DTYPE_FLOAT32, 2, row),
+                                     kt_onnx_vi(&s[7], "acc_out", KILN_DTYPE_FLOAT32, 2, any),
+                                     kt_onnx_vi(&s[8], "l_out", KILN_DTYPE_INT64, 1, two)};
+    char *id_in[] = {"cond"}, *id_out[] = {"cond_out"};
+    char *add_in[] = {"c", "y"}, *add_out[] = {"c_out"};
+    char *cat_in[] = {"acc", "c_out"}, *cat_out[] = {"acc_out"};
+    char *sh_in[] = {"acc"}, *sh_out[] = {"l_out"};
+    Onnx__NodeProto bn[4];
+    kt_onnx_node(&bn[0], "Identity", id_in, 1, id_out, 1);
+    kt_onnx_node(&bn[1], "Add", add_in, 2, add_out, 1);
+    kt_onnx_node(&bn[2], "Concat", cat_in, 2, cat_out, 1);
+    kt_onnx_node(&bn[3], "Shape", sh_in, 1, sh_out, 1);
+    bn[2].name = "append";
+    Onnx__AttributeProto axis;
+    Onnx__AttributeProto *axp[1] = {kt_onnx_attr_int(&axis, "axis", 0)};
+    bn[2].n_attribute = 1, bn[2].attribute = axp;
+    Onnx__NodeProto *bnp[4] = {&bn[0], &bn[1], &bn[2], &bn[3]};
+    Onnx__GraphProto body;
+    kt_onnx_graph(&body, "body", bnp, shared ? 4 : 3, bin, nb, bout, nbo);
+    Onnx__ValueInfoProto *ins[5] = {kt_onnx_vi(&s[9], "M", KILN_DTYPE_INT64, 0, NULL),
+                                    kt_onnx_vi(&s[10], "x", KILN_DTYPE_FLOAT32, 2, row),
+                                    kt_onnx_vi(&s[11], "a0", KILN_DTYPE_FLOAT32, 2, empty),
+                                    kt_onnx_vi(&s[12], "y", KILN_DTYPE_FLOAT32, 2, row),
+                                    kt_onnx_vi(&s[13], "l0", KILN_DTYPE_INT64, 1, two)};
+    Onnx__ValueInfoProto *outs[3] = {kt_onnx_vi(&s[14], "final", KILN_DTYPE_FLOAT32, 2, row),
+                                     kt_onnx_vi(&s[15], "rows", KILN_DTYPE_FLOAT32, -1, NULL),
+                                     kt_onnx_vi(&s[16], "len", KILN_DTYPE_INT64, 1, two)};
+    char *lp_in[] = {"M", "", "x", "a0", "l0"}, *lp_out[] = {"final", "rows", "len"};
+    Onnx__NodeProto lp;
+    kt_onnx_node(&lp, "Loop", lp_in, shared ? 5 : 4, lp_out, shared ? 3 : 2);
+    Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT;
+    a.name = "body";
+    a.has_type = 1;
+    a.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+    a.g = &body;
+    Onnx__AttributeProto *ap[1] = {&a};
+    lp.n_attribute = 1;
+    lp.attribute = ap;
+    Onnx__NodeProto *np[1] = {&lp};
+    kt_onnx_write_graph(path, "loop_acc", np, 1, ins, shared ? 5 : 4, outs, shared ? 3 : 2, 17);
+
+    kiln_error err = {0};
+    kiln_vm *vm = NULL;
+    kiln_vm_options o = {.reference = true};
+    if (kiln_vm_create(path, &o, &vm, &err) != KILN_OK)
+        fail_msg("vm: %s", err.msg);
+    const float x[2] = {1, -2}, y[2] = {0.5f, 3};
+    const int64_t l0[2] = {0, 2};
+    kiln_tensor tx = {.dtype = KILN_DTYPE_FLOAT32, .shape = ks(2, 1, 2), .data = (void *)x};
+    kiln_tensor ty = {.dtype = KILN_DTYPE_FLOAT32, .shape = ks(2, 1, 2), .data = (void *)y};
+    kiln_tensor ta = {.dtype = KILN_DTYPE_FLOAT32, .shape = ks(2, 0, 2), .data = (void *)x};
+    kiln_tensor tl = {.dtype = KILN_DTYPE_INT64, .shape = ks(1, 2), .data = (void *)l0};
+    assert_int_equal(kiln_vm_set_input(vm, 1, &tx, &err), KILN_OK);
+    assert_int_equal(kiln_vm_set_input(vm, 2, &ta, &err), KILN_OK);
+    assert_int_equal(kiln_vm_set_input(vm, 3, &ty, &err), KILN_OK);
+    if (shared)
+        assert_int_equal(kiln_vm_set_input(vm, 4, &tl, &err), KILN_OK);
+    static const int64_t trips[] = {3, 9, 0, 2};
+    for (int r = 0; r < 4; r++) {
+        int64_t k = trips[r];
+        kiln_tensor tm = {.dtype = KILN_DTYPE_INT64, .shape = ks(0), .data = &k};
+        assert_int_equal(kiln_vm_set_input(vm, 0, &tm, &err), KILN_OK);
+        if (kiln_vm_run(vm, &err) != KILN_OK)
+            fail_msg("run %d: %s", r, err.msg);
+        const kiln_tensor *rows = kiln_vm_output(vm, 1);
+        assert_int_equal(rows->shape.rank, 2);
+        assert_int_equal(rows->shape.dims[0], k);
+        assert_int_equal(rows->shape.dims[1], 2);
+        for (int64_t i = 0; i < k; i++)
+            for (int j = 0; j < 2; j++)
+                assert_float_equal(((const float *)rows->data)[i * 2 + j],
+                                   x[j] + (float)(i + 1) * y[j], 1e-6);
+        if (shared && k > 0) { /* Shape(acc) of the last iteration: [k - 1, 2] */
+            const int64_t *l = kiln_vm_output(vm, 2)->data;
+            assert_int_equal(l[0], k - 1);
+            assert_int_equal(l[1], 2);
+        }
+    }
+    /* the body's Concat: fused (appended by the Loop) unless acc is read twice */
+    kiln_vm_step_desc sd;
+    int n = kiln_vm_num_steps(vm);
+    assert_int_equal(kiln_vm_step_info(vm, n - 1, &sd, NULL, 0), KILN_OK);
+    assert_string_equal(sd.op, "Loop");
+    assert_int_equal(kiln_vm_step_accumulators(vm, n - 1), shared ? 0 : 1);
+    kiln_vm_destroy(vm);
+}
+
+static void test_vm_loop_accumulator(void **state)
+{
+    (void)state;
+    loop_accumulator(false);
+    loop_accumulator(true);
+}
+
 /* ---- parameters that decide no shape ------------------------------------------- */
 
 /* op(x, p1[, p2]) with p as graph inputs of dtype pdt and rank prank */
@@ -381,6 +493,7 @@ int main(void)
         cmocka_unit_test(test_vm_reference),
         cmocka_unit_test(test_vm_compiled),
         cmocka_unit_test(test_vm_loop),
+        cmocka_unit_test(test_vm_loop_accumulator),
         cmocka_unit_test(test_runtime_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
