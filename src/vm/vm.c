@@ -877,11 +877,11 @@ static void heavy_without_cc(kiln_vm *vm, const vm_node *n, const char *why)
             why, n->name, n->np->op_type);
 }
 
-static kiln_status run_node(kiln_vm *vm, vm_node *n, kiln_error *err)
+/* The class of node n with inputs t: found by its key, or converted (and
+ * compiled when heavy) into a free or the least recently used slot. */
+static kiln_status find_class(kiln_vm *vm, vm_node *n, const kiln_tensor *const *t,
+                              vm_class **out, kiln_error *err)
 {
-    const kiln_tensor **t = n->in;
-    for (int k = 0; k < n->n_in; k++)
-        t[k] = kiln_vm_value(vm, n->src[k]);
     size_t len = 0;
     if (!make_key(n, t, &len))
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
@@ -930,6 +930,14 @@ static kiln_status run_node(kiln_vm *vm, vm_node *n, kiln_error *err)
             kiln_error_clear(err);
         }
     }
+    *out = c;
+    return KILN_OK;
+}
+
+/* Runs class c of node n on inputs t; n->out[k] its outputs. */
+static kiln_status exec_class(kiln_vm *vm, vm_node *n, vm_class *c, const kiln_tensor *const *t,
+                              kiln_error *err)
+{
     n->compiled = c->mod != NULL;
     n->flops = c->flops;
     if (c->mod) {
@@ -960,6 +968,90 @@ static kiln_status run_node(kiln_vm *vm, vm_node *n, kiln_error *err)
     for (int k = 0; k < n->n_out; k++)
         n->out[k] = n->out_pos[k] >= 0 ? kiln_ref_executor_output(c->ex, n->out_pos[k]) : NULL;
     return KILN_OK;
+}
+
+/* ---- heavy convolutions over a data-dependent batch, in chunks ---------------
+ * A detection head convolves its data-dependent number of rois (or
+ * detections) as a batch. Compiled per class, each new count would compile
+ * the node again (about 1.7 s per conv of a 512-channel head: seconds per
+ * new image). A Conv or ConvTranspose runs instead as chunks of VM_CHUNK
+ * items, the rest in chunks of 4, 2 and 1 (its binary digits), each chunk size a class of its own: four classes, compiled
+ * once, whatever the counts; the chunks' outputs are copied into the node's
+ * own buffer. When a chunk's class is not compiled (not heavy, or no
+ * compiler), the node runs whole. */
+#define VM_CHUNK 8
+
+static bool chunkable(const kiln_vm *vm, const vm_node *n, const kiln_tensor *const *t)
+{
+    const char *op = n->np->op_type;
+    return !vm->reference && vm->compile && n->n_out == 1 && n->n_in >= 2 && n->n_in <= 3 &&
+           (!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose")) && t[0] &&
+           t[0]->shape.rank >= 3 && n->out_pos[0] >= 0 && t[0]->shape.dims[0] > 0 &&
+           /* a batch of 1, 2, 4 or 8 is one chunk: it runs whole */
+           (t[0]->shape.dims[0] > VM_CHUNK || (t[0]->shape.dims[0] & (t[0]->shape.dims[0] - 1)));
+}
+
+static kiln_status run_chunks(kiln_vm *vm, vm_node *n, bool *done, kiln_error *err)
+{
+    const kiln_tensor *x = n->in[0];
+    const int64_t total = x->shape.dims[0];
+    const size_t row_in = (size_t)(kiln_tensor_nbytes(x) / total);
+    kiln_tensor part = *x;
+    const kiln_tensor *tv[3] = {&part, n->in[1], n->n_in > 2 ? n->in[2] : NULL};
+    double flops = 0;
+    size_t row_out = 0;
+    *done = false;
+    for (int64_t at = 0; at < total;) {
+        int64_t rows = VM_CHUNK; /* then the tail in powers of two */
+        while (rows > total - at)
+            rows /= 2;
+        part.shape.dims[0] = rows;
+        part.data = (char *)x->data + (size_t)at * row_in;
+        vm_class *c = NULL;
+        kiln_status s = find_class(vm, n, tv, &c, err);
+        if (s != KILN_OK)
+            return s;
+        if (!c->mod) /* not compiled: the node runs whole */
+            return KILN_OK;
+        if ((s = exec_class(vm, n, c, tv, err)) != KILN_OK)
+            return s;
+        const kiln_tensor *y = n->out[0];
+        if (at == 0) { /* the whole output: the chunk's, total items */
+            if (!n->own && (!(n->own = calloc(2, sizeof *n->own)) ||
+                            !(n->own_cap = calloc(2, sizeof *n->own_cap))))
+                return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+            kiln_shape sh = y->shape;
+            sh.dims[0] = total;
+            row_out = (size_t)(kiln_tensor_nbytes(y) / rows);
+            if ((s = kiln_vm_set_out(n, 0, y->dtype, &sh, err)) != KILN_OK)
+                return s;
+        }
+        if (y->shape.dims[0] != rows || (size_t)kiln_tensor_nbytes(y) != row_out * (size_t)rows)
+            return kiln_errorf(err, KILN_ERR_INTERNAL, "node '%s': chunk output shape", n->name);
+        memcpy((char *)n->own[0].data + (size_t)at * row_out, y->data, row_out * (size_t)rows);
+        flops += c->flops;
+        at += rows;
+    }
+    n->out[0] = &n->own[0];
+    n->flops = flops;
+    *done = true;
+    return KILN_OK;
+}
+
+static kiln_status run_node(kiln_vm *vm, vm_node *n, kiln_error *err)
+{
+    const kiln_tensor **t = n->in;
+    for (int k = 0; k < n->n_in; k++)
+        t[k] = kiln_vm_value(vm, n->src[k]);
+    if (chunkable(vm, n, t)) {
+        bool done = false;
+        kiln_status s = run_chunks(vm, n, &done, err);
+        if (s != KILN_OK || done)
+            return s;
+    }
+    vm_class *c = NULL;
+    kiln_status s = find_class(vm, n, t, &c, err);
+    return s == KILN_OK ? exec_class(vm, n, c, t, err) : s;
 }
 
 /* ---- steps: one kiln_vm_run, one piece at a time (for the profiler) ---------
