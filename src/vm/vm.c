@@ -975,10 +975,11 @@ static kiln_status exec_class(kiln_vm *vm, vm_node *n, vm_class *c, const kiln_t
  * detections) as a batch. Compiled per class, each new count would compile
  * the node again (about 1.7 s per conv of a 512-channel head: seconds per
  * new image). A Conv or ConvTranspose runs instead as chunks of VM_CHUNK
- * items, the rest in chunks of 4, 2 and 1 (its binary digits), each chunk size a class of its own: four classes, compiled
- * once, whatever the counts; the chunks' outputs are copied into the node's
- * own buffer. When a chunk's class is not compiled (not heavy, or no
- * compiler), the node runs whole. */
+ * items, the rest in chunks of 4, 2 and 1 (its binary digits), each chunk
+ * size a class of its own: four classes, compiled once, whatever the
+ * counts; the chunks' outputs are copied into the node's own buffer. When
+ * a chunk's class is not compiled (not heavy, or no compiler), the node
+ * runs whole. */
 #define VM_CHUNK 8
 
 static bool chunkable(const kiln_vm *vm, const vm_node *n, const kiln_tensor *const *t)

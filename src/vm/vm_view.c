@@ -109,8 +109,8 @@ static bool view_shape(const kiln_vm *vm, const vm_node *n, const kiln_tensor *c
     }
     const int64_t *axes;
     int na;
-    if (!read_axes(vm, n, in, &axes, &na))
-        return false;
+    if (!read_axes(vm, n, in, &axes, &na) || na == 0)
+        return false; /* empty axes: the conversion's rules */
     bool pick[KILN_MAX_RANK] = {false};
     if (!strcmp(op, "Squeeze")) {
         for (int i = 0; i < na; i++) {

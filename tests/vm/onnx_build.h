@@ -104,6 +104,24 @@ static inline Onnx__AttributeProto *kt_onnx_attr_int(Onnx__AttributeProto *a, co
     return a;
 }
 
+/* A float32 initializer `name` of shape dims[rank] over data[n] (not copied). */
+static inline Onnx__TensorProto *kt_onnx_init_f32(Onnx__TensorProto *tp, const char *name,
+                                                  int rank, int64_t *dims, float *data,
+                                                  int64_t n)
+{
+    Onnx__TensorProto t0 = ONNX__TENSOR_PROTO__INIT;
+    *tp = t0;
+    tp->name = (char *)name;
+    tp->has_data_type = 1;
+    tp->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    tp->n_dims = (size_t)rank;
+    tp->dims = dims;
+    tp->has_raw_data = 1;
+    tp->raw_data.len = (size_t)n * sizeof(float);
+    tp->raw_data.data = (uint8_t *)data;
+    return tp;
+}
+
 /* A graph `name` of n_node nodes with n_in inputs and n_out outputs (the
  * graph of a model, or a body graph for an attribute). */
 static inline void kt_onnx_graph(Onnx__GraphProto *g, const char *name, Onnx__NodeProto **nodes,

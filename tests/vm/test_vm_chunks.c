@@ -23,24 +23,9 @@
 #include "vm/vm.h"
 
 #include "onnx_build.h"
+#include "vm_helpers.h"
 
 enum { C = 64, H = 32, W = 32, MAXN = 13 };
-
-static Onnx__TensorProto *init_f32(Onnx__TensorProto *tp, const char *name, int rank, int64_t *dims,
-                                   float *data, int64_t n)
-{
-    Onnx__TensorProto t0 = ONNX__TENSOR_PROTO__INIT;
-    *tp = t0;
-    tp->name = (char *)name;
-    tp->has_data_type = 1;
-    tp->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-    tp->n_dims = (size_t)rank;
-    tp->dims = dims;
-    tp->has_raw_data = 1;
-    tp->raw_data.len = (size_t)n * sizeof(float);
-    tp->raw_data.data = (uint8_t *)data;
-    return tp;
-}
 
 static void write_model(const char *path)
 {
@@ -74,8 +59,8 @@ static void write_model(const char *path)
     n[2].attribute = pap;
     Onnx__NodeProto *np[3] = {&n[0], &n[1], &n[2]};
     Onnx__TensorProto t[2];
-    Onnx__TensorProto *inits[2] = {init_f32(&t[0], "W", 4, wd, w, C * C * 9),
-                                   init_f32(&t[1], "B", 1, bd, b, C)};
+    Onnx__TensorProto *inits[2] = {kt_onnx_init_f32(&t[0], "W", 4, wd, w, C * C * 9),
+                                   kt_onnx_init_f32(&t[1], "B", 1, bd, b, C)};
     Onnx__GraphProto g;
     kt_onnx_graph(&g, "chunks", np, 3, ins, 4, outs, 1);
     g.n_initializer = 2;

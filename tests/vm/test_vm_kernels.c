@@ -22,6 +22,7 @@
 #include "vm/vm.h"
 
 #include "onnx_build.h"
+#include "vm_helpers.h"
 
 /* ---- one-node models --------------------------------------------------------- */
 
@@ -81,21 +82,6 @@ static kiln_vm *one_node(const char *op, const io_spec *ins, int n_in, const io_
     return open_ref(path, op, 1);
 }
 
-static void set(kiln_vm *vm, int i, kiln_dtype dt, kiln_shape sh, const void *data)
-{
-    kiln_tensor t = {.dtype = dt, .shape = sh, .data = (void *)data};
-    kiln_error err = {0};
-    if (kiln_vm_set_input(vm, i, &t, &err) != KILN_OK)
-        fail_msg("input %d: %s", i, err.msg);
-}
-
-static void run(kiln_vm *vm)
-{
-    kiln_error err = {0};
-    if (kiln_vm_run(vm, &err) != KILN_OK)
-        fail_msg("run: %s", err.msg);
-}
-
 static void want_i64(const kiln_tensor *t, int rank, const int64_t *dims, const int64_t *v)
 {
     assert_int_equal(t->dtype, KILN_DTYPE_INT64);
@@ -119,18 +105,18 @@ static void test_nonzero(void **state)
     io_spec in = {"x", KILN_DTYPE_FLOAT32, 2, {2, 3}}, out = {"y", KILN_DTYPE_INT64, -1, {0}};
     kiln_vm *vm = one_node("NonZero", &in, 1, &out, 1, NULL, NULL, 0);
     const float a[6] = {0, 1.5f, 0, -2, 0, 0.25f};
-    set(vm, 0, KILN_DTYPE_FLOAT32, ks(2, 2, 3), a);
-    run(vm);
+    kt_vm_set(vm, 0, KILN_DTYPE_FLOAT32, ks(2, 2, 3), a);
+    kt_vm_run(vm);
     int64_t d1[2] = {2, 3}, w1[6] = {0, 1, 1, 1, 0, 2};
     want_i64(kiln_vm_output(vm, 0), 2, d1, w1);
     /* a new value of the same shape: other extents, nothing converted */
     const float b[6] = {0, 0, 0, 0, 0, 0}, c[6] = {1, 1, 1, 1, 1, 1};
-    set(vm, 0, KILN_DTYPE_FLOAT32, ks(2, 2, 3), b);
-    run(vm);
+    kt_vm_set(vm, 0, KILN_DTYPE_FLOAT32, ks(2, 2, 3), b);
+    kt_vm_run(vm);
     int64_t d0[2] = {2, 0};
     want_i64(kiln_vm_output(vm, 0), 2, d0, NULL);
-    set(vm, 0, KILN_DTYPE_FLOAT32, ks(2, 2, 3), c);
-    run(vm);
+    kt_vm_set(vm, 0, KILN_DTYPE_FLOAT32, ks(2, 2, 3), c);
+    kt_vm_run(vm);
     int64_t d6[2] = {2, 6}, w6[12] = {0, 0, 0, 1, 1, 1, 0, 1, 2, 0, 1, 2};
     want_i64(kiln_vm_output(vm, 0), 2, d6, w6);
     assert_int_equal(kiln_vm_num_conversions(vm), 0);
@@ -148,9 +134,9 @@ static void compress_case(const int64_t *axis, const uint8_t *cond, int nc, int 
     const char *names[1] = {"axis"};
     const int64_t x[6] = {1, 2, 3, 4, 5, 6};
     kiln_vm *vm = one_node("Compress", ins, 2, &out, 1, axis ? names : NULL, axis, axis ? 1 : 0);
-    set(vm, 0, KILN_DTYPE_INT64, ks(2, 3, 2), x);
-    set(vm, 1, KILN_DTYPE_BOOL, ks(1, nc), cond);
-    run(vm);
+    kt_vm_set(vm, 0, KILN_DTYPE_INT64, ks(2, 3, 2), x);
+    kt_vm_set(vm, 1, KILN_DTYPE_BOOL, ks(1, nc), cond);
+    kt_vm_run(vm);
     want_i64(kiln_vm_output(vm, 0), rank, dims, want);
     kiln_vm_destroy(vm);
 }
@@ -186,9 +172,9 @@ static kiln_vm *nms_model(int64_t b, int64_t c, int64_t n, int64_t center)
 
 static void nms_params(kiln_vm *vm, int64_t max, float iou, float score)
 {
-    set(vm, 2, KILN_DTYPE_INT64, ks(1, 1), &max);
-    set(vm, 3, KILN_DTYPE_FLOAT32, ks(1, 1), &iou);
-    set(vm, 4, KILN_DTYPE_FLOAT32, ks(1, 1), &score);
+    kt_vm_set(vm, 2, KILN_DTYPE_INT64, ks(1, 1), &max);
+    kt_vm_set(vm, 3, KILN_DTYPE_FLOAT32, ks(1, 1), &iou);
+    kt_vm_set(vm, 4, KILN_DTYPE_FLOAT32, ks(1, 1), &score);
 }
 
 static void test_nms(void **state)
@@ -202,25 +188,25 @@ static void test_nms(void **state)
     const float sc[12] = {0.9f, 0.8f, 0.3f, 0.95f, 0.8f, 0.7f,
                           /* class 1 */ 0.1f, 0.2f, 0.6f, 0.05f, 0.5f, 0.4f};
     kiln_vm *vm = nms_model(1, 2, 6, 0);
-    set(vm, 0, KILN_DTYPE_FLOAT32, ks(3, 1, 6, 4), boxes);
-    set(vm, 1, KILN_DTYPE_FLOAT32, ks(3, 1, 2, 6), sc);
+    kt_vm_set(vm, 0, KILN_DTYPE_FLOAT32, ks(3, 1, 6, 4), boxes);
+    kt_vm_set(vm, 1, KILN_DTYPE_FLOAT32, ks(3, 1, 2, 6), sc);
     /* iou 0.5: class 0 keeps 3 (0 is the same box, 1 overlaps it by 0.6),
      * then 4 (after 1 in the tie: box order), 5 overlaps 4 by 1/3 < 0.5:
      * kept, then 2; class 1: 2, 4, 5 (IoU 1/3), 1 -- 0 and 3 are not above
      * the score threshold 0.1 (strictly greater needed: 0.1 is out) */
     nms_params(vm, 10, 0.5f, 0.1f);
-    run(vm);
+    kt_vm_run(vm);
     int64_t d[2] = {8, 3};
     int64_t w[24] = {0, 0, 3, 0, 0, 4, 0, 0, 5, 0, 0, 2, 0, 1, 2, 0, 1, 4, 0, 1, 5, 0, 1, 1};
     want_i64(kiln_vm_output(vm, 0), 2, d, w);
     /* iou 0.3: 5 now suppressed by 4 (1/3 > 0.3); limit 2 per class */
     nms_params(vm, 2, 0.3f, 0.0f);
-    run(vm);
+    kt_vm_run(vm);
     int64_t d2[2] = {4, 3}, w2[12] = {0, 0, 3, 0, 0, 4, 0, 1, 2, 0, 1, 4};
     want_i64(kiln_vm_output(vm, 0), 2, d2, w2);
     /* a score threshold above every score: nothing */
     nms_params(vm, 10, 0.5f, 0.99f);
-    run(vm);
+    kt_vm_run(vm);
     int64_t d3[2] = {0, 3};
     want_i64(kiln_vm_output(vm, 0), 2, d3, NULL);
     assert_int_equal(kiln_vm_num_conversions(vm), 0);
@@ -231,10 +217,10 @@ static void test_nms(void **state)
     const float cb[16] = {5, 5, 10, 10, 6, 5, 10, 10, 5, 5, 10, 10, 40, 40, 10, 10};
     const float cs[4] = {0.5f, 0.6f, 0.5f, 0.6f};
     vm = nms_model(2, 1, 2, 1);
-    set(vm, 0, KILN_DTYPE_FLOAT32, ks(3, 2, 2, 4), cb);
-    set(vm, 1, KILN_DTYPE_FLOAT32, ks(3, 2, 1, 2), cs);
+    kt_vm_set(vm, 0, KILN_DTYPE_FLOAT32, ks(3, 2, 2, 4), cb);
+    kt_vm_set(vm, 1, KILN_DTYPE_FLOAT32, ks(3, 2, 1, 2), cs);
     nms_params(vm, 5, 0.8f, 0.0f);
-    run(vm);
+    kt_vm_run(vm);
     int64_t d4[2] = {3, 3}, w4[9] = {0, 0, 1, 1, 0, 1, 1, 0, 0};
     want_i64(kiln_vm_output(vm, 0), 2, d4, w4);
     kiln_vm_destroy(vm);
@@ -258,10 +244,10 @@ static void test_nms_many(void **state)
         boxes[4 * i + 3] = x + w;
     }
     kiln_vm *vm = nms_model(1, 1, N, 0);
-    set(vm, 0, KILN_DTYPE_FLOAT32, ks(3, 1, N, 4), boxes);
-    set(vm, 1, KILN_DTYPE_FLOAT32, ks(3, 1, 1, N), sc);
+    kt_vm_set(vm, 0, KILN_DTYPE_FLOAT32, ks(3, 1, N, 4), boxes);
+    kt_vm_set(vm, 1, KILN_DTYPE_FLOAT32, ks(3, 1, 1, N), sc);
     nms_params(vm, N, 0.2f, 0.05f);
-    run(vm);
+    kt_vm_run(vm);
     /* brute force */
     int order[N], n = 0, kept[N], nk = 0;
     for (int i = 0; i < N; i++)
@@ -308,10 +294,10 @@ static void test_topk(void **state)
         const char *names[2] = {"axis", "largest"};
         int64_t vals[2] = {1, largest};
         kiln_vm *vm = one_node("TopK", ins, 2, outs, 2, names, vals, 2);
-        set(vm, 0, KILN_DTYPE_FLOAT32, ks(2, 2, 5), x);
+        kt_vm_set(vm, 0, KILN_DTYPE_FLOAT32, ks(2, 2, 5), x);
         for (int64_t k = 0; k <= 5; k++) {
-            set(vm, 1, KILN_DTYPE_INT64, ks(1, 1), &k);
-            run(vm);
+            kt_vm_set(vm, 1, KILN_DTYPE_INT64, ks(1, 1), &k);
+            kt_vm_run(vm);
             const kiln_tensor *v = kiln_vm_output(vm, 0), *ix = kiln_vm_output(vm, 1);
             assert_int_equal(v->shape.rank, 2);
             assert_int_equal(v->shape.dims[0], 2);
@@ -331,7 +317,7 @@ static void test_topk(void **state)
         /* k above the axis: an error naming the node, no crash */
         int64_t bad = 6;
         kiln_error err = {0};
-        set(vm, 1, KILN_DTYPE_INT64, ks(1, 1), &bad);
+        kt_vm_set(vm, 1, KILN_DTYPE_INT64, ks(1, 1), &bad);
         assert_int_not_equal(kiln_vm_run(vm, &err), KILN_OK);
         assert_non_null(strstr(err.msg, "TopK"));
         kiln_vm_destroy(vm);
@@ -359,16 +345,16 @@ static void test_topk_select(void **state)
         const char *names[2] = {"axis", "largest"};
         int64_t vals[2] = {1, largest};
         kiln_vm *vm = one_node("TopK", ins, 2, outs, 2, names, vals, 2);
-        set(vm, 0, KILN_DTYPE_FLOAT32, ks(2, 2, L), x);
+        kt_vm_set(vm, 0, KILN_DTYPE_FLOAT32, ks(2, 2, L), x);
         int64_t k = L;
-        set(vm, 1, KILN_DTYPE_INT64, ks(1, 1), &k);
-        run(vm);
+        kt_vm_set(vm, 1, KILN_DTYPE_INT64, ks(1, 1), &k);
+        kt_vm_run(vm);
         memcpy(whole, kiln_vm_output(vm, 1)->data, sizeof whole);
         static const int64_t kk[] = {1, 5, 37, 99};
         for (int q = 0; q < 4; q++) {
             k = kk[q];
-            set(vm, 1, KILN_DTYPE_INT64, ks(1, 1), &k);
-            run(vm);
+            kt_vm_set(vm, 1, KILN_DTYPE_INT64, ks(1, 1), &k);
+            kt_vm_run(vm);
             const int64_t *ix = kiln_vm_output(vm, 1)->data;
             for (int lane = 0; lane < 2; lane++)
                 for (int64_t j = 0; j < k; j++)
@@ -419,8 +405,8 @@ static void test_split(void **state)
     kiln_vm *vm = open_ref(path, "split", 3);
     assert_string_equal(kiln_vm_static_part(vm), "reference kernels");
     float x[8] = {1, -1, 2, 0, 3, -4, 5, 6};
-    set(vm, 0, KILN_DTYPE_FLOAT32, ks(1, 8), x);
-    run(vm);
+    kt_vm_set(vm, 0, KILN_DTYPE_FLOAT32, ks(1, 8), x);
+    kt_vm_run(vm);
     int64_t want[2 * NC];
     for (int i = 0; i < NC; i++)
         want[2 * i] = 1, want[2 * i + 1] = 5; /* NonZero of [8]: [1, 5] */
@@ -433,16 +419,16 @@ static void test_split(void **state)
     /* another value, another count: Shape converts for its new input shape;
      * Concat's inputs keep theirs (it binds no parameter): nothing new */
     x[1] = 7;
-    set(vm, 0, KILN_DTYPE_FLOAT32, ks(1, 8), x);
-    run(vm);
+    kt_vm_set(vm, 0, KILN_DTYPE_FLOAT32, ks(1, 8), x);
+    kt_vm_run(vm);
     for (int i = 0; i < NC; i++)
         want[2 * i + 1] = 6;
     want_i64(kiln_vm_output(vm, 0), 1, d, want);
     assert_int_equal(kiln_vm_num_conversions(vm), 3);
     /* the first value again: every class seen */
     x[1] = -1;
-    set(vm, 0, KILN_DTYPE_FLOAT32, ks(1, 8), x);
-    run(vm);
+    kt_vm_set(vm, 0, KILN_DTYPE_FLOAT32, ks(1, 8), x);
+    kt_vm_run(vm);
     for (int i = 0; i < NC; i++)
         want[2 * i + 1] = 5;
     want_i64(kiln_vm_output(vm, 0), 1, d, want);
@@ -533,11 +519,11 @@ static void roialign_case(const char *mode, int64_t ratio, float scale, int64_t 
         assert_int_equal(kiln_vm_num_dynamic_nodes(vm), 3);
         assert_int_equal(kiln_vm_num_threads(vm), threads);
     }
-    set(vm, 0, KILN_DTYPE_FLOAT32, xt.shape, x);
-    set(vm, 1, KILN_DTYPE_FLOAT32, ks(2, R, 4), rois);
-    set(vm, 2, KILN_DTYPE_INT64, ks(1, R), bi);
-    set(vm, 3, KILN_DTYPE_BOOL, ct.shape, cond);
-    run(vm);
+    kt_vm_set(vm, 0, KILN_DTYPE_FLOAT32, xt.shape, x);
+    kt_vm_set(vm, 1, KILN_DTYPE_FLOAT32, ks(2, R, 4), rois);
+    kt_vm_set(vm, 2, KILN_DTYPE_INT64, ks(1, R), bi);
+    kt_vm_set(vm, 3, KILN_DTYPE_BOOL, ct.shape, cond);
+    kt_vm_run(vm);
     const kiln_tensor *y = kiln_vm_output(vm, 0);
     assert_int_equal(kiln_vm_num_conversions(vm), 0);
     /* the reference: rois, indices and condition bound, RoiAlign static */
@@ -574,7 +560,7 @@ static void roialign_case(const char *mode, int64_t ratio, float scale, int64_t 
     float *first = malloc(sizeof(float) * (size_t)n);
     assert_non_null(first);
     memcpy(first, y->data, sizeof(float) * (size_t)n);
-    run(vm);
+    kt_vm_run(vm);
     y = kiln_vm_output(vm, 0);
     assert_memory_equal(first, y->data, sizeof(float) * (size_t)n);
     assert_int_equal(kiln_vm_num_conversions(vm), 0);

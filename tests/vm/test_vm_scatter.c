@@ -16,7 +16,9 @@
  * - a chain of two scatters (the second takes over the first's buffer);
  * - an index out of range: an error that names the node;
  * - which steps are fused (the Expand, "vm fused") and which are the VM's
- *   kernels, and that nothing is converted per shape class. */
+ *   kernels, and that nothing is converted per shape class;
+ * - a third run of the same shapes allocates nothing (malloc counted; the
+ *   second allocates the buffer the first scatter gave away). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +29,9 @@
 #include "test_support.h"
 #include "vm/vm.h"
 
+#include "alloc_count.h"
 #include "onnx_build.h"
+#include "vm_helpers.h"
 
 /* ---- building the models -------------------------------------------------------- */
 
@@ -137,21 +141,6 @@ static kiln_vm *open_model(model *m, const char *what)
     return vm;
 }
 
-static void set(kiln_vm *vm, int i, kiln_dtype dt, kiln_shape sh, const void *data)
-{
-    kiln_tensor t = {.dtype = dt, .shape = sh, .data = (void *)data};
-    kiln_error err = {0};
-    if (kiln_vm_set_input(vm, i, &t, &err) != KILN_OK)
-        fail_msg("input %d: %s", i, err.msg);
-}
-
-static void run(kiln_vm *vm)
-{
-    kiln_error err = {0};
-    if (kiln_vm_run(vm, &err) != KILN_OK)
-        fail_msg("run: %s", err.msg);
-}
-
 static void want_f32(const kiln_tensor *t, const kiln_shape *sh, const float *v, const char *what)
 {
     assert_non_null(t);
@@ -164,18 +153,6 @@ static void want_f32(const kiln_tensor *t, const kiln_shape *sh, const float *v,
         if (((const float *)t->data)[i] != v[i])
             fail_msg("%s: element %lld is %g, want %g", what, (long long)i,
                      (double)((const float *)t->data)[i], (double)v[i]);
-}
-
-/* The kind of the step named `name` (kiln_vm_step_info). */
-static const char *kind_of(const kiln_vm *vm, const char *name)
-{
-    for (int i = 0; i < kiln_vm_num_steps(vm); i++) {
-        kiln_vm_step_desc d;
-        if (kiln_vm_step_info(vm, i, &d, NULL, 0) == KILN_OK && !strcmp(d.name, name))
-            return d.kind;
-    }
-    fail_msg("no step '%s'", name);
-    return NULL;
 }
 
 static float val(int64_t i)
@@ -215,11 +192,11 @@ static void index_put_case(kiln_vm *vm, int64_t rows, int64_t n, const int64_t *
         int64_t to = r[i] < 0 ? r[i] + rows : r[i];
         memcpy(want + to * inner, v + i * inner, (size_t)inner * sizeof *v);
     }
-    set(vm, 0, KILN_DTYPE_INT64, ks(1, 4), ys);
-    set(vm, 1, KILN_DTYPE_INT64, ks(4, n, 1, 1, 1), r);
-    set(vm, 2, KILN_DTYPE_INT64, ks(1, 4), es);
-    set(vm, 3, KILN_DTYPE_FLOAT32, ks(4, n, c, h, w), v);
-    run(vm);
+    kt_vm_set(vm, 0, KILN_DTYPE_INT64, ks(1, 4), ys);
+    kt_vm_set(vm, 1, KILN_DTYPE_INT64, ks(4, n, 1, 1, 1), r);
+    kt_vm_set(vm, 2, KILN_DTYPE_INT64, ks(1, 4), es);
+    kt_vm_set(vm, 3, KILN_DTYPE_FLOAT32, ks(4, n, c, h, w), v);
+    kt_vm_run(vm);
     kiln_shape sh = ks(4, rows, c, h, w);
     want_f32(kiln_vm_output(vm, 0), &sh, want, "index_put");
     free(v);
@@ -236,9 +213,9 @@ static void test_index_put_rows(void **state)
     kiln_vm *vm = open_model(&m, "index_put");
     const int64_t r1[5] = {4, 0, -1, 2, 0}; /* row 0 twice, -1 is row 5 */
     index_put_case(vm, 6, 5, r1, 3, 2, 2, 0);
-    assert_string_equal(kind_of(vm, "expand"), "vm fused");
-    assert_string_equal(kind_of(vm, "scatter"), "vm kernel");
-    assert_string_equal(kind_of(vm, "fill"), "vm kernel");
+    assert_string_equal(kt_vm_step_kind(vm, "expand", false, NULL), "vm fused");
+    assert_string_equal(kt_vm_step_kind(vm, "scatter", false, NULL), "vm kernel");
+    assert_string_equal(kt_vm_step_kind(vm, "fill", false, NULL), "vm kernel");
     /* more rows than before, fewer than the data: buffers grow, nothing converted */
     const int64_t r2[9] = {8, 7, 6, 5, 4, 3, 2, 1, -9};
     index_put_case(vm, 10, 9, r2, 3, 2, 2, 0);
@@ -266,10 +243,10 @@ static void test_index_put_out_of_range(void **state)
     const float v[4] = {1, 2, 3, 4};
     for (int bad = 0; bad < 2; bad++) {
         const int64_t r[2] = {0, bad ? -4 : 3};
-        set(vm, 0, KILN_DTYPE_INT64, ks(1, 4), ys);
-        set(vm, 1, KILN_DTYPE_INT64, ks(4, 2, 1, 1, 1), r);
-        set(vm, 2, KILN_DTYPE_INT64, ks(1, 4), es);
-        set(vm, 3, KILN_DTYPE_FLOAT32, ks(4, 2, 2, 1, 1), v);
+        kt_vm_set(vm, 0, KILN_DTYPE_INT64, ks(1, 4), ys);
+        kt_vm_set(vm, 1, KILN_DTYPE_INT64, ks(4, 2, 1, 1, 1), r);
+        kt_vm_set(vm, 2, KILN_DTYPE_INT64, ks(1, 4), es);
+        kt_vm_set(vm, 3, KILN_DTYPE_FLOAT32, ks(4, 2, 2, 1, 1), v);
         kiln_error err = {0};
         assert_int_not_equal(kiln_vm_run(vm, &err), KILN_OK);
         if (!strstr(err.msg, "scatter") || !strstr(err.msg, "out of range"))
@@ -326,11 +303,11 @@ static void check_general(const int64_t *rd, int64_t axis, const char *reduction
                 float s = u[(a * us[1] + j) * K + k];
                 *y = reduction && !strcmp(reduction, "add") ? *y + s : s;
             }
-    set(vm, 0, KILN_DTYPE_FLOAT32, ks(3, xs[0], xs[1], xs[2]), x);
-    set(vm, 1, KILN_DTYPE_INT64, ks(3, rd[0], rd[1], rd[2]), r);
+    kt_vm_set(vm, 0, KILN_DTYPE_FLOAT32, ks(3, xs[0], xs[1], xs[2]), x);
+    kt_vm_set(vm, 1, KILN_DTYPE_INT64, ks(3, rd[0], rd[1], rd[2]), r);
     int64_t es[3] = {us[0], us[1], us[2]};
-    set(vm, 2, KILN_DTYPE_INT64, ks(1, 3), es);
-    set(vm, 3, KILN_DTYPE_FLOAT32, ks(3, us[0], us[1], us[2]), u);
+    kt_vm_set(vm, 2, KILN_DTYPE_INT64, ks(1, 3), es);
+    kt_vm_set(vm, 3, KILN_DTYPE_FLOAT32, ks(3, us[0], us[1], us[2]), u);
     kiln_shape sh = ks(3, xs[0], xs[1], xs[2]);
     char what[96];
     snprintf(what, sizeof what, "r [%lld, %lld, %lld], axis %lld, %s", (long long)rd[0],
@@ -338,10 +315,11 @@ static void check_general(const int64_t *rd, int64_t axis, const char *reduction
     /* twice: the second run starts from the input x again (a reduction
      * would see the first run's result if the input were updated in place) */
     for (int pass = 0; pass < 2; pass++) {
-        run(vm);
+        kt_vm_run(vm);
         want_f32(kiln_vm_output(vm, 0), &sh, want, what);
     }
-    assert_string_equal(kind_of(vm, "expand"), want_fused ? "vm fused" : "vm converted");
+    assert_string_equal(kt_vm_step_kind(vm, "expand", false, NULL),
+                        want_fused ? "vm fused" : "vm converted");
     kiln_vm_destroy(vm);
 }
 
@@ -391,12 +369,22 @@ static void test_shared_values(void **state)
     kiln_vm *vm = open_model(&m, "scatter_shared");
     int64_t ys[4] = {4, 2, 1, 1}, r[2] = {2, 0}, es[4] = {2, 2, 1, 1};
     const float v[4] = {5, 6, 7, 8};
-    set(vm, 0, KILN_DTYPE_INT64, ks(1, 4), ys);
-    set(vm, 1, KILN_DTYPE_INT64, ks(4, 2, 1, 1, 1), r);
-    set(vm, 2, KILN_DTYPE_INT64, ks(1, 4), es);
-    set(vm, 3, KILN_DTYPE_FLOAT32, ks(4, 2, 2, 1, 1), v);
-    for (int pass = 0; pass < 2; pass++) {
-        run(vm);
+    kt_vm_set(vm, 0, KILN_DTYPE_INT64, ks(1, 4), ys);
+    kt_vm_set(vm, 1, KILN_DTYPE_INT64, ks(4, 2, 1, 1, 1), r);
+    kt_vm_set(vm, 2, KILN_DTYPE_INT64, ks(1, 4), es);
+    kt_vm_set(vm, 3, KILN_DTYPE_FLOAT32, ks(4, 2, 2, 1, 1), v);
+    for (int pass = 0; pass < 3; pass++) {
+#ifdef KT_COUNT_ALLOCS
+        /* the first run allocates the scatters' buffers, the second the one
+         * the first scatter gave away; from then on they trade buffers */
+        kt_alloc_count_start();
+        kt_vm_run(vm);
+        long allocs = kt_alloc_count_stop();
+        if (pass == 2 && allocs != 0)
+            fail_msg("a third run of the same shapes allocated %ld times", allocs);
+#else
+        kt_vm_run(vm);
+#endif
         const float w2[8] = {7, 8, 1, 1, 5, 6, 1, 1}, w0[8] = {1, 1, 1, 1, 1, 1, 1, 1};
         kiln_shape sh = ks(4, 4, 2, 1, 1);
         want_f32(kiln_vm_output(vm, 0), &sh, w2, "y2");
@@ -408,7 +396,7 @@ static void test_shared_values(void **state)
         for (int i = 0; i < 4; i++)
             assert_int_equal(((const int64_t *)ix->data)[i], wix[i]);
     }
-    assert_string_equal(kind_of(vm, "expand"), "vm converted");
+    assert_string_equal(kt_vm_step_kind(vm, "expand", false, NULL), "vm converted");
     kiln_vm_destroy(vm);
 }
 

@@ -28,6 +28,7 @@
 #include "vm/vm.h"
 
 #include "onnx_build.h"
+#include "vm_helpers.h"
 
 static kiln_tensor tensor(kiln_dtype dt, kiln_shape s)
 {
@@ -35,23 +36,6 @@ static kiln_tensor tensor(kiln_dtype dt, kiln_shape s)
     kiln_error err = {0};
     assert_int_equal(kiln_tensor_alloc(&t, dt, &s, &err), KILN_OK);
     return t;
-}
-
-/* A float32 initializer over data (not copied). */
-static Onnx__TensorProto *init_f32(Onnx__TensorProto *tp, const char *name, int rank,
-                                   int64_t *dims, float *data, int64_t n)
-{
-    Onnx__TensorProto t0 = ONNX__TENSOR_PROTO__INIT;
-    *tp = t0;
-    tp->name = (char *)name;
-    tp->has_data_type = 1;
-    tp->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-    tp->n_dims = (size_t)rank;
-    tp->dims = dims;
-    tp->has_raw_data = 1;
-    tp->raw_data.len = (size_t)n * sizeof(float);
-    tp->raw_data.data = (uint8_t *)data;
-    return tp;
 }
 
 static Onnx__AttributeProto graph_attr(Onnx__AttributeProto *a, const char *name,
@@ -92,8 +76,8 @@ static void reshape_nz_model(const char *path)
     kt_onnx_node(&n[4], "NonZero", nz_in, 1, nz_out, 1);
     Onnx__NodeProto *np[5] = {&n[0], &n[1], &n[2], &n[3], &n[4]};
     Onnx__TensorProto t[2];
-    Onnx__TensorProto *inits[2] = {init_f32(&t[0], "W", 1, six, W6, 6),
-                                   init_f32(&t[1], "B", 1, one, B1, 1)};
+    Onnx__TensorProto *inits[2] = {kt_onnx_init_f32(&t[0], "W", 1, six, W6, 6),
+                                   kt_onnx_init_f32(&t[1], "B", 1, one, B1, 1)};
     Onnx__GraphProto g;
     kt_onnx_graph(&g, "reshape_nz", np, 5, ins, 2, outs, 3);
     g.n_initializer = 2;
@@ -367,21 +351,6 @@ static void test_loop_no_static(void **state)
     free(dir);
 }
 
-/* The kind of the (first) step of op `op`, its flops in *flops. */
-static const char *step_kind(const kiln_vm *vm, const char *op, double *flops)
-{
-    for (int i = 0; i < kiln_vm_num_steps(vm); i++) {
-        kiln_vm_step_desc d;
-        if (kiln_vm_step_info(vm, i, &d, NULL, 0) == KILN_OK && !strcmp(d.op, op)) {
-            if (flops)
-                *flops = d.flops;
-            return d.kind;
-        }
-    }
-    fail_msg("no %s step", op);
-    return NULL;
-}
-
 /* x [64*256] -> Reshape(Relu(x), shape) [64, 256] -> MatMul(., W [256, 1024]):
  * 33.5 Mflop, a heavy class (compiled per class when a compiler exists) */
 static void test_heavy_without_compiler(void **state)
@@ -406,7 +375,7 @@ static void test_heavy_without_compiler(void **state)
     kt_onnx_node(&n[2], "MatMul", mm_in, 2, mm_out, 1);
     Onnx__NodeProto *np[3] = {&n[0], &n[1], &n[2]};
     Onnx__TensorProto t;
-    Onnx__TensorProto *inits[1] = {init_f32(&t, "W", 2, wd, w, K * N)};
+    Onnx__TensorProto *inits[1] = {kt_onnx_init_f32(&t, "W", 2, wd, w, K * N)};
     Onnx__GraphProto g;
     kt_onnx_graph(&g, "heavy", np, 3, ins, 2, outs, 1);
     g.n_initializer = 1;
@@ -443,7 +412,7 @@ static void test_heavy_without_compiler(void **state)
         }
     assert_allclose(y->data, want, (int64_t)M * N, 1e-4, 1e-4);
     /* the profile's row: converted, with the class's flops */
-    assert_string_equal(step_kind(vm, "MatMul", NULL), "vm converted");
+    assert_string_equal(kt_vm_step_kind(vm, "MatMul", true, NULL), "vm converted");
     if (cc0)
         setenv("CC", cc0, 1);
     else
@@ -459,7 +428,7 @@ static void test_heavy_without_compiler(void **state)
     assert_false(kiln_vm_heavy_on_reference(vm));
     assert_allclose(kiln_vm_output(vm, 0)->data, want, (int64_t)M * N, 1e-4, 1e-4);
     double flops = 0;
-    assert_string_equal(step_kind(vm, "MatMul", &flops), "vm compiled");
+    assert_string_equal(kt_vm_step_kind(vm, "MatMul", true, &flops), "vm compiled");
     assert_true(flops == 2.0 * M * K * N);
     free(want);
     free(w);

@@ -13,6 +13,7 @@
  *   Add's and the int64 Cast's shape classes;
  * - that a graph output that is a view node's output is a copy: new input
  *   data set, before the next run, does not change it;
+ * - a run of shapes seen before allocates nothing (malloc counted);
  * - a target shape that does not hold the data: an error naming the
  *   Reshape (the node falls back to conversion, which states it). */
 #include <math.h>
@@ -25,7 +26,9 @@
 #include "test_support.h"
 #include "vm/vm.h"
 
+#include "alloc_count.h"
 #include "onnx_build.h"
+#include "vm_helpers.h"
 
 static kiln_vm *build(void)
 {
@@ -72,25 +75,6 @@ static kiln_vm *build(void)
     return vm;
 }
 
-static void set(kiln_vm *vm, int i, kiln_dtype dt, kiln_shape sh, const void *data)
-{
-    kiln_tensor t = {.dtype = dt, .shape = sh, .data = (void *)data};
-    kiln_error err = {0};
-    if (kiln_vm_set_input(vm, i, &t, &err) != KILN_OK)
-        fail_msg("input %d: %s", i, err.msg);
-}
-
-static const char *kind_of(const kiln_vm *vm, const char *name)
-{
-    for (int i = 0; i < kiln_vm_num_steps(vm); i++) {
-        kiln_vm_step_desc d;
-        if (kiln_vm_step_info(vm, i, &d, NULL, 0) == KILN_OK && !strcmp(d.name, name))
-            return d.kind;
-    }
-    fail_msg("no step '%s'", name);
-    return NULL;
-}
-
 static void want_shape(const kiln_tensor *t, int rank, const int64_t *dims, const char *what)
 {
     if (t->shape.rank != rank)
@@ -114,9 +98,9 @@ static void test_views(void **state)
     int64_t conv_before = 0;
     for (int t = 0; t < 3; t++) {
         const int64_t axes = 1;
-        set(vm, 0, KILN_DTYPE_FLOAT32, ks(3, 2, 3, 4), x);
-        set(vm, 1, KILN_DTYPE_INT64, ks(1, targets[t][0]), &targets[t][1]);
-        set(vm, 2, KILN_DTYPE_INT64, ks(1, 1), &axes);
+        kt_vm_set(vm, 0, KILN_DTYPE_FLOAT32, ks(3, 2, 3, 4), x);
+        kt_vm_set(vm, 1, KILN_DTYPE_INT64, ks(1, targets[t][0]), &targets[t][1]);
+        kt_vm_set(vm, 2, KILN_DTYPE_INT64, ks(1, 1), &axes);
         kiln_error err = {0};
         if (kiln_vm_run(vm, &err) != KILN_OK)
             fail_msg("run %d: %s", t, err.msg);
@@ -134,10 +118,11 @@ static void test_views(void **state)
         static const char *views[] = {"reshape", "flatten",   "unsqueeze",
                                       "squeeze", "cast_same", "identity"};
         for (int v = 0; v < 6; v++)
-            if (strcmp(kind_of(vm, views[v]), "vm view"))
-                fail_msg("run %d: '%s' is %s, not a view", t, views[v], kind_of(vm, views[v]));
-        assert_string_equal(kind_of(vm, "cast_int"), "vm converted");
-        assert_string_equal(kind_of(vm, "add"), "vm converted");
+            if (strcmp(kt_vm_step_kind(vm, views[v], false, NULL), "vm view"))
+                fail_msg("run %d: '%s' is %s, not a view", t, views[v],
+                         kt_vm_step_kind(vm, views[v], false, NULL));
+        assert_string_equal(kt_vm_step_kind(vm, "cast_int", false, NULL), "vm converted");
+        assert_string_equal(kt_vm_step_kind(vm, "add", false, NULL), "vm converted");
         /* the same shapes downstream on every run: the Add and the int64
          * Cast converted on the first run only */
         if (t == 0)
@@ -145,17 +130,27 @@ static void test_views(void **state)
         assert_int_equal(conv_before, 2);
         assert_int_equal(kiln_vm_num_conversions(vm), conv_before);
     }
+#ifdef KT_COUNT_ALLOCS
+    { /* the last shapes again: nothing allocated (views, cached classes) */
+        kiln_error err = {0};
+        kt_alloc_count_start();
+        kiln_status st = kiln_vm_run(vm, &err);
+        long allocs = kt_alloc_count_stop();
+        assert_int_equal(st, KILN_OK);
+        assert_int_equal(allocs, 0);
+    }
+#endif
     /* the graph output u is a copy: new data in x before a run leaves it */
     const kiln_tensor *u = kiln_vm_output(vm, 1);
     float x2[24];
     for (int i = 0; i < 24; i++)
         x2[i] = 100.0f + (float)i;
-    set(vm, 0, KILN_DTYPE_FLOAT32, ks(3, 2, 3, 4), x2);
+    kt_vm_set(vm, 0, KILN_DTYPE_FLOAT32, ks(3, 2, 3, 4), x2);
     for (int i = 0; i < 24; i++)
         assert_true(((const float *)u->data)[i] == x[i]);
     /* a target that does not hold 24 elements: the Reshape's error */
     const int64_t bad[3] = {5, 5, 5};
-    set(vm, 1, KILN_DTYPE_INT64, ks(1, 3), bad);
+    kt_vm_set(vm, 1, KILN_DTYPE_INT64, ks(1, 3), bad);
     kiln_error err = {0};
     assert_int_not_equal(kiln_vm_run(vm, &err), KILN_OK);
     if (!strstr(err.msg, "reshape") && !strstr(err.msg, "Reshape"))
