@@ -122,6 +122,19 @@ static inline Onnx__TensorProto *kt_onnx_init_f32(Onnx__TensorProto *tp, const c
     return tp;
 }
 
+/* A graph attribute name = g (a body of If, Loop or Scan). */
+static inline Onnx__AttributeProto *kt_onnx_attr_graph(Onnx__AttributeProto *a, const char *name,
+                                                       Onnx__GraphProto *g)
+{
+    Onnx__AttributeProto a0 = ONNX__ATTRIBUTE_PROTO__INIT;
+    *a = a0;
+    a->name = (char *)name;
+    a->has_type = 1;
+    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+    a->g = g;
+    return a;
+}
+
 /* A graph `name` of n_node nodes with n_in inputs and n_out outputs (the
  * graph of a model, or a body graph for an attribute). */
 static inline void kt_onnx_graph(Onnx__GraphProto *g, const char *name, Onnx__NodeProto **nodes,

@@ -38,18 +38,6 @@ static kiln_tensor tensor(kiln_dtype dt, kiln_shape s)
     return t;
 }
 
-static Onnx__AttributeProto graph_attr(Onnx__AttributeProto *a, const char *name,
-                                       Onnx__GraphProto *g)
-{
-    Onnx__AttributeProto a0 = ONNX__ATTRIBUTE_PROTO__INIT;
-    *a = a0;
-    a->name = (char *)name;
-    a->has_type = 1;
-    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
-    a->g = g;
-    return *a;
-}
-
 static float W6[6] = {1, -2, 3, -4, 5, -6}, B1[1] = {10};
 
 /* x [6] -> r = Relu(x * W) (static; W only there) -> y = Reshape(r, shape)
@@ -243,8 +231,8 @@ static void test_if(void **state)
     kt_onnx_node(&n[0], "Neg", neg_in, 1, neg_out, 1);
     kt_onnx_node(&n[1], "If", if_in, 1, if_out, 1);
     Onnx__AttributeProto a[2];
-    graph_attr(&a[0], "then_branch", &tg);
-    graph_attr(&a[1], "else_branch", &eg);
+    kt_onnx_attr_graph(&a[0], "then_branch", &tg);
+    kt_onnx_attr_graph(&a[1], "else_branch", &eg);
     Onnx__AttributeProto *ap[2] = {&a[0], &a[1]};
     n[1].n_attribute = 2;
     n[1].attribute = ap;
@@ -316,7 +304,7 @@ static void test_loop_no_static(void **state)
     Onnx__NodeProto lp;
     kt_onnx_node(&lp, "Loop", lp_in, 3, lp_out, 1);
     Onnx__AttributeProto a;
-    graph_attr(&a, "body", &body);
+    kt_onnx_attr_graph(&a, "body", &body);
     Onnx__AttributeProto *ap[1] = {&a};
     lp.n_attribute = 1;
     lp.attribute = ap;
