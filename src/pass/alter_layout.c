@@ -184,9 +184,9 @@ static int as_layout(state *s, int v, kiln_layout l)
     g->values[out]->dtype = g->values[v]->dtype;
     g->values[out]->shape = g->values[v]->shape;
     g->values[out]->layout = l;
-    if (!grow_maps(s))
+    if (!grow_maps(s)) /* may move the maps: the slot is found again */
         return -1;
-    *slot = out;
+    *(l.kind == KILN_LAYOUT_ROW_MAJOR ? &s->rm_of[v] : &s->blk_of[v]) = out;
     s->transforms++;
     int64_t bytes = kiln_layout_nbytes(g->values[v]->dtype, &g->values[v]->shape,
                                        g->values[v]->layout) +

@@ -204,12 +204,51 @@ static void test_zoo_unchanged(void **state)
     kiln_graph_destroy(g);
 }
 
+/* Many layout transforms: L x (1x1 conv -> Softmax over the channels), a
+ * transform between each conv and its Softmax. The pass's value maps grow while it
+ * inserts transforms; a map that moved under a transform's slot was
+ * written after it was freed (found by AddressSanitizer compiling Faster
+ * R-CNN). Chains of 56..80 blocks (4 values each, the maps' first growth
+ * at 256) make the growth land inside a transform in some of them; each
+ * must validate, with a transform per block at least. */
+static void test_many_transforms(void **state)
+{
+    (void)state;
+    for (int len = 56; len <= 80; len++) {
+        kiln_graph *g = NULL;
+        kiln_error err = {0};
+        assert_int_equal(kiln_graph_create(&g), KILN_OK);
+        kiln_shape xs = {4, {1, 16, 4, 4}};
+        int x = kiln_graph_add_input(g, "x", KILN_DTYPE_FLOAT32, &xs);
+        static const int none[4] = {0, 0, 0, 0};
+        for (int j = 0; j < len; j++) {
+            char wn[16];
+            snprintf(wn, sizeof wn, "w%d", j);
+            int w = ct_param(g, wn, (kiln_shape){4, {16, 16, 1, 1}}, 40 + (uint64_t)j, -0.25f,
+                             0.25f);
+            int c = ct_conv(g, x, w, -1, 1, 1, none, 1);
+            int sm = kiln_graph_add_node(g, KILN_OP_SOFTMAX, NULL, &c, 1, 1);
+            assert_int_equal(kiln_node_set_int(g, sm, "axis", 1), KILN_OK);
+            x = kiln_graph_node_output(g, sm, 0);
+        }
+        assert_int_equal(kiln_graph_add_output(g, x), KILN_OK);
+        assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+        kiln_pass_ctx *ctx = before_alter(g);
+        assert_int_equal(kiln_pass_alter_layout(ctx, &err), KILN_OK);
+        assert_int_equal(kiln_graph_validate(ctx->g, &err), KILN_OK);
+        assert_true(ct_count_transforms(ctx->g) >= len);
+        kiln_pass_ctx_destroy(ctx);
+        kiln_graph_destroy(g);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_transform_free_chain),
         cmocka_unit_test(test_per_node_optimum),
         cmocka_unit_test(test_zoo_unchanged),
+        cmocka_unit_test(test_many_transforms),
     };
     return cmocka_run_group_tests(tests, kt_dir_setup, kt_dir_teardown);
 }
