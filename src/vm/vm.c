@@ -60,8 +60,7 @@ static int producer(const Onnx__GraphProto *g, const bool *in_set, bool want, co
     return -1;
 }
 
-/* How many of np's input slots read value `name`. */
-static int node_reads(const Onnx__NodeProto *np, const char *name)
+int kiln_vm_node_reads(const Onnx__NodeProto *np, const char *name)
 {
     int n = 0;
     for (size_t k = 0; k < np->n_input; k++)
@@ -141,7 +140,7 @@ static kiln_status import_static(kiln_vm *vm, const bool *dyn, kiln_onnx_failure
         const char *nm = og->input[i]->name ? og->input[i]->name : "";
         bool used = is_initializer(og, nm);
         for (size_t j = 0; j < n_nodes && !used; j++)
-            used = node_reads(nodes[j], nm);
+            used = kiln_vm_node_reads(nodes[j], nm);
         if (used)
             ins[n_ins++] = og->input[i];
     }
@@ -391,7 +390,7 @@ kiln_status kiln_vm_build_dynamic(kiln_vm *vm, const bool *dyn, kiln_error *err)
             const char *nm = n->np->output[k];
             int readers = 0;
             for (int e = d + 1; e < vm->n_dyn && readers < VM_READERS_MANY && nm && *nm; e++) {
-                readers += node_reads(vm->dyn[e].np, nm);
+                readers += kiln_vm_node_reads(vm->dyn[e].np, nm);
                 for (int j = 0; j < n_cap[e] && readers < VM_READERS_MANY; j++)
                     if (!strcmp(cap[(size_t)e * VM_MAX_CAPTURED + j], nm))
                         readers = VM_READERS_MANY;

@@ -51,12 +51,11 @@ static const Onnx__GraphProto *graph_attr(const Onnx__NodeProto *np, const char 
  * counts as 2 (never one reader). */
 static int slot_readers(const Onnx__GraphProto *g, const char *name)
 {
-    static const char *cap[VM_MAX_CAPTURED];
+    const char *cap[VM_MAX_CAPTURED]; /* on the stack: bodies are built on any thread */
     int r = 0;
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *np = g->node[i];
-        for (size_t k = 0; k < np->n_input; k++)
-            r += np->input[k] && !strcmp(np->input[k], name);
+        r += kiln_vm_node_reads(np, name);
         for (size_t a = 0; a < np->n_attribute; a++) {
             if (!np->attribute[a]->g)
                 continue;

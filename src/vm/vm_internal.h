@@ -146,6 +146,8 @@ vm_src kiln_vm_resolve(const kiln_vm *vm, const char *name, int before);
 kiln_status kiln_vm_create_body(kiln_vm *parent, const Onnx__GraphProto *g, kiln_vm **out,
                                 kiln_error *err);
 int kiln_vm_num_captured(const kiln_vm *body);
+/* How many of np's input slots read value `name`. */
+int kiln_vm_node_reads(const Onnx__NodeProto *np, const char *name);
 /* The names body graph g (and its nested bodies) reads but does not define. */
 int kiln_vm_free_names(const Onnx__GraphProto *g, const char **names, int max);
 
