@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Exports two small PyTorch models with dynamic axes (symbolic input dims,
+"""Exports four small PyTorch models with dynamic axes (symbolic input dims,
 what torch.onnx.export writes for `dynamic_axes`) and PyTorch's outputs at
 two input shapes each, for tests/models/dynamic_shapes.sh:
 
@@ -8,12 +8,19 @@ two input shapes each, for tests/models/dynamic_shapes.sh:
   transformer  a pre-norm transformer block (LayerNorm, 2-head self-attention
                whose reshapes read x.shape, residual, LayerNorm, Linear + GELU
                + Linear, residual); input [batch, seq, 16]
+  batchnet     items computed apart (conv stem, squeeze-excite, grouped
+               conv, tokens behind a class token, the transformer block, a
+               Linear on the class token); input [batch, 3, 16, 16]: a
+               symbolic batch the VM runs in chunks
+  batchmix     items that meet (each less the batch's mean, a Linear); input
+               [batch, 8]: must not run in chunks
 
 Layout (the ONNX conformance suite's), per model:
     OUTDIR/dynamic/NAME/model.onnx
     OUTDIR/dynamic/NAME/test_data_set_K/input_0.pb, output_0.pb   K = 0, 1
 Shapes: convnet [1, 3, 16, 16] and [3, 3, 20, 12]; transformer [2, 5, 16]
-and [1, 9, 16]. Weights and inputs from a fixed seed. A model already
+and [1, 9, 16]; batchnet [11, 3, 16, 16] (chunks 8 + 2 + 1) and [3, 3, 16,
+16]; batchmix [5, 8] and [3, 8]. Weights and inputs from a fixed seed. A model already
 exported by this version of the script is skipped (small files, a few
 seconds); never commit them.
 Usage: /usr/bin/python3 scripts/export_dynamic.py [OUTDIR] [--force]
@@ -75,10 +82,48 @@ class Block(nn.Module):
         return x + self.fc2(nn.functional.gelu(self.fc1(self.ln2(x))))
 
 
+class BatchNet(nn.Module):
+    """Every item on its own: conv stem + BatchNorm + ReLU, squeeze-excite,
+    a grouped conv, the map as tokens behind a class token, a transformer
+    block, the class token's features to a Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+        self.bn = nn.BatchNorm2d(16)
+        self.se1 = nn.Linear(16, 4)
+        self.se2 = nn.Linear(4, 16)
+        self.gconv = nn.Conv2d(16, 16, 3, padding=1, groups=4)
+        self.cls = nn.Parameter(torch.rand(1, 1, 16) - 0.5)
+        self.block = Block()
+        self.head = nn.Linear(16, 5)
+
+    def forward(self, x):
+        x = torch.relu(self.bn(self.stem(x)))
+        s = torch.sigmoid(self.se2(torch.relu(self.se1(x.mean((2, 3))))))
+        x = torch.relu(self.gconv(x * s[:, :, None, None]))
+        t = x.flatten(2).transpose(1, 2)
+        t = torch.cat([self.cls.expand(x.shape[0], -1, -1), t], dim=1)
+        return self.head(self.block(t)[:, 0])
+
+
+class BatchMix(nn.Module):
+    """The items meet: each item less the batch's mean, then a Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.fc(x - x.mean(0, keepdim=True))
+
+
 MODELS = {
     "convnet": (ConvNet, {0: "batch", 2: "height", 3: "width"},
                 [(1, 3, 16, 16), (3, 3, 20, 12)]),
     "transformer": (Block, {0: "batch", 1: "seq"}, [(2, 5, 16), (1, 9, 16)]),
+    "batchnet": (BatchNet, {0: "batch"}, [(11, 3, 16, 16), (3, 3, 16, 16)]),
+    "batchmix": (BatchMix, {0: "batch"}, [(5, 8), (3, 8)]),
 }
 
 

@@ -74,6 +74,13 @@ bool kiln_vm_symbolic(const kiln_vm *vm);
 /* Specializations created so far (imports of the model with its input
  * shapes bound; 0 for a model without symbolic dims). */
 int64_t kiln_vm_num_specializations(const kiln_vm *vm);
+/* A symbolic batch (docs/VM.md, "Symbolic batch: chunks"): when the only
+ * symbolic dims are axis 0 of the inputs and the graph computes each item
+ * on its own, a batch runs as chunks of 8, 4, 2 and 1 items, one
+ * specialization per chunk extent. The number of chunks of the last run (0:
+ * not in chunks); *why (may be NULL) says why the model does not run in
+ * chunks ("" while it does, or before its first run). */
+int kiln_vm_batch_chunks(const kiln_vm *vm, const char **why);
 
 /* Copies t into input i. Its dtype must match, and its shape the declared
  * rank and every fixed dim (the error names the input and the dim); a

@@ -199,6 +199,7 @@ _proto("kiln_vm_output_info", _status, c_void_p, c_int, POINTER(c_char_p), POINT
 _proto("kiln_vm_input_dim_param", c_char_p, c_void_p, c_int, c_int)
 _proto("kiln_vm_symbolic", c_bool, c_void_p)
 _proto("kiln_vm_num_specializations", c_int64, c_void_p)
+_proto("kiln_vm_batch_chunks", c_int, c_void_p, POINTER(c_char_p))
 _proto("kiln_vm_set_input", _status, c_void_p, c_int, POINTER(Tensor), _E)
 _proto("kiln_vm_run", _status, c_void_p, _E)
 _proto("kiln_vm_output", POINTER(Tensor), c_void_p, c_int)

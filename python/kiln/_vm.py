@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from ctypes import byref, c_void_p, create_string_buffer
+from ctypes import byref, c_char_p, c_void_p, create_string_buffer
 from typing import List, Optional, Tuple, Union
 
 from . import _lib
@@ -122,6 +122,21 @@ class VMModule(Runner):
     def num_specializations(self) -> int:
         """Input-shape classes imported and compiled so far (symbolic dims)."""
         return int(lib.kiln_vm_num_specializations(self.handle))
+
+    @property
+    def batch_chunks(self) -> int:
+        """Chunks the last run ran its batch in (a symbolic batch whose items
+        are computed apart runs as chunks of 8, 4, 2 and 1 items); 0: not in
+        chunks (batch_chunks_why says why)."""
+        return int(lib.kiln_vm_batch_chunks(self.handle, None))
+
+    @property
+    def batch_chunks_why(self) -> str:
+        """Why the model does not run its batch in chunks ("" when it does,
+        or before its first run)."""
+        why = c_char_p()
+        lib.kiln_vm_batch_chunks(self.handle, byref(why))
+        return (why.value or b"").decode()
 
     @property
     def num_dynamic_nodes(self) -> int:

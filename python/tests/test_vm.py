@@ -111,7 +111,10 @@ def test_symbolic_batch_at_two_sizes(tmp_path):
         out = m.run(x, y)[0]
         assert out.shape == (n, 2)
         np.testing.assert_allclose(out, np.maximum(x + y, 0) @ w, rtol=1e-5, atol=1e-6)
-    assert m.num_specializations == 2  # one per input-shape class, reused after
+    # its items are computed apart: batch 2 is one chunk, 5 is 4 + 1, so one
+    # specialization per chunk extent (2, 4, 1), reused after
+    assert m.num_specializations == 3
+    assert m.batch_chunks == 2 and m.batch_chunks_why == ""
     assert m.static_part == "compiled"
 
 

@@ -474,7 +474,13 @@ kiln_status kiln_vm_build(kiln_vm *vm, const kiln_vm_options *o, kiln_error *err
     if (!dyn)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     kiln_status s = kiln_vm_split(vm, dyn, err);
-    if (s == KILN_OK && vm->sg)
+    if (s == KILN_OK && vm->batch_c > 0) /* a chunk of a symbolic batch (vm_batch.c) */
+        s = kiln_vm_batch_check(vm, dyn, err);
+    if (s != KILN_OK || vm->batch_probe) {
+        free(dyn);
+        return s;
+    }
+    if (vm->sg)
         s = load_static(vm, o, err);
     if (s == KILN_OK)
         s = kiln_vm_build_dynamic(vm, dyn, err);
@@ -622,6 +628,7 @@ void kiln_vm_destroy(kiln_vm *vm)
         free(vm->spec[i].shapes);
     }
     free(vm->in_cap);
+    kiln_vm_batch_free(vm);
     if (vm->m && !vm->parent && !vm->borrowed_m)
         onnx_free_model(vm->m);
     free(vm);
@@ -1070,7 +1077,9 @@ static int static_steps(const kiln_vm *vm)
 int kiln_vm_num_steps(const kiln_vm *vm)
 {
     if (vm && vm->generic)
-        return vm->active ? kiln_vm_num_steps(vm->active) : 1;
+        return vm->n_chunk  ? kiln_vm_batch_num_steps(vm)
+               : vm->active ? kiln_vm_num_steps(vm->active)
+                            : 1;
     return vm ? 1 + static_steps(vm) + vm->n_dyn : 0;
 }
 
@@ -1093,7 +1102,7 @@ static const char *dyn_kind(const vm_node *n)
 int kiln_vm_step_accumulators(const kiln_vm *vm, int i)
 {
     if (vm && vm->active)
-        return kiln_vm_step_accumulators(vm->active, i);
+        return vm->n_chunk ? 0 : kiln_vm_step_accumulators(vm->active, i);
     int d = vm ? i - 1 - static_steps(vm) : -1;
     if (!vm || d < 0 || d >= vm->n_dyn || vm->dyn[d].flow != VM_LOOP || !vm->dyn[d].accum)
         return 0;
@@ -1107,7 +1116,8 @@ kiln_status kiln_vm_step_info(const kiln_vm *vm, int i, kiln_vm_step_desc *info,
                               size_t size)
 {
     if (vm && vm->active)
-        return kiln_vm_step_info(vm->active, i, info, shapes, size);
+        return vm->n_chunk ? kiln_vm_batch_step_info(vm, i, info, shapes, size)
+                           : kiln_vm_step_info(vm->active, i, info, shapes, size);
     int ns = vm ? static_steps(vm) : 0;
     if (!vm || !info || i < 0 || i >= kiln_vm_num_steps(vm))
         return KILN_ERR_INVALID_ARGUMENT;
@@ -1172,7 +1182,9 @@ kiln_status kiln_vm_run_step(kiln_vm *vm, int i, kiln_error *err)
         kiln_status s = i == 0 ? kiln_vm_spec_select(vm, err) : KILN_OK;
         if (s == KILN_OK && !vm->active)
             s = kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "kiln_vm_run_step: step 0 first");
-        return s == KILN_OK ? kiln_vm_run_step(vm->active, i, err) : s;
+        return s != KILN_OK  ? s
+               : vm->n_chunk ? kiln_vm_batch_run_step(vm, i, err)
+                             : kiln_vm_run_step(vm->active, i, err);
     }
     int ns = static_steps(vm);
     if (i == 0) {
@@ -1212,7 +1224,12 @@ kiln_status kiln_vm_run(kiln_vm *vm, kiln_error *err)
         return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "kiln_vm_run: NULL VM");
     if (vm->generic) {
         kiln_status s = kiln_vm_spec_select(vm, err);
-        return s == KILN_OK ? kiln_vm_run(vm->active, err) : s;
+        if (s != KILN_OK || !vm->n_chunk)
+            return s == KILN_OK ? kiln_vm_run(vm->active, err) : s;
+        const int n = kiln_vm_batch_num_steps(vm);
+        for (int i = 0; i < n && s == KILN_OK; i++)
+            s = kiln_vm_batch_run_step(vm, i, err);
+        return s;
     }
     const int n = kiln_vm_num_steps(vm);
     for (int i = 0; i < n; i++) {
@@ -1436,7 +1453,9 @@ kiln_status kiln_vm_set_input(kiln_vm *vm, int i, const kiln_tensor *t, kiln_err
 const kiln_tensor *kiln_vm_output(const kiln_vm *vm, int i)
 {
     if (vm->generic)
-        return vm->active ? kiln_vm_output(vm->active, i) : NULL;
+        return vm->n_chunk ? (vm->bout && i >= 0 && i < vm->n_out ? &vm->bout[i] : NULL)
+               : vm->active ? kiln_vm_output(vm->active, i)
+                            : NULL;
     if (i < 0 || i >= vm->n_out)
         return NULL;
     return kiln_vm_value(vm, vm->out_src[i]);

@@ -126,6 +126,20 @@ struct kiln_vm {
     int64_t n_specialized;  /* specializations created so far */
     const kiln_onnx_binding *bind; /* during a specialization's create: its input shapes */
     int n_bind;
+    /* a symbolic batch (vm_batch.c): a generic VM whose only symbolic dims are
+     * axis 0 of its inputs, and whose graph keeps the items apart, runs a batch
+     * as chunks of VM_CHUNKS' extents, one specialization each */
+    int batch_mode;         /* generic: 0 undecided, 1 chunks, -1 one VM per class */
+    bool *batch_in;         /* generic: per input, axis 0 is its one symbolic dim */
+    char batch_why[256];    /* generic: why the model does not run in chunks */
+    struct vm_chunk *chunk; /* generic: the last run's chunks, in item order */
+    int n_chunk, cap_chunk;
+    kiln_tensor *bout;      /* generic, in chunks: the outputs, chunks joined */
+    size_t *bout_cap;       /* bytes allocated per output (grown, never shrunk) */
+    int64_t batch_c;        /* a specialization built as a chunk: its extent (0: not one) */
+    bool batch_probe;       /* ...only imported and checked, not compiled */
+    const bool *batch_of;   /* ...the generic VM's batch_in */
+    kiln_shape *want;       /* generic: per input, the shapes a specialization is looked up by */
     /* a VM loaded from a compiled .so (vm_so.c): its static part is the .so's
      * own module; no_cc: a heavy node's compile found no C compiler, so heavy
      * classes run on reference kernels (the root VM's flag, bodies included) */
@@ -171,6 +185,23 @@ kiln_status kiln_vm_copy_options(kiln_vm *vm, const kiln_vm_options *o);
  * inputs' current shapes (created for a new class, VM_SPECS kept). */
 kiln_status kiln_vm_check_input(const kiln_vm *vm, int i, const kiln_tensor *t, kiln_error *err);
 kiln_status kiln_vm_spec_select(kiln_vm *vm, kiln_error *err);
+/* The specialization of input shapes `shapes` (created when new, the least
+ * recently used one replaced when VM_SPECS are kept); batch_c > 0 builds it
+ * as a chunk of that extent, refused (KILN_ERR_UNSUPPORTED) unless its
+ * graph keeps the items apart; probe: import and check only, *out NULL. */
+kiln_status kiln_vm_spec_get(kiln_vm *g, const kiln_shape *shapes, int64_t batch_c, bool probe,
+                             kiln_vm **out, kiln_error *err);
+/* vm_batch.c: plans the current inputs' run as chunks (vm->n_chunk > 0) when
+ * the model is a symbolic batch that keeps its items apart (decided at the
+ * first run; vm->batch_why says why not); the checks of a chunk's graph,
+ * called by kiln_vm_build after the split; the chunked steps and outputs. */
+kiln_status kiln_vm_batch_plan(kiln_vm *vm, kiln_error *err);
+kiln_status kiln_vm_batch_check(kiln_vm *vm, const bool *dyn, kiln_error *err);
+int kiln_vm_batch_num_steps(const kiln_vm *vm);
+kiln_status kiln_vm_batch_step_info(const kiln_vm *vm, int i, kiln_vm_step_desc *info,
+                                    char *shapes, size_t size);
+kiln_status kiln_vm_batch_run_step(kiln_vm *vm, int i, kiln_error *err);
+void kiln_vm_batch_free(kiln_vm *vm);
 
 /* vm_flow.c: sets up dynamic node d of vm when it is If, Loop or Scan (its
  * bodies and captured sources); runs it. */

@@ -135,8 +135,11 @@ static kiln_status check_dim_params(const kiln_vm *vm, kiln_error *err)
     return KILN_OK;
 }
 
-/* A VM for the generic VM g's current input shapes. */
-static kiln_status spec_create(kiln_vm *g, kiln_vm **out, kiln_error *err)
+/* A VM for the generic VM g and input shapes `shapes`; batch_c > 0: a
+ * chunk of that extent (kiln_vm_build checks its graph), probe: only
+ * imported and checked (*out stays NULL). */
+static kiln_status spec_create(kiln_vm *g, const kiln_shape *shapes, int64_t batch_c, bool probe,
+                               kiln_vm **out, kiln_error *err)
 {
     kiln_vm *vm = calloc(1, sizeof *vm);
     kiln_onnx_binding *b = calloc((size_t)g->n_in + 1, sizeof *b);
@@ -149,6 +152,9 @@ static kiln_status spec_create(kiln_vm *g, kiln_vm **out, kiln_error *err)
     vm->m = g->m;
     vm->borrowed_m = true;
     vm->graph = g->graph;
+    vm->batch_c = batch_c;
+    vm->batch_probe = probe;
+    vm->batch_of = g->batch_in;
     kiln_vm_options o = {.reference = g->reference, .num_threads = g->num_threads,
                          .cache_dir = g->cache_dir, .target = g->target, .records = g->records,
                          .compile = g->compile};
@@ -160,8 +166,8 @@ static kiln_status spec_create(kiln_vm *g, kiln_vm **out, kiln_error *err)
     if (s == KILN_OK) {
         vm->generic = false;
         for (int i = 0; i < g->n_in; i++) {
-            b[i] = (kiln_onnx_binding){.name = g->in_vi[i]->name, .shape = &g->in_t[i].shape};
-            vm->in_shape[i] = g->in_t[i].shape;
+            b[i] = (kiln_onnx_binding){.name = g->in_vi[i]->name, .shape = &shapes[i]};
+            vm->in_shape[i] = shapes[i];
         }
         vm->bind = b;
         vm->n_bind = g->n_in;
@@ -170,7 +176,7 @@ static kiln_status spec_create(kiln_vm *g, kiln_vm **out, kiln_error *err)
         vm->n_bind = 0;
     }
     free(b);
-    if (s != KILN_OK) {
+    if (s != KILN_OK || probe) {
         kiln_vm_destroy(vm);
         return s;
     }
@@ -178,65 +184,86 @@ static kiln_status spec_create(kiln_vm *g, kiln_vm **out, kiln_error *err)
     return KILN_OK;
 }
 
+kiln_status kiln_vm_spec_get(kiln_vm *g, const kiln_shape *shapes, int64_t batch_c, bool probe,
+                             kiln_vm **out, kiln_error *err)
+{
+    vm_spec *sp = NULL;
+    if (out)
+        *out = NULL;
+    if (probe)
+        return spec_create(g, shapes, batch_c, true, NULL, err);
+    for (int i = 0; i < g->n_spec && !sp; i++) {
+        bool same = true;
+        for (int k = 0; k < g->n_in && same; k++)
+            same = kiln_shape_equal(&g->spec[i].shapes[k], &shapes[k]);
+        if (same)
+            sp = &g->spec[i];
+    }
+    if (!sp) {
+        kiln_vm *nv = NULL;
+        kiln_shape *own = calloc((size_t)g->n_in + 1, sizeof *own);
+        kiln_status s = own ? spec_create(g, shapes, batch_c, false, &nv, err)
+                            : kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        if (s != KILN_OK) {
+            free(own);
+            return s;
+        }
+        memcpy(own, shapes, (size_t)g->n_in * sizeof *own);
+        if (g->n_spec < VM_SPECS) {
+            sp = &g->spec[g->n_spec++];
+        } else {
+            sp = &g->spec[0];
+            for (int i = 1; i < g->n_spec; i++)
+                if (g->spec[i].used < sp->used)
+                    sp = &g->spec[i];
+            kiln_vm_destroy(sp->vm);
+            free(sp->shapes);
+        }
+        sp->vm = nv;
+        sp->shapes = own;
+        g->n_specialized++;
+    }
+    sp->used = ++g->stamp;
+    *out = sp->vm;
+    return KILN_OK;
+}
+
 /* Makes vm->active the specialization of the inputs' shapes (created on a
  * new class, the least recently used one replaced when VM_SPECS are kept)
- * and hands it the inputs. */
+ * and hands it the inputs; or, for a symbolic batch that runs in chunks,
+ * plans the chunks (vm_batch.c). */
 kiln_status kiln_vm_spec_select(kiln_vm *vm, kiln_error *err)
 {
     for (int k = 0; k < vm->n_in; k++)
         if (!vm->in_set[k])
             return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "input %d ('%s') is not set", k,
                                vm->in_vi[k]->name);
-    vm_spec *sp = NULL;
-    for (int i = 0; i < vm->n_spec && !sp; i++) {
-        bool same = true;
-        for (int k = 0; k < vm->n_in && same; k++)
-            same = kiln_shape_equal(&vm->spec[i].shapes[k], &vm->in_t[k].shape);
-        if (same)
-            sp = &vm->spec[i];
-    }
-    if (!sp) {
-        kiln_status s = check_dim_params(vm, err);
-        kiln_vm *nv = NULL;
-        kiln_shape *shapes = calloc((size_t)vm->n_in + 1, sizeof *shapes);
-        if (s == KILN_OK && !shapes)
-            s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-        if (s == KILN_OK)
-            s = spec_create(vm, &nv, err);
-        if (s != KILN_OK) {
-            free(shapes);
-            char cls[1024];
-            size_t len = 0;
-            for (int k = 0; k < vm->n_in && len + 1 < sizeof cls; k++) {
-                kiln_shape_buf b;
-                len += (size_t)snprintf(cls + len, sizeof cls - len, "%s'%s' %s", k ? ", " : "",
-                                        vm->in_vi[k]->name, kiln_shape_fmt(&vm->in_t[k].shape, &b));
-            }
-            return kiln_error_prefix(err, s, "inputs %s: ", vm->n_in ? cls : "(none)");
+    kiln_status s = check_dim_params(vm, err);
+    if (s == KILN_OK)
+        s = kiln_vm_batch_plan(vm, err);
+    if (s != KILN_OK || vm->n_chunk)
+        return s;
+    kiln_shape *shapes = vm->want; /* allocated with the batch plan's state */
+    for (int k = 0; k < vm->n_in; k++)
+        shapes[k] = vm->in_t[k].shape;
+    kiln_vm *sv = NULL;
+    s = kiln_vm_spec_get(vm, shapes, 0, false, &sv, err);
+    if (s != KILN_OK) {
+        char cls[1024];
+        size_t len = 0;
+        for (int k = 0; k < vm->n_in && len + 1 < sizeof cls; k++) {
+            kiln_shape_buf b;
+            len += (size_t)snprintf(cls + len, sizeof cls - len, "%s'%s' %s", k ? ", " : "",
+                                    vm->in_vi[k]->name, kiln_shape_fmt(&vm->in_t[k].shape, &b));
         }
-        for (int k = 0; k < vm->n_in; k++)
-            shapes[k] = vm->in_t[k].shape;
-        if (vm->n_spec < VM_SPECS) {
-            sp = &vm->spec[vm->n_spec++];
-        } else {
-            sp = &vm->spec[0];
-            for (int i = 1; i < vm->n_spec; i++)
-                if (vm->spec[i].used < sp->used)
-                    sp = &vm->spec[i];
-            kiln_vm_destroy(sp->vm);
-            free(sp->shapes);
-        }
-        sp->vm = nv;
-        sp->shapes = shapes;
-        vm->n_specialized++;
+        return kiln_error_prefix(err, s, "inputs %s: ", vm->n_in ? cls : "(none)");
     }
-    sp->used = ++vm->stamp;
-    vm->active = sp->vm;
+    vm->active = sv;
     /* its inputs are ours (the class's shapes by construction): aliased,
      * not copied; a later realloc of ours is aliased again at the next run */
     for (int k = 0; k < vm->n_in; k++) {
-        sp->vm->in_t[k] = vm->in_t[k];
-        sp->vm->in_set[k] = true;
+        sv->in_t[k] = vm->in_t[k];
+        sv->in_set[k] = true;
     }
     return KILN_OK;
 }

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # tests/models/dynamic_shapes.sh KILN VM_CHECK_SETS: ONNX models whose inputs
-# have symbolic dims (PyTorch dynamic_axes). Exports a small convnet and a
-# transformer block (scripts/export_dynamic.py, cached under $KILN_FIXTURES,
+# have symbolic dims (PyTorch dynamic_axes). Exports a small convnet, a
+# transformer block and two batch-only models, one whose items are computed
+# apart and one whose items meet (scripts/export_dynamic.py, cached under $KILN_FIXTURES,
 # default $XDG_CACHE_HOME/kiln/fixtures) with PyTorch's outputs at two input
 # shapes each, then checks:
 # - one process, shapes A B A B (vm_check_sets, compiled and reference): every
 #   output matches PyTorch's, and the model is imported twice, not four times;
+# - a symbolic batch: batchnet runs in chunks (three specializations for
+#   batches 11 and 3), batchmix does not (its outputs would be wrong), and
+#   kiln run says which and why;
 # - the CLI: kiln check at each shape; kiln run without an input names the
 #   symbolic dim and the options; --input-shape; a wrong rank and a fixed dim
 #   that differs are errors naming the input (exit 2); kiln compile refuses
@@ -46,6 +50,26 @@ for m in convnet transformer; do
       fail "$m: kiln check $s"
   done
 done
+
+# A symbolic batch: batchnet computes its items apart, so batches of 11
+# (8 + 2 + 1) and 3 (2 + 1) are chunks of three extents, three
+# specializations in all; batchmix's items meet (the batch's mean), so each
+# batch is its own class, and chunks would give PyTorch's outputs wrong.
+d="$dir/dynamic/batchnet"
+A="$d/test_data_set_0" B="$d/test_data_set_1"
+echo "== batchnet: a symbolic batch in chunks, A B A B"
+"$sets" --chunked --specializations 3 "$d/model.onnx" "$A" "$B" "$A" "$B" || fail "batchnet compiled"
+"$sets" --reference --chunked --specializations 3 "$d/model.onnx" "$A" "$B" || fail "batchnet reference"
+"$kiln" run "$d/model.onnx" --input "$A/input_0.pb" | grep -F "batch:   11 items in 3 chunks" ||
+  fail "batchnet: kiln run does not say its chunks"
+d="$dir/dynamic/batchmix"
+A="$d/test_data_set_0" B="$d/test_data_set_1"
+echo "== batchmix: items that meet, one class per batch"
+"$sets" --not-chunked --specializations 2 "$d/model.onnx" "$A" "$B" "$A" || fail "batchmix"
+"$kiln" run "$d/model.onnx" --input "$A/input_0.pb" |
+  grep -F "the items of a batch meet: ReduceMean" || fail "batchmix: kiln run does not say why"
+"$kiln" run "$dir/dynamic/transformer/model.onnx" --input-shape x=2x7x16 |
+  grep -F "input 'x' has a symbolic dim other than axis 0" || fail "transformer: why not chunks"
 
 c="$dir/dynamic/convnet"
 t="$dir/dynamic/transformer"

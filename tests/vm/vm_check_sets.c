@@ -4,12 +4,14 @@
  *     |got - expected| <= atol + rtol * |expected|
  *
  *   vm_check_sets [--reference] [--rtol R] [--atol A] [--specializations N]
- *                 MODEL.onnx SETDIR...
+ *                 [--chunked | --not-chunked] MODEL.onnx SETDIR...
  *
  * SETDIR holds input_K.pb and output_K.pb (the ONNX conformance layout).
  * --specializations N: after the runs, the VM must have imported the model
  * exactly N times (one per input-shape class: a class seen before is not
- * imported again). Used by tests/models/dynamic_shapes.sh. Exit 0 when all
+ * imported again). --chunked: every run must run its batch in chunks
+ * (kiln_vm_batch_chunks > 0); --not-chunked: none may. Used by
+ * tests/models/dynamic_shapes.sh. Exit 0 when all
  * match, 1 on a mismatch, 2 on an error. */
 #include <math.h>
 #include <stdio.h>
@@ -27,6 +29,7 @@ int main(int argc, char **argv)
     double rtol = 1e-3, atol = 1e-4;
     long want_spec = -1;
     bool reference = false;
+    int chunked = -1; /* 1: every run in chunks, 0: none, -1: either */
     int a = 1;
     for (; a < argc && argv[a][0] == '-'; a++) {
         if (!strcmp(argv[a], "--reference"))
@@ -37,6 +40,8 @@ int main(int argc, char **argv)
             atol = atof(argv[++a]);
         else if (!strcmp(argv[a], "--specializations") && a + 1 < argc)
             want_spec = strtol(argv[++a], NULL, 10);
+        else if (!strcmp(argv[a], "--chunked") || !strcmp(argv[a], "--not-chunked"))
+            chunked = !strcmp(argv[a], "--chunked");
         else {
             fprintf(stderr, "vm_check_sets: unknown option '%s'\n", argv[a]);
             return 2;
@@ -44,7 +49,8 @@ int main(int argc, char **argv)
     }
     if (argc - a < 2) {
         fprintf(stderr, "usage: vm_check_sets [--reference] [--rtol R] [--atol A] "
-                        "[--specializations N] MODEL.onnx SETDIR...\n");
+                        "[--specializations N] [--chunked | --not-chunked] MODEL.onnx "
+                        "SETDIR...\n");
         return 2;
     }
     kiln_error err = {0};
@@ -70,6 +76,13 @@ int main(int argc, char **argv)
         if (rc != 2 && kiln_vm_run(vm, &err) != KILN_OK) {
             fprintf(stderr, "vm_check_sets: %s: run: %s\n", argv[s], err.msg);
             rc = 2;
+        }
+        const char *why = "";
+        int nc = kiln_vm_batch_chunks(vm, &why);
+        printf("%s: %d chunk%s%s%s\n", argv[s], nc, nc == 1 ? "" : "s", *why ? ": " : "", why);
+        if (rc != 2 && chunked >= 0 && (nc > 0) != chunked) {
+            printf("FAILED: %s in chunks\n", chunked ? "not run" : "run");
+            rc = 1;
         }
         for (int k = 0; k < n_out && rc != 2; k++) {
             snprintf(path, sizeof path, "%s/output_%d.pb", argv[s], k);

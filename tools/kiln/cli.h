@@ -121,6 +121,9 @@ kiln_status cli_model_run(cli_model *cm, kiln_error *err);
 const kiln_tensor *cli_model_output(const cli_model *cm, int i);
 /* "graph (path.so, 2 threads)" or "ref (reference kernels, 1 thread)" */
 char *cli_model_describe(const cli_model *cm, char *buf, size_t size);
+/* For a model with symbolic input dims, after a run: how its batch ran
+ * (the chunks, or why one specialization per input-shape class). */
+void cli_model_print_batch(const cli_model *cm);
 /* --threads N: 1..1024; prints the usage error and returns 0 when invalid. */
 int cli_parse_threads(const char *cmd, const char *v, int *out);
 /* The default input of run and bench: pseudo-random data, uniform in [-1, 1)

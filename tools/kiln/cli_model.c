@@ -179,6 +179,23 @@ kiln_status cli_model_run(cli_model *cm, kiln_error *err)
     return cm->mod ? kiln_module_run(cm->mod, err) : kiln_ref_executor_run(cm->ex, err);
 }
 
+void cli_model_print_batch(const cli_model *cm)
+{
+    const char *why = "";
+    if (!cm->vm || !kiln_vm_symbolic(cm->vm))
+        return;
+    int n = kiln_vm_batch_chunks(cm->vm, &why);
+    const kiln_tensor *o = kiln_vm_output(cm->vm, 0);
+    if (n && o && o->shape.rank > 0)
+        printf("batch:   %lld items in %d chunk%s of at most 8 (one specialization per chunk "
+               "extent, %lld made so far)\n",
+               (long long)o->shape.dims[0], n, n == 1 ? "" : "s",
+               (long long)kiln_vm_num_specializations(cm->vm));
+    else if (*why)
+        printf("batch:   one specialization per input-shape class (%lld made so far): %s\n",
+               (long long)kiln_vm_num_specializations(cm->vm), why);
+}
+
 const kiln_tensor *cli_model_output(const cli_model *cm, int i)
 {
     if (cm->vm)
@@ -191,8 +208,15 @@ char *cli_model_describe(const cli_model *cm, char *buf, size_t size)
     if (cm->vm && kiln_vm_symbolic(cm->vm) && !kiln_vm_num_specializations(cm->vm))
         snprintf(buf, size,
                  "vm (symbolic input dims: imported per input-shape class at its first "
-                 "run, the 4 last classes kept; static part: %s)",
+                 "run, the 4 last classes kept, or, for a batch whose items are computed "
+                 "apart, per chunk of 8, 4, 2 or 1 items; static part: %s)",
                  cm->vm_reference ? "reference kernels" : "compiled");
+    else if (cm->vm && kiln_vm_batch_chunks(cm->vm, NULL))
+        snprintf(buf, size,
+                 "vm (symbolic batch in %d chunk%s of 8, 4, 2 or 1 items, one specialization "
+                 "per chunk extent; static part: %s)",
+                 kiln_vm_batch_chunks(cm->vm, NULL),
+                 kiln_vm_batch_chunks(cm->vm, NULL) == 1 ? "" : "s", kiln_vm_static_part(cm->vm));
     else if (cm->vm && kiln_vm_symbolic(cm->vm) && !kiln_vm_num_dynamic_nodes(cm->vm))
         snprintf(buf, size, "vm (symbolic input dims, imported for these shapes: a static "
                             "graph, static part: %s)",

@@ -224,6 +224,7 @@ int kiln_cmd_run(int argc, char **argv)
         printf("checksum of %s: sum %.9g  fnv1a64 0x%016llx\n", name, cli_tensor_sum(o),
                (unsigned long long)cli_fnv1a64(o->data, nb > 0 ? (size_t)nb : 0));
     }
+    cli_model_print_batch(&cm);
     printf("time:    load+build %.3f ms, run %.3f ms\n", cm.load_ms, t_run);
 
     for (int i = 0; i < n_output_paths; i++) {
