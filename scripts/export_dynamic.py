@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Exports four small PyTorch models with dynamic axes (symbolic input dims,
+"""Exports five small PyTorch models with dynamic axes (symbolic input dims,
 what torch.onnx.export writes for `dynamic_axes`) and PyTorch's outputs at
 two input shapes each, for tests/models/dynamic_shapes.sh:
 
@@ -12,6 +12,8 @@ two input shapes each, for tests/models/dynamic_shapes.sh:
                conv, tokens behind a class token, the transformer block, a
                Linear on the class token); input [batch, 3, 16, 16]: a
                symbolic batch the VM runs in chunks
+  batchattn    items computed apart through nn.MultiheadAttention's
+               reshapes (a TransformerEncoderLayer); input [batch, 10, 32]
   batchmix     items that meet (each less the batch's mean, a Linear); input
                [batch, 8]: must not run in chunks
 
@@ -20,7 +22,7 @@ Layout (the ONNX conformance suite's), per model:
     OUTDIR/dynamic/NAME/test_data_set_K/input_0.pb, output_0.pb   K = 0, 1
 Shapes: convnet [1, 3, 16, 16] and [3, 3, 20, 12]; transformer [2, 5, 16]
 and [1, 9, 16]; batchnet [11, 3, 16, 16] (chunks 8 + 2 + 1) and [3, 3, 16,
-16]; batchmix [5, 8] and [3, 8]. Weights and inputs from a fixed seed. A model already
+16]; batchattn [11, 10, 32] and [3, 10, 32]; batchmix [5, 8] and [3, 8]. Weights and inputs from a fixed seed. A model already
 exported by this version of the script is skipped (small files, a few
 seconds); never commit them.
 Usage: /usr/bin/python3 scripts/export_dynamic.py [OUTDIR] [--force]
@@ -107,6 +109,21 @@ class BatchNet(nn.Module):
         return self.head(self.block(t)[:, 0])
 
 
+class BatchAttn(nn.Module):
+    """Every item on its own, through nn.MultiheadAttention's layout
+    ([seq, batch x heads, dim]: the batch merged with the heads, then with
+    the sequence): a TransformerEncoderLayer, the mean over the sequence, a
+    Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+        self.fc = nn.Linear(32, 5)
+
+    def forward(self, x):
+        return self.fc(self.enc(x).mean(1))
+
+
 class BatchMix(nn.Module):
     """The items meet: each item less the batch's mean, then a Linear."""
 
@@ -123,6 +140,7 @@ MODELS = {
                 [(1, 3, 16, 16), (3, 3, 20, 12)]),
     "transformer": (Block, {0: "batch", 1: "seq"}, [(2, 5, 16), (1, 9, 16)]),
     "batchnet": (BatchNet, {0: "batch"}, [(11, 3, 16, 16), (3, 3, 16, 16)]),
+    "batchattn": (BatchAttn, {0: "batch"}, [(11, 10, 32), (3, 10, 32)]),
     "batchmix": (BatchMix, {0: "batch"}, [(5, 8), (3, 8)]),
 }
 

@@ -21,8 +21,10 @@
 
 /* True when g (row-major, shapes inferred) computes each of the c items
  * along axis 0 of the graph inputs with batched[i] set on its own, and
- * every graph output has that axis first. When false, `why` (may be NULL)
- * names the node and the reason. */
+ * every graph output has that axis first. With c = 1 only the outputs are
+ * checked (one item is always apart, and extents of 1 do not show where a
+ * batch would be). When false, `why` (may be NULL) names the node and the
+ * reason. */
 bool kiln_graph_batch_separable(const kiln_graph *g, const bool *batched, int64_t c, char *why,
                                 size_t why_size);
 

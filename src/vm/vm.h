@@ -81,7 +81,9 @@ kiln_status kiln_vm_compile_graph(const kiln_graph *g, const char *cache_dir, co
  * Strings live as long as the VM; `shapes` (may be NULL) gets the step's
  * argument shapes (for a data-dependent node, its inputs at the last run).
  * With symbolic input dims, the steps are those of the last run's input-shape
- * class (before any run: step 0 only), and step 0 picks the class. */
+ * class (before any run: step 0 only), and step 0 picks the class; a batch
+ * run in chunks (vm_batch.c) has each chunk's steps followed by one that
+ * joins its outputs ("vm: a chunk's outputs joined", kind "vm"). */
 typedef struct kiln_vm_step_info {
     const char *name, *op;
     const char *kind;    /* "vm", "compiled", "reference", "vm kernel", "vm converted",

@@ -7,8 +7,9 @@
 # shapes each, then checks:
 # - one process, shapes A B A B (vm_check_sets, compiled and reference): every
 #   output matches PyTorch's, and the model is imported twice, not four times;
-# - a symbolic batch: batchnet runs in chunks (three specializations for
-#   batches 11 and 3), batchmix does not (its outputs would be wrong), and
+# - a symbolic batch: batchnet and batchattn run in chunks (three
+#   specializations for batches 11 and 3), batchmix does not (its outputs
+#   would be wrong), and
 #   kiln run says which and why;
 # - the CLI: kiln check at each shape; kiln run without an input names the
 #   symbolic dim and the options; --input-shape; a wrong rank and a fixed dim
@@ -62,6 +63,10 @@ echo "== batchnet: a symbolic batch in chunks, A B A B"
 "$sets" --reference --chunked --specializations 3 "$d/model.onnx" "$A" "$B" || fail "batchnet reference"
 "$kiln" run "$d/model.onnx" --input "$A/input_0.pb" | grep -F "batch:   11 items in 3 chunks" ||
   fail "batchnet: kiln run does not say its chunks"
+d="$dir/dynamic/batchattn"
+echo "== batchattn: nn.MultiheadAttention's layout, in chunks"
+"$sets" --chunked --specializations 3 "$d/model.onnx" "$d/test_data_set_0" "$d/test_data_set_1" \
+  "$d/test_data_set_0" || fail "batchattn"
 d="$dir/dynamic/batchmix"
 A="$d/test_data_set_0" B="$d/test_data_set_1"
 echo "== batchmix: items that meet, one class per batch"

@@ -190,10 +190,59 @@ static void test_reshape(void **state)
     ACCEPT(&b, C);
     b = reshape_graph((const int64_t[]){-1, 2, 3}, 3); /* -1 resolves to c */
     ACCEPT(&b, C);
+    /* two rows per item: the batch merged with the next axis, which a graph
+     * output may not keep */
     b = reshape_graph((const int64_t[]){2 * C, 3}, 2);
-    REFUSE(&b, C, "Reshape 'reshape'", "output 0 does not keep the batch at axis 0");
+    REFUSE(&b, C, "", "output 'reshape' does not hold the batch at axis 0");
     b = reshape_graph((const int64_t[]){6, C}, 2);
-    REFUSE(&b, C, "Reshape 'reshape'", "does not keep the batch at axis 0");
+    REFUSE(&b, C, "Reshape 'reshape'", "splits the items of the batch");
+    /* merged, then split back: accepted */
+    b = reshape_graph((const int64_t[]){2 * C, 3}, 2);
+    int r = OP(&b, KILN_OP_RELU, "relu", b.g->outputs[0]);
+    b.g->n_outputs = 0;
+    OP(&b, KILN_OP_RESHAPE, "back", r);
+    SET_INTS(&b, "shape", C, 6);
+    out(&b, kiln_graph_node_output(b.g, b.node, 0));
+    ACCEPT(&b, C);
+}
+
+/* x [c, S, E] through nn.MultiheadAttention's layout: [S, c, E], heads
+ * merged with the batch [S, c x H, D], a batch of c x H matrices, back. With
+ * `wrong`, the first reshape merges the sequence with the batch's axis, so
+ * the product of the heads' queries and keys meets items. */
+static bg mha_graph(bool wrong)
+{
+    enum { S = 5, E = 8, H = 2, D = 4 };
+    bg b = bg_new();
+    int t = OP(&b, KILN_OP_TRANSPOSE, "t0", x_in(&b, ks(3, C, S, E)));
+    SET_INTS(&b, "perm", 1, 0, 2);
+    int r = OP(&b, KILN_OP_RESHAPE, "heads", t);
+    if (wrong)
+        SET_INTS(&b, "shape", S * C, H, D);
+    else
+        SET_INTS(&b, "shape", S, C * H, D);
+    int q = OP(&b, KILN_OP_TRANSPOSE, "t1", r);
+    SET_INTS(&b, "perm", 1, 0, 2);
+    int kt = OP(&b, KILN_OP_TRANSPOSE, "t2", q);
+    SET_INTS(&b, "perm", 0, 2, 1);
+    int p = OP(&b, KILN_OP_SOFTMAX, "sm", OP(&b, KILN_OP_MATMUL, "qk", q, kt));
+    SET_INT(&b, "axis", -1);
+    int o = OP(&b, KILN_OP_TRANSPOSE, "t3", OP(&b, KILN_OP_MATMUL, "pv", p, q));
+    SET_INTS(&b, "perm", 1, 0, 2);
+    int m = OP(&b, KILN_OP_RESHAPE, "merge", o);
+    SET_INTS(&b, "shape", S, C, E);
+    out(&b, OP(&b, KILN_OP_TRANSPOSE, "t4", m));
+    SET_INTS(&b, "perm", 1, 0, 2);
+    return b;
+}
+
+static void test_attention_heads(void **state)
+{
+    (void)state;
+    bg b = mha_graph(false);
+    ACCEPT(&b, C);
+    b = mha_graph(true);
+    REFUSE(&b, C, "MatMul 'qk'", "the batch is both A's rows and B's");
 }
 
 /* Concat along `axis` of x [c, 2, 5] and a constant `tok` of shape tok_s. */
@@ -241,8 +290,8 @@ static void test_gather(void **state)
     (void)state;
     bg b = gather_graph(0); /* an embedding lookup: [c, 3, 8] */
     ACCEPT(&b, C);
-    b = gather_graph(1); /* [10, c, 3]: the batch moves to axis 1 */
-    REFUSE(&b, C, "Gather 'embed'", "batched indices gathered along axis 1");
+    b = gather_graph(1); /* [10, c, 3]: the batch moves to axis 1, and stays there */
+    REFUSE(&b, C, "", "output 'embed' does not hold the batch at axis 0");
     /* batched data gathered along the batch axis by free indices */
     b = bg_new();
     int x = x_in(&b, ks(2, C, 3));
@@ -332,9 +381,18 @@ static void test_transpose(void **state)
     (void)state;
     bg b = unary_graph(KILN_OP_TRANSPOSE, "t", NULL, 0);
     SET_INTS(&b, "perm", 1, 0);
-    REFUSE(&b, C, "Transpose 't'", "moves the batch axis");
+    REFUSE(&b, C, "", "output 't' does not hold the batch at axis 0");
     b = unary_graph(KILN_OP_TRANSPOSE, "t", NULL, 0); /* no perm: reversed */
-    REFUSE(&b, C, "Transpose 't'", "moves the batch axis");
+    REFUSE(&b, C, "", "output 't' does not hold the batch at axis 0");
+    /* moved and moved back: a Softmax over axis 0 of [3, c] is over the
+     * items' features, not across items */
+    b = unary_graph(KILN_OP_TRANSPOSE, "t", NULL, 0);
+    SET_INTS(&b, "perm", 1, 0);
+    int sm = OP(&b, KILN_OP_SOFTMAX, "sm", b.g->outputs[0]);
+    SET_INT(&b, "axis", 0);
+    b.g->n_outputs = 0;
+    out(&b, OP(&b, KILN_OP_TRANSPOSE, "back", sm));
+    ACCEPT(&b, C);
 }
 
 /* A @ B with a and b value ids built by the caller. */
@@ -350,7 +408,7 @@ static void test_matmul(void **state)
     bg b = bg_new();
     int x = x_in(&b, ks(2, C, 3));
     matmul_out(&b, cst(&b, "a", ks(2, 5, C), NULL), x);
-    REFUSE(&b, C, "MatMul 'mm'", "the batch is B's reduction or column axis");
+    REFUSE(&b, C, "MatMul 'mm'", "the batch is the reduction axis");
     /* one free A against a batch of B's matrices */
     b = bg_new();
     x = x_in(&b, ks(3, C, 3, 2));
@@ -365,7 +423,7 @@ static void test_matmul(void **state)
     b = bg_new();
     x = x_in(&b, ks(2, C, C));
     matmul_out(&b, x, x);
-    REFUSE(&b, C, "MatMul 'mm'", "both operands batched");
+    REFUSE(&b, C, "MatMul 'mm'", "the batch is the reduction axis");
 }
 
 /* The rows of a rank-2 A are the items: x [c, 3] @ W [3, 7] is a linear
@@ -420,6 +478,7 @@ int main(void)
         cmocka_unit_test(test_squeeze_excite),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_reshape),
+        cmocka_unit_test(test_attention_heads),
         cmocka_unit_test(test_concat),
         cmocka_unit_test(test_gather),
         cmocka_unit_test(test_broadcast_free),
