@@ -425,17 +425,6 @@ static bool node_rule(ba_state *st, const kiln_node *n, ba_out *o)
         return batched(st, n, 0) && rest_free(st, n, 1) && axis_of(st, n, "axis", -1, 0) > o->ax
                    ? true
                    : refuse(st, n, "normalizes over the batch axis");
-    case KILN_OP_REDUCEMEAN:
-    case KILN_OP_REDUCESUM:
-    case KILN_OP_REDUCEMAX:
-    case KILN_OP_REDUCEMIN:
-    case KILN_OP_REDUCEPROD:
-    case KILN_OP_REDUCEL1:
-    case KILN_OP_REDUCEL2:
-    case KILN_OP_REDUCELOGSUM:
-    case KILN_OP_REDUCELOGSUMEXP:
-    case KILN_OP_REDUCESUMSQUARE:
-        return reduce_rule(st, n, o);
     case KILN_OP_TRILU: /* masks by row and column index: a batch of matrices only */
         *o = where(st, n, 0);
         return o->ax < rank_of(st, n, 0) - 2 ? true : refuse(st, n, "rows or columns are items");
@@ -450,6 +439,8 @@ static bool node_rule(ba_state *st, const kiln_node *n, ba_out *o)
     default:
         break;
     }
+    if (info && info->pattern == KILN_PATTERN_COMM_REDUCE) /* the Reduce ops */
+        return reduce_rule(st, n, o);
     if (info && (info->pattern == KILN_PATTERN_ELEMWISE || info->pattern == KILN_PATTERN_BROADCAST))
         return broadcast_rule(st, n, o);
     return refuse(st, n, "no rule for this op");

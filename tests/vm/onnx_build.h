@@ -104,6 +104,20 @@ static inline Onnx__AttributeProto *kt_onnx_attr_int(Onnx__AttributeProto *a, co
     return a;
 }
 
+/* An ints attribute name = v[n] (not copied). */
+static inline Onnx__AttributeProto *kt_onnx_attr_ints(Onnx__AttributeProto *a, const char *name,
+                                                      const int64_t *v, int n)
+{
+    Onnx__AttributeProto a0 = ONNX__ATTRIBUTE_PROTO__INIT;
+    *a = a0;
+    a->name = (char *)name;
+    a->has_type = 1;
+    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    a->n_ints = (size_t)n;
+    a->ints = (int64_t *)v;
+    return a;
+}
+
 /* A float32 initializer `name` of shape dims[rank] over data[n] (not copied). */
 static inline Onnx__TensorProto *kt_onnx_init_f32(Onnx__TensorProto *tp, const char *name,
                                                   int rank, int64_t *dims, float *data,

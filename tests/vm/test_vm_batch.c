@@ -82,13 +82,8 @@ static const char *write_meet(void)
     kt_onnx_node(&n[0], "ReduceMean", rm_in, 1, rm_out, 1);
     n[0].name = "batch_mean";
     static const int64_t axes[1] = {0};
-    Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT;
-    a.name = "axes";
-    a.has_type = 1;
-    a.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
-    a.n_ints = 1;
-    a.ints = (int64_t *)axes;
-    Onnx__AttributeProto *ap[1] = {&a};
+    Onnx__AttributeProto a;
+    Onnx__AttributeProto *ap[1] = {kt_onnx_attr_ints(&a, "axes", axes, 1)};
     n[0].n_attribute = 1;
     n[0].attribute = ap;
     kt_onnx_node(&n[1], "Sub", sub_in, 2, sub_out, 1);
@@ -116,12 +111,7 @@ static const char *write_two(void)
 
 static kiln_vm *open_vm(const char *path, bool reference)
 {
-    kiln_vm *vm = NULL;
-    kiln_error err = {0};
-    kiln_vm_options o = {.reference = reference, .num_threads = 1};
-    if (kiln_vm_create(path, &o, &vm, &err) != KILN_OK)
-        fail_msg("vm: %s", err.msg);
-    return vm;
+    return kt_vm_open(path, reference, 1);
 }
 
 /* apart's outputs for batch n against values computed here. */

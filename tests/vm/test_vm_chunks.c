@@ -48,13 +48,8 @@ static void write_model(const char *path)
     kt_onnx_node(&n[2], "Conv", cv_in, 3, cv_out, 1);
     n[2].name = "conv";
     static const int64_t pads[4] = {1, 1, 1, 1};
-    Onnx__AttributeProto pa = ONNX__ATTRIBUTE_PROTO__INIT;
-    pa.name = "pads";
-    pa.has_type = 1;
-    pa.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
-    pa.n_ints = 4;
-    pa.ints = (int64_t *)pads;
-    Onnx__AttributeProto *pap[1] = {&pa};
+    Onnx__AttributeProto pa;
+    Onnx__AttributeProto *pap[1] = {kt_onnx_attr_ints(&pa, "pads", pads, 4)};
     n[2].n_attribute = 1;
     n[2].attribute = pap;
     Onnx__NodeProto *np[3] = {&n[0], &n[1], &n[2]};
@@ -70,12 +65,7 @@ static void write_model(const char *path)
 
 static kiln_vm *open_vm(const char *path, bool reference)
 {
-    kiln_error err = {0};
-    kiln_vm *vm = NULL;
-    kiln_vm_options o = {.reference = reference, .num_threads = 2};
-    if (kiln_vm_create(path, &o, &vm, &err) != KILN_OK)
-        fail_msg("create: %s", err.msg);
-    return vm;
+    return kt_vm_open(path, reference, 2);
 }
 
 static const kiln_tensor *run(kiln_vm *vm, const float *x, int64_t n)

@@ -22,6 +22,7 @@
 #include "vm/vm.h"
 
 #include "onnx_build.h"
+#include "vm_helpers.h"
 
 
 static kiln_tensor tensor(kiln_dtype dt, kiln_shape s)
@@ -160,12 +161,7 @@ static long batch_set_run_counted(kiln_vm *vm, const batch *b, kiln_status *s)
 
 static kiln_vm *open_vm(const char *path, bool reference)
 {
-    kiln_vm *vm = NULL;
-    kiln_error err = {0};
-    kiln_vm_options o = {.reference = reference, .num_threads = 1};
-    if (kiln_vm_create(path, &o, &vm, &err) != KILN_OK)
-        fail_msg("vm: %s", err.msg);
-    return vm;
+    return kt_vm_open(path, reference, 1);
 }
 
 /* A plain import refuses the model, naming the input and the dim; the VM

@@ -18,6 +18,18 @@ static inline void kt_vm_set(kiln_vm *vm, int i, kiln_dtype dt, kiln_shape sh, c
         fail_msg("input %d: %s", i, err.msg);
 }
 
+/* A VM for the model at path (reference kernels or compiled, on `threads`
+ * threads); fails the test with the VM's message. */
+static inline kiln_vm *kt_vm_open(const char *path, bool reference, int threads)
+{
+    kiln_vm *vm = NULL;
+    kiln_error err = {0};
+    kiln_vm_options o = {.reference = reference, .num_threads = threads};
+    if (kiln_vm_create(path, &o, &vm, &err) != KILN_OK)
+        fail_msg("vm: %s", err.msg);
+    return vm;
+}
+
 static inline void kt_vm_run(kiln_vm *vm)
 {
     kiln_error err = {0};
