@@ -22,6 +22,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* Conv tiles that ran on the portable microkernel because their width was
+ * outside the sets below (kiln_conv_tile_slow in kiln_kernels_conv.h): the
+ * conv and prologue tests assert none, so a set that misses a width the
+ * loops take fails here, not as a slow kernel nobody notices. */
+static long kt_conv_slow_tiles __attribute__((unused));
+#define KILN_CONV_COUNT_SLOW kt_conv_slow_tiles
+/* The tile widths the conv dispatch instantiates, here set at run time per
+ * case (kiln_conv_tile_sets) where generated code has constants; every
+ * width by default. */
+static uint32_t kt_conv_tiles_t __attribute__((unused)) = 0xffffffffu;
+static uint32_t kt_conv_tiles_o __attribute__((unused)) = 0xffffffffu;
+#define KILN_CONV_TILES_T kt_conv_tiles_t
+#define KILN_CONV_TILES_O kt_conv_tiles_o
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define KT_X86 1
 #ifdef KT_AVX2_ONLY

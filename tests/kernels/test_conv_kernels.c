@@ -25,7 +25,9 @@ static void run_conv(kiln_conv_params p, kt_rng *r)
     size_t wsb = kiln_conv_workspace_bytes(&p);
     void *ws = wsb ? malloc(wsb) : NULL;
     conv_case c = {p, d.xb, wp, d.bb, d.rb, d.ob, ws};
+    kiln_conv_tile_sets(&p, kiln_conv_isa(p.cb_out), &kt_conv_tiles_t, &kt_conv_tiles_o);
     kt_split(r, kt_int(r, 0, 3), kiln_conv_tasks(&p), conv_range, &c);
+    assert_int_equal(kt_conv_slow_tiles, 0);
     if (getenv("KT_VERBOSE"))
         printf("conv n%d c%d->%d %dx%d k%dx%d s%d,%d d%d,%d pad %d,%d,%d,%d g%d cb %d/%d epi %d "
                "knobs T%d O%d ic%d ord%d oh%d ocg%d tasks %lld\n",

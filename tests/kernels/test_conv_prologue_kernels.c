@@ -83,7 +83,9 @@ static void run_pro(kiln_conv_params p, kt_rng *r)
     float *ws = kt_nan_buf((int64_t)(wsb / sizeof(float)) + 1);
     pro_case c = {p, xb, (p.pro & KILN_CONV_PRO_SCALE) ? sc : NULL,
                   (p.pro & KILN_CONV_PRO_SHIFT) ? sh : NULL, wp, bb, rb, ob, ws};
+    kiln_conv_tile_sets(&p, kiln_conv_isa(p.cb_out), &kt_conv_tiles_t, &kt_conv_tiles_o);
     kt_split(r, kt_int(r, 0, 3), kiln_conv_tasks(&p), pro_range, &c);
+    assert_int_equal(kt_conv_slow_tiles, 0);
     if (getenv("KT_VERBOSE"))
         printf("conv+pro n%d c%d->%d %dx%d k%dx%d s%d,%d d%d,%d pad %d,%d,%d,%d g%d cb %d/%d "
                "epi %d pro %d [%g, %g] knobs T%d O%d ic%d ord%d oh%d ocg%d tasks %lld\n",

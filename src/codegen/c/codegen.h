@@ -57,7 +57,9 @@ void kiln_emit_arg_ptrs(kiln_sb *b, const kiln_task *t);
 /* Per-thread workspace pointer expression inside task_. */
 #define KILN_TASK_WS "((char *)k_->rt->workspace + (int64_t)thread_ * k_->rt->workspace_bytes)"
 
-/* Opening of a kernel file: banner, includes, the args pointer typedefs. */
+/* Opening of a kernel file: banner, includes, the args pointer typedefs.
+ * A `headers` entry that starts with '#' is a preprocessor line printed as it
+ * is, in order (a #define the next header reads). */
 void kiln_emit_prologue(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
                         const char *const *headers, int n_headers);
 /* The exported kernel function running `n_tasks` tasks of task_ with `grain`. */
@@ -133,6 +135,10 @@ struct kiln_conv_params kiln_tpl_conv_params(const struct kiln_win2d *w, int gro
  * task function with the epilogue beyond the header's, entry
  * (tpl_conv2d_nchwc.c; gconv2d_nchwc uses it too). */
 void kiln_tpl_emit_conv_body(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+/* The opening of a kernel on kiln_conv_run (this template's and
+ * gconv2d_nchwc's): kiln_emit_prologue with the tile widths its loops take
+ * (KILN_CONV_TILES_T/O, kiln_kernels_conv.h) defined before the header. */
+void kiln_tpl_emit_conv_prologue(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
 /* "NULL" or a<k> / o<k>. */
 void kiln_emit_arg_or_null(kiln_sb *b, int arg, bool out);
 

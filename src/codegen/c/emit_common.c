@@ -166,7 +166,7 @@ void kiln_emit_prologue(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
     /* the vectorizable transcendental functions expressions call (expr.c) */
     kiln_sb_puts(b, "#include \"kiln_kernels_math.h\"\n");
     for (int i = 0; i < n_headers; i++)
-        kiln_sb_printf(b, "#include \"%s\"\n", headers[i]);
+        kiln_sb_printf(b, headers[i][0] == '#' ? "%s\n" : "#include \"%s\"\n", headers[i]);
     kiln_sb_puts(b, "\n#define KILN_MIN_(a, b) ((a) < (b) ? (a) : (b))\n#define KILN_MAX_(a, b) ((a) > (b) ? (a) : (b))\n\n");
     kiln_sb_printf(b, "void %s(void *const *args, const kiln_rt *rt);\n\n", t->fn_name);
     kiln_sb_puts(b, "typedef struct kiln_kctx_ {\n    void *const *args;\n    const kiln_rt *rt;\n} kiln_kctx_;\n\n");

@@ -304,8 +304,11 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     const kiln_expdw_params *p = t->params;
     int di = dw_index(g, gr), wf = wide_from(g, gr);
     const kiln_node *en = g->nodes[gr->nodes[0]], *dn = g->nodes[gr->nodes[di]];
-    static const char *const hdr[] = {"kiln_kernels_expdw.h"};
-    kiln_emit_prologue(b, l, t, hdr, 1);
+    char dom[64]; /* the expand's oc tile widths (kiln_expdw_oc_tiles) */
+    snprintf(dom, sizeof dom, "#define KILN_CONV_TILES_O 0x%xu",
+             (unsigned)kiln_expdw_oc_tiles(p, kiln_conv_model_isa(p->e.cb_out)));
+    const char *const hdr[] = {dom, "kiln_kernels_expdw.h"};
+    kiln_emit_prologue(b, l, t, hdr, 2);
     const kiln_conv_params *e = &p->e;
     const kiln_dwconv_params *d = &p->d;
     kiln_sb_printf(b,

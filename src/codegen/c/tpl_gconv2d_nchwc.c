@@ -146,8 +146,7 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
 static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
 {
     const kiln_conv_params *p = t->params;
-    static const char *const hdr[] = {"kiln_kernels_conv.h"};
-    kiln_emit_prologue(b, l, t, hdr, 1);
+    kiln_tpl_emit_conv_prologue(b, l, t);
     kiln_sb_printf(b, "/* narrow groups: %d block groups, block-diagonal weights */\n", p->groups);
     kiln_tpl_emit_conv_body(b, l, t);
     return KILN_OK;

@@ -702,6 +702,69 @@ static inline void kiln_f32_conv_nchwc_ukernel__scalar(int T, int O, int cbo,
     }
 }
 
+/* ---- the tile widths a kernel takes --------------------------------------- */
+
+/* gcc compiles every microkernel variant the value ranges of T and O reach
+ * (a 56-pixel row in tiles of 6 reaches T in 2..6, of which it takes 6 and
+ * 2), about half a second each. A generated conv kernel therefore defines
+ * KILN_CONV_TILES_T and KILN_CONV_TILES_O before including this header: the
+ * bit sets (bit k: a width of k) of the pixel and oc tile widths its loops
+ * take (kiln_conv_tile_sets, computed by codegen from the same params), and
+ * the dispatch below instantiates only those; resnet-50's 1x1 256>64 conv
+ * compiled in 1.3 s instead of 3.1. A width outside the sets still computes
+ * the right result, on the portable microkernel (kiln_conv_tile_slow; the
+ * kernel tests set the sets at run time and count its calls). Without the
+ * macros (the other templates that include this header) every width is
+ * instantiated, as before. */
+#ifndef KILN_CONV_TILES_T
+#define KILN_CONV_TILES_T 0xffffffffu
+#endif
+#ifndef KILN_CONV_TILES_O
+#define KILN_CONV_TILES_O 0xffffffffu
+#endif
+
+/* The widths of a walk over n items in steps of at most `step`: step when
+ * n >= step, and the remainder n % step. */
+static inline uint32_t kiln_conv_steps(int64_t step, int64_t n)
+{
+    if (step <= 0 || step > 31)
+        return 0xffffffffu;
+    uint32_t m = n >= step ? 1u << step : 0u;
+    if (n % step)
+        m |= 1u << (n % step);
+    return m;
+}
+
+/* The pixel (*tm) and oc (*om) tile widths of kiln_conv_run_pro's loops for
+ * p with the microkernels of `isa`: each row's ow pixels in tiles of T; each
+ * task's run of oc blocks (oc_group of them, or the group's remainder) in
+ * tiles of O. */
+static inline void kiln_conv_tile_sets(const kiln_conv_params *p, int isa, uint32_t *tm,
+                                       uint32_t *om)
+{
+    const kiln_conv_plan q = kiln_conv_plan_isa(p, isa);
+    *tm = kiln_conv_steps(q.T, p->ow);
+    *om = kiln_conv_steps(q.O, q.oc_group);
+    if (q.oc_group > 0 && q.cob_g % q.oc_group)
+        *om |= kiln_conv_steps(q.O, q.cob_g % q.oc_group);
+}
+
+/* A tile whose width is outside KILN_CONV_TILES_*: the portable microkernel
+ * (correct and slower; never taken when the sets are right). noipa: one
+ * copy, not a clone per constant width. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define KILN_CONV_NOIPA __attribute__((noipa, unused))
+#else
+#define KILN_CONV_NOIPA KILN_KNOINLINE
+#endif
+static KILN_CONV_NOIPA void kiln_conv_tile_slow(int T, int O, int cbo, const kiln_conv_tile_args *a)
+{
+#ifdef KILN_CONV_COUNT_SLOW
+    KILN_CONV_COUNT_SLOW++;
+#endif
+    kiln_f32_conv_nchwc_ukernel__scalar(T, O, cbo, a);
+}
+
 /* Tile instantiations with XNNPACK-style names. */
 #define KILN_CONV_DEF512(t, o, n)                                                                  \
     static KILN_KNOINLINE void kiln_f32_conv_nchw16c_##t##x##n##__avx512(const kiln_conv_tile_args *a, \
@@ -725,11 +788,17 @@ static inline void kiln_f32_conv_nchwc_ukernel__scalar(int T, int O, int cbo,
     }
 #define KILN_CONV_CASE512(t, o, n)                                                                 \
     case t:                                                                                        \
-        kiln_f32_conv_nchw16c_##t##x##n##__avx512(a, f);                                            \
+        if ((KILN_CONV_TILES_T >> t) & (KILN_CONV_TILES_O >> o) & 1u)                              \
+            kiln_f32_conv_nchw16c_##t##x##n##__avx512(a, f);                                        \
+        else                                                                                       \
+            kiln_conv_tile_slow(t, o, 16, a);                                                      \
         return;
 #define KILN_CONV_CASE256(t, o, n)                                                                 \
     case t:                                                                                        \
-        kiln_f32_conv_nchw8c_##t##x##n##__avx2(a, f);                                               \
+        if ((KILN_CONV_TILES_T >> t) & (KILN_CONV_TILES_O >> o) & 1u)                              \
+            kiln_f32_conv_nchw8c_##t##x##n##__avx2(a, f);                                           \
+        else                                                                                       \
+            kiln_conv_tile_slow(t, o, 8, a);                                                       \
         return;
 #define KILN_CONV_T2(M, o, n) M(1, o, n) M(2, o, n)
 #define KILN_CONV_T4(M, o, n) KILN_CONV_T2(M, o, n) M(3, o, n) M(4, o, n)

@@ -153,6 +153,21 @@ static inline void kiln_expdw_default_params(kiln_expdw_params *p, int64_t l1_by
         p->sub_rows++;
 }
 
+/* The oc tile widths of the expand's tiles (KILN_CONV_TILES_O in
+ * kiln_kernels_conv.h; the pixel widths, from the held rows' halo, stay
+ * every width): a task's run of wide blocks (oc_group, or the remainder)
+ * in steps of O, whether walked in one expand (order 1) or tile by tile
+ * (order 0: runs of at most O, each then one tile). */
+static inline uint32_t kiln_expdw_oc_tiles(const kiln_expdw_params *p, int isa)
+{
+    const kiln_conv_plan q = kiln_conv_plan_isa(&p->e, isa);
+    const int64_t cbn = kiln_k_cdiv(p->d.c, p->d.cb), ocg = kiln_expdw_ocg(p);
+    uint32_t m = kiln_conv_steps(q.O, ocg);
+    if (cbn % ocg)
+        m |= kiln_conv_steps(q.O, cbn % ocg);
+    return m;
+}
+
 /* Wide rows [r0, r1) of image n, channel blocks [ob0, ob1), from the
  * expand, into the held rows (wide: block ob0's, block stride rs_blk
  * floats) at row offset r0 - base, header epilogue in registers; then
