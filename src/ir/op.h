@@ -49,6 +49,11 @@ typedef struct kiln_op_info {
 
 /* Info for `op` (NULL if out of range). */
 const kiln_op_info *kiln_op_get(kiln_op op);
+/* Runs n's reference kernel: nothing when every output is empty (its loops
+ * could still walk the other extents: a [1.5e14, 0, 4] Expand folded at
+ * import looped for minutes in Concat before this), else the op's ref. */
+kiln_status kiln_op_run_ref(const struct kiln_node *n, const kiln_tensor *const *in,
+                            kiln_tensor *const *out, kiln_error *err);
 /* Op by its name ("Conv"); KILN_OP_COUNT if unknown. */
 kiln_op kiln_op_from_name(const char *name);
 const char *kiln_op_name(kiln_op op);

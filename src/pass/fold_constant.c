@@ -79,7 +79,7 @@ static kiln_status fold_node(kiln_rewrite *rw, const kiln_node *n, bool *folded,
             return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
         pout[k] = &tout[k];
     }
-    kiln_status st = kiln_op_get(n->op)->ref(n, pin, pout, err);
+    kiln_status st = kiln_op_run_ref(n, pin, pout, err);
     if (st == KILN_ERR_UNSUPPORTED) {
         kiln_error_clear(err);
         return KILN_OK;

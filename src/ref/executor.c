@@ -162,7 +162,7 @@ kiln_status kiln_ref_executor_run_node(kiln_ref_executor *ex, int i, kiln_error 
         in_p[k] = n->inputs[k] >= 0 ? &ex->tensors[n->inputs[k]] : NULL;
     for (int k = 0; k < n->n_outputs; k++)
         out_p[k] = &ex->tensors[n->outputs[k]];
-    kiln_status s = kiln_op_get(n->op)->ref(n, in_p, out_p, err);
+    kiln_status s = kiln_op_run_ref(n, in_p, out_p, err);
     if (in_p != ins) {
         free(in_p);
         free(out_p);

@@ -120,7 +120,7 @@ kiln_status onnx_fold_op(kiln_op op, const kiln_attr *attrs, int n_attrs,
         }
     }
     if (s == KILN_OK)
-        s = info->ref(&node, ins, pres, err);
+        s = kiln_op_run_ref(&node, ins, pres, err);
     if (s != KILN_OK) {
         for (int k = 0; k < done; k++)
             kiln_tensor_release(&res[k]);
