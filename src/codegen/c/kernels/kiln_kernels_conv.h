@@ -735,6 +735,16 @@ static inline uint32_t kiln_conv_steps(int64_t step, int64_t n)
     return m;
 }
 
+/* The widths of a walk over n items in runs of `run` (the last run the
+ * remainder), each run in steps of at most `step`. */
+static inline uint32_t kiln_conv_run_steps(int64_t step, int64_t run, int64_t n)
+{
+    uint32_t m = kiln_conv_steps(step, run);
+    if (run > 0 && n % run)
+        m |= kiln_conv_steps(step, n % run);
+    return m;
+}
+
 /* The pixel (*tm) and oc (*om) tile widths of kiln_conv_run_pro's loops for
  * p with the microkernels of `isa`: each row's ow pixels in tiles of T; each
  * task's run of oc blocks (oc_group of them, or the group's remainder) in
@@ -744,9 +754,7 @@ static inline void kiln_conv_tile_sets(const kiln_conv_params *p, int isa, uint3
 {
     const kiln_conv_plan q = kiln_conv_plan_isa(p, isa);
     *tm = kiln_conv_steps(q.T, p->ow);
-    *om = kiln_conv_steps(q.O, q.oc_group);
-    if (q.oc_group > 0 && q.cob_g % q.oc_group)
-        *om |= kiln_conv_steps(q.O, q.cob_g % q.oc_group);
+    *om = kiln_conv_run_steps(q.O, q.oc_group, q.cob_g);
 }
 
 /* A tile whose width is outside KILN_CONV_TILES_*: the portable microkernel

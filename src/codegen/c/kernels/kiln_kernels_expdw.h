@@ -161,11 +161,7 @@ static inline void kiln_expdw_default_params(kiln_expdw_params *p, int64_t l1_by
 static inline uint32_t kiln_expdw_oc_tiles(const kiln_expdw_params *p, int isa)
 {
     const kiln_conv_plan q = kiln_conv_plan_isa(&p->e, isa);
-    const int64_t cbn = kiln_k_cdiv(p->d.c, p->d.cb), ocg = kiln_expdw_ocg(p);
-    uint32_t m = kiln_conv_steps(q.O, ocg);
-    if (cbn % ocg)
-        m |= kiln_conv_steps(q.O, cbn % ocg);
-    return m;
+    return kiln_conv_run_steps(q.O, kiln_expdw_ocg(p), kiln_k_cdiv(p->d.c, p->d.cb));
 }
 
 /* Wide rows [r0, r1) of image n, channel blocks [ob0, ob1), from the
