@@ -198,6 +198,36 @@ static void test_faults_cost_one_trial(void **state)
     assert_int_equal(compile_and_check(rec), 1);
 }
 
+/* Every candidate crashes, so the default is kept: the end-to-end step
+ * reports 1.000x without timing two builds that run the same kernels (they
+ * differ only in the kernels' "source" tag, which made it time them). */
+static void test_e2e_skipped_when_default_kept(void **state)
+{
+    (void)state;
+    char rec[512], logp[512];
+    snprintf(rec, sizeof rec, "%s/kept.jsonl", g_dir);
+    snprintf(logp, sizeof logp, "%s/kept.log", g_dir);
+    FILE *log = fopen(logp, "w");
+    kiln_tune_options o = base_opts(rec, log);
+    o.trials = 3;
+    o.skip_e2e = false;
+    setenv("KILN_TUNE_FAULT", "segv:2,segv:3", 1);
+    kiln_tune_summary sum;
+    kiln_error err = {0};
+    kiln_status s = kiln_tune_run("mlp", &o, &sum, &err);
+    unsetenv("KILN_TUNE_FAULT");
+    fclose(log);
+    char *lg = read_text(logp);
+    if (s != KILN_OK)
+        fail_msg("%s\n%s", err.msg, lg);
+    free(lg);
+    assert_int_equal(sum.tuned, 1);
+    assert_int_equal(sum.improved, 0);
+    assert_int_equal(sum.failed, 2);
+    assert_true(sum.e2e_speedup == 1.0);
+    assert_true(sum.e2e_tuned_ms == 0 && sum.e2e_untuned_ms == 0);
+}
+
 /* Starts `kiln tune` on mlp's first task in a child; returns its pid. */
 static pid_t start_cli(const char *rec)
 {
@@ -688,6 +718,7 @@ int main(void)
         cmocka_unit_test(test_cold_level),
         cmocka_unit_test(test_corrupt_records),
         cmocka_unit_test(test_faults_cost_one_trial),
+        cmocka_unit_test(test_e2e_skipped_when_default_kept),
         cmocka_unit_test(test_kill9_resume),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

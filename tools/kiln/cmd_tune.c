@@ -221,7 +221,8 @@ static void print_summary(const char *model, const kiln_tune_options *o,
            "estimated time)\n",
            sum.est_gain);
     if (sum.e2e_speedup > 0 && sum.e2e_tuned_ms == 0)
-        printf("         measured end-to-end: 1.000x (the tuned build is the untuned one)\n");
+        printf("         measured end-to-end: not timed, 1.000x (no task's configuration "
+               "differs from its default: the tuned build runs the untuned one's kernels)\n");
     else if (sum.e2e_speedup > 0)
         printf("         measured end-to-end: %.3fx (untuned %.3f ms, tuned %.3f ms; median of "
                "11 interleaved rounds)\n",
