@@ -166,23 +166,40 @@ static kiln_tune_options base_opts(const char *records, FILE *log)
                                .log = log};
 }
 
+/* Tunes mlp's first task into DIR/NAME.jsonl (log DIR/NAME.log) with the
+ * faults KILN_TUNE_FAULT injects (`faults`), `trials` trials and, unless
+ * skip_e2e, the end-to-end step; fails the test unless it succeeds. Returns
+ * the log's text (the records' in *records when not NULL). */
+static char *tune_with_faults(const char *name, const char *faults, int trials, bool skip_e2e,
+                              kiln_tune_summary *sum, char **records)
+{
+    char rec[512], logp[512];
+    snprintf(rec, sizeof rec, "%s/%s.jsonl", g_dir, name);
+    snprintf(logp, sizeof logp, "%s/%s.log", g_dir, name);
+    FILE *log = fopen(logp, "w");
+    assert_non_null(log);
+    kiln_tune_options o = base_opts(rec, log);
+    o.trials = trials;
+    o.skip_e2e = skip_e2e;
+    setenv("KILN_TUNE_FAULT", faults, 1);
+    kiln_error err = {0};
+    kiln_status s = kiln_tune_run("mlp", &o, sum, &err);
+    unsetenv("KILN_TUNE_FAULT");
+    fclose(log);
+    char *lg = read_text(logp);
+    if (s != KILN_OK)
+        fail_msg("%s\n%s", err.msg, lg);
+    if (records)
+        *records = read_text(rec);
+    return lg;
+}
+
 static void test_faults_cost_one_trial(void **state)
 {
     (void)state;
-    char rec[512], logp[512];
-    snprintf(rec, sizeof rec, "%s/faults.jsonl", g_dir);
-    snprintf(logp, sizeof logp, "%s/faults.log", g_dir);
-    FILE *log = fopen(logp, "w");
-    kiln_tune_options o = base_opts(rec, log);
-    setenv("KILN_TUNE_FAULT", "segv:2,hang:3", 1);
     kiln_tune_summary sum;
-    kiln_error err = {0};
-    kiln_status s = kiln_tune_run("mlp", &o, &sum, &err);
-    unsetenv("KILN_TUNE_FAULT");
-    fclose(log);
-    char *text = read_text(rec), *lg = read_text(logp);
-    if (s != KILN_OK)
-        fail_msg("%s\n%s", err.msg, lg);
+    char *text = NULL;
+    char *lg = tune_with_faults("faults", "segv:2,hang:3", 4, true, &sum, &text);
     /* trial 1 the default, 2 crashed, 3 hung, 4 measured */
     assert_int_equal(sum.trials, 4);
     assert_int_equal(sum.failed, 2);
@@ -195,6 +212,8 @@ static void test_faults_cost_one_trial(void **state)
     assert_non_null(strstr(lg, "trial failed (timeout)"));
     free(text);
     free(lg);
+    char rec[512];
+    snprintf(rec, sizeof rec, "%s/faults.jsonl", g_dir);
     assert_int_equal(compile_and_check(rec), 1);
 }
 
@@ -204,23 +223,8 @@ static void test_faults_cost_one_trial(void **state)
 static void test_e2e_skipped_when_default_kept(void **state)
 {
     (void)state;
-    char rec[512], logp[512];
-    snprintf(rec, sizeof rec, "%s/kept.jsonl", g_dir);
-    snprintf(logp, sizeof logp, "%s/kept.log", g_dir);
-    FILE *log = fopen(logp, "w");
-    kiln_tune_options o = base_opts(rec, log);
-    o.trials = 3;
-    o.skip_e2e = false;
-    setenv("KILN_TUNE_FAULT", "segv:2,segv:3", 1);
     kiln_tune_summary sum;
-    kiln_error err = {0};
-    kiln_status s = kiln_tune_run("mlp", &o, &sum, &err);
-    unsetenv("KILN_TUNE_FAULT");
-    fclose(log);
-    char *lg = read_text(logp);
-    if (s != KILN_OK)
-        fail_msg("%s\n%s", err.msg, lg);
-    free(lg);
+    free(tune_with_faults("kept", "segv:2,segv:3", 3, false, &sum, NULL));
     assert_int_equal(sum.tuned, 1);
     assert_int_equal(sum.improved, 0);
     assert_int_equal(sum.failed, 2);
