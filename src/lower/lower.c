@@ -189,6 +189,9 @@ static kiln_status name_task(kiln_lowered *l, kiln_task *t, kiln_error *err)
     kiln_sb_puts(&c, "{");
     for (int i = 0; i < t->n_knobs; i++)
         kiln_sb_printf(&c, "\"%s\": %d, ", t->knobs[i].name, t->knobs[i].value);
+    /* The kernel's name hashes the knobs, not where they came from: a records
+     * build whose knobs equal the defaults names (and caches) the same kernels. */
+    size_t knobs_len = c.len;
     kiln_sb_printf(&c, "\"source\": \"%s\"}", t->source ? t->source : "default");
     free(t->workload);
     free(t->config);
@@ -204,7 +207,7 @@ static kiln_status name_task(kiln_lowered *l, kiln_task *t, kiln_error *err)
     kiln_hash h;
     kiln_hash_init(&h, 7);
     kiln_hash_str(&h, t->workload);
-    kiln_hash_str(&h, t->config);
+    kiln_hash_update(&h, t->config, knobs_len);
     char hex[33];
     kiln_hash_hex(&h, hex);
     hex[12] = 0;

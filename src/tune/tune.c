@@ -490,8 +490,9 @@ static kiln_status end_to_end(run *r, const char *model, kiln_error *err)
 {
     if (r->sum.improved == 0) {
         /* every task kept its default: the tuned build runs the untuned
-         * one's kernels, though the .so differ (the kernels' "source" tag
-         * does), and timing two copies of one build measures the machine
+         * one's kernels, though the .so differ (the model's metadata says
+         * where each configuration came from), and timing two copies of one
+         * build measures the machine
          * alone (0.81x for vit-b-16 on a slow Intel phase, 11 rounds) */
         r->sum.e2e_speedup = 1;
         return KILN_OK;

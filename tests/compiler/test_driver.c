@@ -208,6 +208,47 @@ static void test_records(void **state)
     kiln_graph_destroy(g);
 }
 
+/* A record whose knobs equal the defaults changes where the configuration
+ * came from, not the kernel: the records build names the same kernel and
+ * finds every kernel in the object cache the default build filled (before,
+ * the "source" tag was part of the kernel's name and text, so such a build
+ * compiled every kernel again). */
+static void test_default_record_hits_cache(void **state)
+{
+    (void)state;
+    kiln_graph *g = mlp();
+    kiln_error err = {0};
+    char def[512], alt[512], rec[512], cache[512], path[512], text[4096];
+    char *key = dense_key(g, def, alt, sizeof def);
+    snprintf(cache, sizeof cache, "%s/cache-default-record", g_dir);
+    snprintf(rec, sizeof rec, "%s/default-record.jsonl", g_dir);
+    snprintf(text, sizeof text,
+             "{\"version\": 1, \"workload\": \"%s\", \"template\": \"dense\", \"knobs\": %s, \"status\": \"ok\", \"samples_us\": [3, 3, 3]}\n",
+             key, def);
+    write_file(rec, text);
+    char name[2][sizeof ((kiln_task *)0)->fn_name];
+    for (int pass = 0; pass < 2; pass++) {
+        kiln_compile_options opts = {.jobs = 2, .cache_dir = cache, .records = pass ? rec : NULL};
+        kiln_build *b = NULL;
+        assert_int_equal(kiln_build_create(g, &opts, &b, &err), KILN_OK);
+        assert_int_equal(kiln_build_configure(b, &err), KILN_OK);
+        assert_int_equal(kiln_build_tuned_tasks(b), pass);
+        const kiln_task *t = &b->low->tasks[dense_task(b)];
+        assert_config(t, def);
+        assert_non_null(strstr(t->config, pass ? "\"source\": \"records\"" : "\"source\": \"default\""));
+        snprintf(name[pass], sizeof name[pass], "%s", t->fn_name);
+        snprintf(path, sizeof path, "%s/default-record-%d.so", g_dir, pass);
+        assert_int_equal(kiln_build_link(b, path, &err), KILN_OK);
+        assert_true(b->n_kernels > 0);
+        assert_int_equal(kiln_tc_cached(b->tc), pass ? b->n_kernels : 0);
+        kiln_build_destroy(b);
+        check_so(g, path);
+    }
+    assert_string_equal(name[0], name[1]);
+    free(key);
+    kiln_graph_destroy(g);
+}
+
 /* Empty tensors (a dim of 0) go to the reference kernels, which handle
  * them; before, a MatMul with K = 0 divided by zero in the dense geometry
  * (SIGFPE) and a conv with an empty batch failed the blocked template
@@ -296,6 +337,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stages_and_explicit_config),
         cmocka_unit_test(test_records),
+        cmocka_unit_test(test_default_record_hits_cache),
         cmocka_unit_test(test_empty_tensors),
         cmocka_unit_test(test_silu_after_bias),
     };

@@ -161,7 +161,12 @@ void kiln_emit_prologue(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
     kiln_sb_puts(b, " * nodes:");
     for (int i = 0; i < gr->n_nodes && i < 8; i++)
         kiln_sb_printf(b, " %s%s", i ? "+ " : "", kiln_op_name(ctx->g->nodes[gr->nodes[i]]->op));
-    kiln_sb_printf(b, "\n * workload: %s\n * config: %s\n */\n", t->workload, t->config);
+    /* the knobs, not their "source": the kernel's text (and so its object in
+     * the cache) is the same whether the defaults or equal records chose them */
+    kiln_sb_printf(b, "\n * workload: %s\n * knobs:", t->workload);
+    for (int i = 0; i < t->n_knobs; i++)
+        kiln_sb_printf(b, " %s=%d", t->knobs[i].name, t->knobs[i].value);
+    kiln_sb_puts(b, "\n */\n");
     kiln_sb_puts(b, "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n#include \"kiln/abi.h\"\n");
     /* the vectorizable transcendental functions expressions call (expr.c) */
     kiln_sb_puts(b, "#include \"kiln_kernels_math.h\"\n");
