@@ -166,6 +166,10 @@ kiln_status kiln_cc_init(kiln_cc *cc, const kiln_target *target, kiln_error *err
     kiln_hash h;
     kiln_hash_init(&h, 1);
     kiln_hash_str(&h, cc->id);
+    /* $CC's own arguments (CC="gcc -fno-tree-vectorize") change the objects
+     * as the flags do */
+    for (int i = 1; i < cc->argc; i++)
+        kiln_hash_str(&h, cc->argv[i]);
     kiln_hash_str(&h, cc->flags);
     char hh[33];
     kiln_headers_hash(hh);

@@ -4,6 +4,7 @@
  * share bytes (except legal aliases), layout transforms appear only at the
  * edges of blocked runs, and the IR printer and pipeline table behave. */
 #include "compiler_test.h"
+#include "toolchain/toolchain.h"
 #include "lower/lower.h"
 #include "pass/pass.h"
 
@@ -574,6 +575,19 @@ static void test_errors(void **state)
     setenv("CC", "false", 1); /* a "compiler" that fails */
     kiln_status s = kiln_compile(g, &o, "/tmp/kiln-never.so", &err);
     assert_int_not_equal(s, KILN_OK);
+    /* $CC's own arguments are part of the object cache's key: objects
+     * compiled with CC="gcc -O1" are not those of CC=gcc */
+    kiln_target tg;
+    assert_int_equal(kiln_target_resolve("generic", &tg, &err), KILN_OK);
+    kiln_cc plain, with_arg;
+    setenv("CC", "gcc", 1);
+    assert_int_equal(kiln_cc_init(&plain, &tg, &err), KILN_OK);
+    setenv("CC", "gcc -O1", 1);
+    assert_int_equal(kiln_cc_init(&with_arg, &tg, &err), KILN_OK);
+    assert_string_equal(plain.id, with_arg.id);
+    assert_string_not_equal(plain.key, with_arg.key);
+    kiln_cc_free(&plain);
+    kiln_cc_free(&with_arg);
     if (saved) {
         setenv("CC", saved, 1);
         free(saved);
