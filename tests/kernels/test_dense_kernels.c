@@ -11,6 +11,14 @@
 #include "../ops/nn_helpers.h"
 #include "kernel_test_util.h"
 
+/* The tile widths the loops take (bit k: a width of k), per case: each must
+ * be in the sets generated code instantiates (kiln_dense_tile_sets), or
+ * the kernel would run it on the slow portable fallback. The dispatch
+ * itself instantiates every width here (compile-time sets, so this file's
+ * compile does not grow a slow branch per call). */
+static uint32_t kt_dense_seen_t, kt_dense_seen_o;
+#define KILN_DENSE_TILE_SEEN(T, O) (kt_dense_seen_t |= 1u << (T), kt_dense_seen_o |= 1u << (O))
+
 KT_BEGIN_SIMD
 #include "codegen/c/kernels/kiln_kernels_dense.h"
 
@@ -109,7 +117,14 @@ static void check_dense(kiln_dense_params p, kt_rng *r, int knobs, int with_epi)
     int *visits = calloc((size_t)(M * N), sizeof(int));
     epi_ctx ec = {N, visits};
     dense_case c = {p, x, wp, b, res, y, with_epi ? &ec : NULL};
+    kt_dense_seen_t = kt_dense_seen_o = 0;
     kt_split(r, kt_int(r, 0, 3), kiln_dense_tasks(&p), dense_range, &c);
+    uint32_t tm, om;
+    kiln_dense_tile_sets(&p, kiln_conv_isa(p.nb), &tm, &om);
+    if ((kt_dense_seen_t & ~tm) || (kt_dense_seen_o & ~om))
+        fail_msg("m%d n%d nb%d T%d O%d mg%d ng%d: tile widths taken T 0x%x O 0x%x, sets T 0x%x "
+                 "O 0x%x", p.m, p.n, p.nb, p.m_tile, p.n_tile, p.m_group, p.n_group,
+                 kt_dense_seen_t, kt_dense_seen_o, tm, om);
     if (getenv("KT_VERBOSE"))
         printf("dense m%d k%d n%d nb%d w_kn%d alpha %g epi%d bias %d beta %g cb %d T%d O%d mg%d "
                "ng%d order %d k_block %d\n",

@@ -460,6 +460,59 @@ static KILN_KINLINE void kiln_f32_gemm_ukernel__scalar(const int T, const int O,
     }
 }
 
+/* ---- the tile widths a kernel takes ---------------------------------------- */
+
+/* As in kiln_kernels_conv.h: gcc's early passes run over every T x O
+ * microkernel the dispatch below reaches before constant propagation picks
+ * the few a kernel takes (a vit-b-16 GEMM compiled in 3.7 s of CPU, 2.45 s
+ * with the sets). A generated dense kernel defines KILN_DENSE_TILES_T and
+ * KILN_DENSE_TILES_O (bit k: a width of k) from kiln_dense_tile_sets, and
+ * the dispatch instantiates only those; a width outside them still computes
+ * the right result on the portable microkernel (kiln_dense_tile_slow).
+ * Without the macros every width is instantiated. */
+#ifndef KILN_DENSE_TILES_T
+#define KILN_DENSE_TILES_T 0xffffffffu
+#endif
+#ifndef KILN_DENSE_TILES_O
+#define KILN_DENSE_TILES_O 0xffffffffu
+#endif
+
+/* The row (*tm) and column-block (*om) tile widths of kiln_dense_run_epi's
+ * loops for p with the microkernels of `isa`: each task's rows (m_group, or
+ * the last group's remainder) in tiles of T, its column blocks (n_group, or
+ * the remainder) in tiles of O. */
+static inline void kiln_dense_tile_sets(const kiln_dense_params *p, int isa, uint32_t *tm,
+                                        uint32_t *om)
+{
+    const kiln_dense_plan q = kiln_dense_plan_isa(p, isa);
+    *tm = kiln_conv_run_steps(q.T, q.m_group, p->m);
+    *om = kiln_conv_run_steps(q.O, q.n_group, q.nbn);
+}
+
+/* A tile outside KILN_DENSE_TILES_*: correct and slower, never taken when
+ * the sets are right. It runs on the portable microkernel in slices of at
+ * most 8 rows (its limit; SIMD tiles have up to 16). noipa: one copy; a
+ * plain call to the portable microkernel made gcc clone it per constant
+ * width (146 s for one kernel). */
+static KILN_CONV_NOIPA void kiln_dense_tile_slow(int T, int O, int nb,
+                                                 const kiln_dense_tile_args *a)
+{
+#ifdef KILN_DENSE_COUNT_SLOW
+    KILN_DENSE_COUNT_SLOW++;
+#endif
+    for (int p0 = 0; p0 < T; p0 += 8) {
+        kiln_dense_tile_args s = *a;
+        s.x = a->x + p0 * a->x_rs;
+        s.y = a->y + p0 * a->ldy;
+        s.res = a->res ? a->res + p0 * a->ldy : NULL;
+        if (a->bias && a->bias_kind == KILN_DENSE_BIAS_ROW)
+            s.bias = a->bias + p0;
+        else if (a->bias && a->bias_kind == KILN_DENSE_BIAS_FULL)
+            s.bias = a->bias + p0 * a->ldy;
+        kiln_f32_gemm_ukernel__scalar(T - p0 < 8 ? T - p0 : 8, O, nb, &s);
+    }
+}
+
 /* Each tile in two variants: without the L2 prefetch of a later tile's
  * weights (rows outer), and with it (suffix p; columns outer): the test
  * and its operands stay out of the k loop that does not prefetch. */
@@ -483,14 +536,18 @@ static KILN_KINLINE void kiln_f32_gemm_ukernel__scalar(const int T, const int O,
     }
 #define KILN_GEMM_CASE512(t, o, n)                                                                 \
     case t:                                                                                        \
-        if (pf)                                                                                    \
+        if (!((KILN_DENSE_TILES_T >> t) & (KILN_DENSE_TILES_O >> o) & 1u))                         \
+            kiln_dense_tile_slow(t, o, nb, a);                                                     \
+        else if (pf)                                                                               \
             kiln_f32_gemm_##t##x##n##p__avx512(a);                                                 \
         else                                                                                       \
             kiln_f32_gemm_##t##x##n##__avx512(a);                                                  \
         return;
 #define KILN_GEMM_CASE256(t, o, n)                                                                 \
     case t:                                                                                        \
-        if (pf)                                                                                    \
+        if (!((KILN_DENSE_TILES_T >> t) & (KILN_DENSE_TILES_O >> o) & 1u))                         \
+            kiln_dense_tile_slow(t, o, nb, a);                                                     \
+        else if (pf)                                                                               \
             kiln_f32_gemm_##t##x##n##p__avx2(a);                                                   \
         else                                                                                       \
             kiln_f32_gemm_##t##x##n##__avx2(a);                                                    \
@@ -584,6 +641,9 @@ static KILN_KINLINE void kiln_dense_tile_at(const kiln_dense_ctx *c, kiln_dense_
               : p->bias_kind == KILN_DENSE_BIAS_SCALAR ? c->bias
               : p->bias_kind == KILN_DENSE_BIAS_ROW    ? c->bias + mt
                                                        : c->bias + mt * N + col0;
+#ifdef KILN_DENSE_TILE_SEEN
+    KILN_DENSE_TILE_SEEN(T, O); /* the kernel tests: which widths the loops take */
+#endif
     kiln_dense_tile(c->q, (int)nb, T, O, pf, a);
     if (c->epi && a->last)
         c->epi(c->epi_ctx, a->y, N, mt, T, col0, (int)((col_end < N ? col_end : N) - col0));
