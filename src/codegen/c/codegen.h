@@ -14,6 +14,8 @@
 #ifndef KILN_CODEGEN_C_CODEGEN_H
 #define KILN_CODEGEN_C_CODEGEN_H
 
+#include <stdint.h>
+
 #include "util/sb.h"
 #include "lower/lower.h"
 #include "target/template.h"
@@ -62,6 +64,12 @@ void kiln_emit_arg_ptrs(kiln_sb *b, const kiln_task *t);
  * is, in order (a #define the next header reads). */
 void kiln_emit_prologue(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
                         const char *const *headers, int n_headers);
+/* kiln_emit_prologue of a kernel on one register-tiled header, with the
+ * bit sets of the tile widths its loops take defined before it:
+ * <prefix>_TILES_T = tm, <prefix>_TILES_O = om (kiln_kernels_conv.h,
+ * kiln_kernels_dense.h). */
+void kiln_emit_prologue_tiles(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
+                              const char *prefix, uint32_t tm, uint32_t om, const char *header);
 /* The exported kernel function running `n_tasks` tasks of task_ with `grain`. */
 void kiln_emit_entry(kiln_sb *b, const kiln_task *t, const char *n_tasks, int64_t grain);
 /* kiln_emit_entry with the grain a C expression of the generated code (it

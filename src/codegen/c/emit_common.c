@@ -177,6 +177,16 @@ void kiln_emit_prologue(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
     kiln_sb_puts(b, "typedef struct kiln_kctx_ {\n    void *const *args;\n    const kiln_rt *rt;\n} kiln_kctx_;\n\n");
 }
 
+void kiln_emit_prologue_tiles(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
+                              const char *prefix, uint32_t tm, uint32_t om, const char *header)
+{
+    char dt[64], dom[64];
+    snprintf(dt, sizeof dt, "#define %s_TILES_T 0x%xu", prefix, (unsigned)tm);
+    snprintf(dom, sizeof dom, "#define %s_TILES_O 0x%xu", prefix, (unsigned)om);
+    const char *const hdr[] = {dt, dom, header};
+    kiln_emit_prologue(b, l, t, hdr, 3);
+}
+
 void kiln_emit_entry_grain(kiln_sb *b, const kiln_task *t, const char *n_tasks, const char *grain)
 {
     kiln_sb_printf(b,

@@ -655,11 +655,7 @@ void kiln_tpl_emit_conv_prologue(kiln_sb *b, const kiln_lowered *l, const kiln_t
     const kiln_conv_params *p = t->params;
     uint32_t tm, om;
     kiln_conv_tile_sets(p, kiln_conv_model_isa(p->cb_out), &tm, &om);
-    char dt[64], dom[64];
-    snprintf(dt, sizeof dt, "#define KILN_CONV_TILES_T 0x%xu", (unsigned)tm);
-    snprintf(dom, sizeof dom, "#define KILN_CONV_TILES_O 0x%xu", (unsigned)om);
-    const char *const hdr[] = {dt, dom, "kiln_kernels_conv.h"};
-    kiln_emit_prologue(b, l, t, hdr, 3);
+    kiln_emit_prologue_tiles(b, l, t, "KILN_CONV", tm, om, "kiln_kernels_conv.h");
 }
 
 static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
