@@ -38,7 +38,11 @@ static void check_wino(kiln_conv_params g, kt_rng *r, int knobs)
     kiln_wino_pack_weights(&p, d.w, wp);
     float *ws = kt_nan_buf((int64_t)(kiln_wino_workspace_bytes(&p) / sizeof(float)));
     wi_case c = {p, d.xb, wp, d.bb, d.rb, d.ob, ws};
+    /* only the tile widths generated code instantiates: none may take the
+     * slow fallback */
+    kiln_wino_tile_sets(&p, kiln_conv_isa(p.cb), &kt_conv_tiles_t, &kt_conv_tiles_o);
     kt_split(r, kt_int(r, 0, 3), kiln_wino_tasks(&p), wi_range, &c);
+    assert_int_equal(kt_conv_slow_tiles, 0);
     if (getenv("KT_VERBOSE"))
         printf("wino n%d %d>%d %dx%d pad %d,%d,%d,%d cb %d epi %d T%d O%d th%d\n", p.n, p.c_in,
                p.c_out, p.h, p.w, g.pad_t, g.pad_l, g.pad_b, g.pad_r, p.cb, p.epilogue,

@@ -117,8 +117,9 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
 static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
 {
     const kiln_wino_params *p = t->params;
-    static const char *const hdr[] = {"kiln_kernels_wino.h"};
-    kiln_emit_prologue(b, l, t, hdr, 1);
+    uint32_t tm, om; /* only the tile widths the products take are compiled */
+    kiln_wino_tile_sets(p, kiln_conv_model_isa(p->cb), &tm, &om);
+    kiln_emit_prologue_tiles(b, l, t, "KILN_CONV", tm, om, "kiln_kernels_wino.h");
     kiln_sb_printf(b,
                    "static const kiln_wino_params P_ = {\n"
                    "    .n = %d, .c_in = %d, .h = %d, .w = %d, .c_out = %d, .oh = %d, .ow = %d,\n"

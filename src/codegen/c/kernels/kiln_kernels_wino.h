@@ -252,6 +252,31 @@ static KILN_KINLINE void kiln_wino_out_tf(const float *m, int64_t mps, float *y,
     }
 }
 
+/* The microkernel tile of the products for the microkernels of `isa`: *O
+ * output blocks (oc_tile) by *T transformed tiles (tile_T), clamped to
+ * the register budget. */
+static KILN_KINLINE void kiln_wino_tile(const kiln_wino_params *p, int isa, int *T, int *O)
+{
+    const int o = p->oc_tile < 1 ? 1 : p->oc_tile > KILN_CONV_MAXO ? KILN_CONV_MAXO : p->oc_tile;
+    const int mt = kiln_conv_max_t(isa, o);
+    *O = o;
+    *T = p->tile_T < 1 ? 1 : p->tile_T > mt ? mt : p->tile_T;
+}
+
+/* The tile widths kiln_wino_run's products take (kiln_kernels_conv.h's
+ * KILN_CONV_TILES_T / _O, which a generated Winograd kernel defines before
+ * this header): each band's tiles (band_tiles, or the last band's) in
+ * steps of T, the output blocks in steps of O. */
+static inline void kiln_wino_tile_sets(const kiln_wino_params *p, int isa, uint32_t *tm,
+                                       uint32_t *om)
+{
+    const kiln_wino_plan q = kiln_wino_plan_of(p);
+    int T, O;
+    kiln_wino_tile(p, isa, &T, &O);
+    *tm = kiln_conv_run_steps(T, q.band_tiles, q.nth * q.ntw);
+    *om = kiln_conv_steps(O, q.cob);
+}
+
 /* Runs tasks [task_begin, task_end). */
 static KILN_KINLINE void kiln_wino_run(const kiln_wino_params *p, const float *in,
                                        const float *u_packed, const float *bias,
@@ -261,9 +286,8 @@ static KILN_KINLINE void kiln_wino_run(const kiln_wino_params *p, const float *i
     const kiln_wino_plan q = kiln_wino_plan_of(p);
     /* knobs clamped to the microkernels this build has */
     const int cb = p->cb;
-    const int O = p->oc_tile < 1 ? 1 : p->oc_tile > KILN_CONV_MAXO ? KILN_CONV_MAXO : p->oc_tile;
-    const int mt = kiln_conv_max_t(q.isa, O);
-    const int T = p->tile_T < 1 ? 1 : p->tile_T > mt ? mt : p->tile_T;
+    int T, O;
+    kiln_wino_tile(p, q.isa, &T, &O);
     const int64_t H = p->h, W = p->w, OH = p->oh, OW = p->ow, nt = q.band_tiles;
     const int64_t th = nt / q.ntw;
     const int64_t vps = q.cib * nt * cb;     /* floats between V's positions */
