@@ -492,8 +492,8 @@ static kiln_status end_to_end(run *r, const char *model, kiln_error *err)
         /* every task kept its default: the tuned build runs the untuned
          * one's kernels, though the .so differ (the model's metadata says
          * where each configuration came from), and timing two copies of one
-         * build measures the machine
-         * alone (0.81x for vit-b-16 on a slow Intel phase, 11 rounds) */
+         * build measures the machine alone (0.81x for vit-b-16 on a slow
+         * Intel phase, 11 rounds) */
         r->sum.e2e_speedup = 1;
         return KILN_OK;
     }
