@@ -35,6 +35,10 @@ static uint32_t kt_conv_tiles_t __attribute__((unused)) = 0xffffffffu;
 static uint32_t kt_conv_tiles_o __attribute__((unused)) = 0xffffffffu;
 #define KILN_CONV_TILES_T kt_conv_tiles_t
 #define KILN_CONV_TILES_O kt_conv_tiles_o
+/* Here the tile widths are run-time values, so the dispatchers stay out of
+ * line (kiln_kernels_common.h): one copy of each switch, not one per call
+ * site. */
+#define KILN_KDISPATCH __attribute__((noinline, unused))
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define KT_X86 1

@@ -47,6 +47,17 @@
 #define KILN_KUNROLL
 #endif
 
+/* The tile dispatchers (a switch over every register-tile width) are inlined
+ * into each loop that calls them: generated code's widths are constants, so
+ * each call folds to one microkernel. Where the widths are run-time values
+ * (the kernel tests), inlining copies the whole switch into every call site
+ * (test_dense_kernels took 102 s of CPU to compile, 27 s with the dispatch
+ * out of line): such a file defines KILN_KDISPATCH before the headers as
+ * __attribute__((noinline, unused)). */
+#ifndef KILN_KDISPATCH
+#define KILN_KDISPATCH KILN_KINLINE
+#endif
+
 static inline int64_t kiln_k_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t kiln_k_max64(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t kiln_k_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }

@@ -867,7 +867,7 @@ static KILN_KINLINE void kiln_conv_dispatch__avx2(int T, int O, const kiln_conv_
 #endif
 
 /* One T x O tile with the far prefetch f (the portable kernel ignores it). */
-static KILN_KINLINE void kiln_conv_tile_far(const kiln_conv_plan *q, int T, int O,
+static KILN_KDISPATCH void kiln_conv_tile_far(const kiln_conv_plan *q, int T, int O,
                                             const kiln_conv_tile_args *a, const kiln_conv_far *f)
 {
 #ifdef KILN_KERNELS_AVX512

@@ -566,7 +566,7 @@ KILN_CONV_T4(KILN_GEMM_DEF256, 3, 24)
 KILN_CONV_T2(KILN_GEMM_DEF256, 4, 32)
 #endif
 
-static KILN_KINLINE void kiln_dense_tile(const kiln_dense_plan *q, int nb, int T, int O, int pf,
+static KILN_KDISPATCH void kiln_dense_tile(const kiln_dense_plan *q, int nb, int T, int O, int pf,
                                          const kiln_dense_tile_args *a)
 {
 #ifdef KILN_KERNELS_AVX512

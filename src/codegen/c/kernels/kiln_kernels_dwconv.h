@@ -325,7 +325,7 @@ static KILN_KINLINE int kiln_dwconv_slide(int T, int kw, const kiln_dwconv_tile_
 }
 #endif
 
-static KILN_KINLINE void kiln_dwconv_tile(int cb, int T, const kiln_dwconv_tile_args *a)
+static KILN_KDISPATCH void kiln_dwconv_tile(int cb, int T, const kiln_dwconv_tile_args *a)
 {
 #ifdef KILN_KERNELS_AVX512
     if (cb == 16) {
