@@ -304,11 +304,10 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     const kiln_expdw_params *p = t->params;
     int di = dw_index(g, gr), wf = wide_from(g, gr);
     const kiln_node *en = g->nodes[gr->nodes[0]], *dn = g->nodes[gr->nodes[di]];
-    char dom[64]; /* the expand's oc tile widths (kiln_expdw_oc_tiles) */
-    snprintf(dom, sizeof dom, "#define KILN_CONV_TILES_O 0x%xu",
-             (unsigned)kiln_expdw_oc_tiles(p, kiln_conv_model_isa(p->e.cb_out)));
-    const char *const hdr[] = {dom, "kiln_kernels_expdw.h"};
-    kiln_emit_prologue(b, l, t, hdr, 2);
+    /* the expand's tile widths: only those its loops take are instantiated */
+    const int isa = kiln_conv_model_isa(p->e.cb_out);
+    kiln_emit_prologue_tiles(b, l, t, "KILN_CONV", kiln_expdw_pixel_tiles(p, isa),
+                             kiln_expdw_oc_tiles(p, isa), "kiln_kernels_expdw.h");
     const kiln_conv_params *e = &p->e;
     const kiln_dwconv_params *d = &p->d;
     kiln_sb_printf(b,

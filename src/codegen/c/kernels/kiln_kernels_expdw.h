@@ -153,15 +153,58 @@ static inline void kiln_expdw_default_params(kiln_expdw_params *p, int64_t l1_by
         p->sub_rows++;
 }
 
+/* The wide rows [*i0, *i1) that output rows [o0, o1) of the depthwise read,
+ * clamped to the image (empty when every filter row is in the padding). */
+static KILN_KINLINE void kiln_expdw_window(const kiln_dwconv_params *d, int64_t o0, int64_t o1,
+                                           int64_t *i0, int64_t *i1)
+{
+    int64_t a = kiln_k_max64(0, o0 * d->sh - d->pad_t);
+    int64_t z = kiln_k_min64(d->h, (o1 - 1) * d->sh - d->pad_t + (int64_t)(d->kh - 1) * d->dh + 1);
+    a = kiln_k_min64(a, d->h);
+    *i0 = a;
+    *i1 = z < a ? a : z;
+}
+
+/* The first of wide rows [i0, i1) the expand must make when [h0, h1) are
+ * held: the previous sub-band's rows from i0 on (the halo) are kept. */
+static KILN_KINLINE int64_t kiln_expdw_from(int64_t h0, int64_t h1, int64_t i0, int64_t i1)
+{
+    return h1 > h0 && i0 >= h0 && i0 < h1 ? kiln_k_min64(h1, i1) : i0;
+}
+
 /* The oc tile widths of the expand's tiles (KILN_CONV_TILES_O in
- * kiln_kernels_conv.h; the pixel widths, from the held rows' halo, stay
- * every width): a task's run of wide blocks (oc_group, or the remainder)
- * in steps of O, whether walked in one expand (order 1) or tile by tile
- * (order 0: runs of at most O, each then one tile). */
+ * kiln_kernels_conv.h): a task's run of wide blocks (oc_group, or the
+ * remainder) in steps of O, whether walked in one expand (order 1) or tile
+ * by tile (order 0: runs of at most O, each then one tile). */
 static inline uint32_t kiln_expdw_oc_tiles(const kiln_expdw_params *p, int isa)
 {
     const kiln_conv_plan q = kiln_conv_plan_isa(&p->e, isa);
     return kiln_conv_run_steps(q.O, kiln_expdw_ocg(p), kiln_k_cdiv(p->d.c, p->d.cb));
+}
+
+/* The pixel tile widths of the expand's tiles (KILN_CONV_TILES_T): each
+ * sub-band's new wide rows, one run of (i1 - from) * w pixels, in steps of
+ * T. The walk is kiln_expdw_run's; it depends on the band only, not on the
+ * image or the channel group. */
+static inline uint32_t kiln_expdw_pixel_tiles(const kiln_expdw_params *p, int isa)
+{
+    const kiln_conv_plan q = kiln_conv_plan_isa(&p->e, isa);
+    const int64_t band = kiln_expdw_band(p), sub = kiln_expdw_sub(p), OH = p->d.oh;
+    uint32_t m = 0;
+    for (int64_t t0 = 0; t0 < OH; t0 += band) {
+        const int64_t t1 = kiln_k_min64(OH, t0 + band);
+        int64_t h0 = 0, h1 = 0;
+        for (int64_t o0 = t0; o0 < t1; o0 += sub) {
+            int64_t i0, i1;
+            kiln_expdw_window(&p->d, o0, kiln_k_min64(t1, o0 + sub), &i0, &i1);
+            const int64_t npix = (i1 - kiln_expdw_from(h0, h1, i0, i1)) * p->e.w;
+            if (npix > 0)
+                m |= kiln_conv_steps(q.T, npix);
+            h0 = i0;
+            h1 = i1;
+        }
+    }
+    return m;
 }
 
 /* Wide rows [r0, r1) of image n, channel blocks [ob0, ob1), from the
@@ -246,20 +289,13 @@ static KILN_KINLINE void kiln_expdw_run(const kiln_expdw_params *p, const float 
         int64_t h0 = 0, h1 = 0; /* wide rows held: [h0, h1) */
         for (int64_t o0 = t0; o0 < t1; o0 += sub) {
             const int64_t o1 = kiln_k_min64(t1, o0 + sub);
-            int64_t i0 = kiln_k_max64(0, o0 * d->sh - d->pad_t);
-            int64_t i1 = kiln_k_min64(H, (o1 - 1) * d->sh - d->pad_t + (int64_t)(d->kh - 1) * d->dh + 1);
-            i0 = kiln_k_min64(i0, H);
-            if (i1 < i0)
-                i1 = i0;
-            int64_t from = i0;
-            if (h1 > h0 && i0 >= h0 && i0 < h1) { /* the halo: move it to the front */
-                int64_t keep = kiln_k_min64(h1, i1) - i0;
-                if (i0 > h0)
-                    for (int64_t j = 0; j < g1 - g0; j++)
-                        memmove(wide + j * rs_blk, wide + j * rs_blk + (i0 - h0) * W * cb,
-                                sizeof(float) * (size_t)(keep * W * cb));
-                from = i0 + keep;
-            }
+            int64_t i0, i1;
+            kiln_expdw_window(d, o0, o1, &i0, &i1);
+            const int64_t from = kiln_expdw_from(h0, h1, i0, i1);
+            if (from > i0 && i0 > h0) /* the halo: move it to the front */
+                for (int64_t j = 0; j < g1 - g0; j++)
+                    memmove(wide + j * rs_blk, wide + j * rs_blk + (i0 - h0) * W * cb,
+                            sizeof(float) * (size_t)((from - i0) * W * cb));
             h0 = i0;
             h1 = i1;
             /* the depthwise on the held rows, one channel block at a time */
