@@ -681,8 +681,12 @@ static KILN_KINLINE void kiln_dense_rows(const kiln_dense_ctx *c, kiln_dense_til
 /* Shares out an L2 prefetch of `lines` 64-byte lines at pf over the k loops
  * of `tiles` row tiles: row tile r takes its slice, one line every 2^sh k
  * steps with the widest stride that fits the slice in the k loop. */
+/* With K passes (lpb > 0) the lines are the pass's slices of the tile's
+ * column blocks, lpb lines each, one block every bstride bytes; a row
+ * tile's share stays within one slice. Otherwise they are contiguous. */
 static KILN_KINLINE void kiln_dense_pf_share(kiln_dense_tile_args *a, const char *pf,
-                                             int64_t lines, int64_t tiles, int64_t r)
+                                             int64_t lines, int64_t lpb, int64_t bstride,
+                                             int64_t tiles, int64_t r)
 {
     a->pf_n = 0;
     a->pf_sh = 0;
@@ -691,19 +695,34 @@ static KILN_KINLINE void kiln_dense_pf_share(kiln_dense_tile_args *a, const char
     const int64_t per = (lines + tiles - 1) / tiles, first = r * per;
     if (first >= lines)
         return;
-    const int64_t n = lines - first < per ? lines - first : per;
+    int64_t n = lines - first < per ? lines - first : per;
+    const char *at = pf + first * 64;
+    if (lpb > 0) {
+        const int64_t off = first % lpb;
+        at = pf + first / lpb * bstride + off * 64;
+        if (n > lpb - off)
+            n = lpb - off;
+    }
     int sh = 0;
     while (sh < 6 && ((int64_t)a->k >> (sh + 1)) >= n)
         sh++;
-    a->pf = pf + first * 64;
+    a->pf = at;
     a->pf_n = (int)n;
     a->pf_sh = sh;
 }
 
-/* The 64-byte lines of the packed weights of column blocks [b, b + nbl). */
-static KILN_KINLINE int64_t kiln_dense_lines(const kiln_dense_params *p, int64_t nbl)
+/* The 64-byte lines of the packed weights of column blocks [b, b + nbl)
+ * for a pass of kp k steps: with K passes (kp < k), kiln_dense_pass_lines
+ * per block (the blocks' slices are apart); else the whole blocks. */
+static KILN_KINLINE int64_t kiln_dense_pass_lines(const kiln_dense_params *p, int64_t kp)
 {
-    return (nbl * p->k * p->nb * (int64_t)sizeof(float) + 63) / 64;
+    return kp < p->k ? (kp * p->nb * (int64_t)sizeof(float) + 63) / 64 : 0;
+}
+
+static KILN_KINLINE int64_t kiln_dense_lines(const kiln_dense_params *p, int64_t nbl, int64_t kp)
+{
+    const int64_t lpb = kiln_dense_pass_lines(p, kp);
+    return lpb ? nbl * lpb : (nbl * p->k * p->nb * (int64_t)sizeof(float) + 63) / 64;
 }
 
 /* The rows [m0, m1) of a task over its column blocks [b0, b1), column tile
@@ -723,6 +742,8 @@ static KILN_KINLINE void kiln_dense_cols(const kiln_dense_ctx *c, kiln_dense_til
     const kiln_dense_params *p = c->p;
     const int T = c->q->T, O = c->q->O;
     const int64_t tiles = (m1 - m0) / T + (t_rest != 0);
+    const int64_t lpb = kiln_dense_pass_lines(p, a->k);
+    const int64_t bstride = p->k * p->nb * (int64_t)sizeof(float);
     for (int64_t b = b0; b < b1;) {
         const int full = b + O <= b1;
         const int64_t bn = full ? b + O : b1;
@@ -730,18 +751,18 @@ static KILN_KINLINE void kiln_dense_cols(const kiln_dense_ctx *c, kiln_dense_til
         int64_t lines = pf_lines;
         if (bn < b1) {
             pf = (const char *)(c->w + bn * p->k * p->nb);
-            lines = kiln_dense_lines(p, b1 - bn < O ? b1 - bn : O);
+            lines = kiln_dense_lines(p, b1 - bn < O ? b1 - bn : O, a->k);
         }
         int64_t mt = m0, r = 0;
         for (; mt + T <= m1; mt += T, r++) {
-            kiln_dense_pf_share(a, pf, lines, tiles, r);
+            kiln_dense_pf_share(a, pf, lines, lpb, bstride, tiles, r);
             if (full)
                 kiln_dense_tile_at(c, a, T, O, 1, mt, b);
             else
                 kiln_dense_tile_at(c, a, T, o_rest, 1, mt, b);
         }
         if (t_rest) {
-            kiln_dense_pf_share(a, pf, lines, tiles, r);
+            kiln_dense_pf_share(a, pf, lines, lpb, bstride, tiles, r);
             if (full)
                 kiln_dense_tile_at(c, a, t_rest, O, 1, mt, b);
             else
@@ -798,13 +819,18 @@ static KILN_KINLINE void kiln_dense_run_epi(const kiln_dense_params *p, const fl
             int64_t m0 = mgi * q.m_group, m1 = m0 + q.m_group < p->m ? m0 + q.m_group : p->m;
             int64_t b0 = ngi * q.n_group, b1 = b0 + q.n_group < q.nbn ? b0 + q.n_group : q.nbn;
             const int mlast = mgi == q.n_mg - 1, nlast = ngi == q.n_ng - 1;
-            /* the next task's first column tile, when this thread runs it too */
+            /* what this thread runs next: this task's next K pass (its first
+             * column tile, from k0 + kc), else the next task's first column
+             * tile (from k 0) */
             const char *pf = NULL;
             int64_t lines = 0;
-            if (task + 1 < task_end) {
+            if (k0 + a.k < p->k) {
+                pf = (const char *)(w_packed + b0 * p->k * p->nb + (int64_t)(k0 + a.k) * p->nb);
+                lines = kiln_dense_lines(p, b1 - b0 < q.O ? b1 - b0 : q.O, a.k);
+            } else if (task + 1 < task_end) {
                 const int64_t nb0 = ((task + 1) % q.n_ng) * q.n_group;
                 pf = (const char *)(w_packed + nb0 * p->k * p->nb);
-                lines = kiln_dense_lines(p, q.nbn - nb0 < q.O ? q.nbn - nb0 : q.O);
+                lines = kiln_dense_lines(p, q.nbn - nb0 < q.O ? q.nbn - nb0 : q.O, a.k);
             }
             /* four calls, so that each has constant remainders (see above) */
             if (!p->order && !mlast && !nlast)
