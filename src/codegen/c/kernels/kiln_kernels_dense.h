@@ -680,10 +680,10 @@ static KILN_KINLINE void kiln_dense_rows(const kiln_dense_ctx *c, kiln_dense_til
 
 /* Shares out an L2 prefetch of `lines` 64-byte lines at pf over the k loops
  * of `tiles` row tiles: row tile r takes its slice, one line every 2^sh k
- * steps with the widest stride that fits the slice in the k loop. */
-/* With K passes (lpb > 0) the lines are the pass's slices of the tile's
- * column blocks, lpb lines each, one block every bstride bytes; a row
- * tile's share stays within one slice. Otherwise they are contiguous. */
+ * steps with the widest stride that fits the slice in the k loop. With K
+ * passes (lpb > 0) the lines are the pass's slices of the tile's column
+ * blocks, lpb lines each, one block every bstride bytes, and a row tile's
+ * share stays within one slice; otherwise (lpb 0) they are contiguous. */
 static KILN_KINLINE void kiln_dense_pf_share(kiln_dense_tile_args *a, const char *pf,
                                              int64_t lines, int64_t lpb, int64_t bstride,
                                              int64_t tiles, int64_t r)
@@ -711,14 +711,15 @@ static KILN_KINLINE void kiln_dense_pf_share(kiln_dense_tile_args *a, const char
     a->pf_sh = sh;
 }
 
-/* The 64-byte lines of the packed weights of column blocks [b, b + nbl)
- * for a pass of kp k steps: with K passes (kp < k), kiln_dense_pass_lines
- * per block (the blocks' slices are apart); else the whole blocks. */
+/* The 64-byte lines of one column block's slice of a K pass of kp steps;
+ * 0 without K passes (kp == k: the blocks are one contiguous stream). */
 static KILN_KINLINE int64_t kiln_dense_pass_lines(const kiln_dense_params *p, int64_t kp)
 {
     return kp < p->k ? (kp * p->nb * (int64_t)sizeof(float) + 63) / 64 : 0;
 }
 
+/* The 64-byte lines the prefetch of column blocks [b, b + nbl) covers in a
+ * pass of kp steps: the blocks' slices of the pass, or the whole blocks. */
 static KILN_KINLINE int64_t kiln_dense_lines(const kiln_dense_params *p, int64_t nbl, int64_t kp)
 {
     const int64_t lpb = kiln_dense_pass_lines(p, kp);
