@@ -58,6 +58,7 @@ kiln_status kiln_emit_elemwise(kiln_sb *b, const kiln_lowered *l, const kiln_tas
         kiln_sb_printf(b,
                        "    for (int64_t j_ = begin_ * CHUNK_ / %lld; j_ < hi / %lld; j_++) {\n"
                        "        const int64_t c0_ = j_ / %lld %% %lld * %lld;\n"
+                       "        (void)c0_;\n"
                        /* in place at most at the same index; kept a loop (not
                         * unrolled into 16 statements gcc then leaves scalar) */
                        "#pragma GCC ivdep\n#pragma GCC unroll 1\n"
@@ -214,15 +215,19 @@ kiln_status kiln_emit_strided(kiln_sb *b, const kiln_lowered *l, const kiln_task
     while (rpt * 2 <= rows && rows / (rpt * 2) >= 8 && rpt * last * mid < 16384)
         rpt *= 2;
     kiln_emit_prologue(b, l, t, NULL, 0);
-    kiln_sb_printf(b, "static const int64_t ROWS_ = %lld, LAST_ = %lld, MID_ = %lld, RPT_ = %d;\n\n",
-                   (long long)rows, (long long)last, (long long)mid, rpt);
+    kiln_sb_printf(b, "static const int64_t ROWS_ = %lld, LAST_ = %lld, RPT_ = %d;\n", (long long)rows,
+                   (long long)last, rpt);
+    if (inner == 2)
+        kiln_sb_printf(b, "static const int64_t MID_ = %lld;\n", (long long)mid);
+    kiln_sb_puts(b, "\n");
     kiln_sb_puts(b, KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
     kiln_sb_printf(b,
                    "    const %s *xp = (const %s *)a%d;\n"
                    "    %s *yp = (%s *)o0;\n"
                    "    for (int64_t row = begin_ * RPT_; row < KILN_MIN_(end_ * RPT_, ROWS_); row++) {\n"
-                   "        int64_t off = %lld, q = row;\n",
+                   "        int64_t off = %lld, q = row;\n"
+                   "        (void)q;\n",
                    ty, ty, kiln_task_arg(t, n->inputs[0]), ty, ty, (long long)p.base);
     for (int d = p.rank - 1 - inner; d >= 0; d--)
         kiln_sb_printf(b, "        off += (q %% %lld) * %lld;\n        q /= %lld;\n",

@@ -251,14 +251,15 @@ kiln_status kiln_emit_reduce(kiln_sb *b, const kiln_lowered *l, const kiln_task 
     kiln_sb_printf(b, "enum { OUT_ = %lld, RED_ = %lld };\n\n", (long long)out_n, (long long)red_n);
     kiln_sb_puts(b, KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
-    kiln_sb_puts(b, "    for (int64_t o = begin_; o < end_; o++) {\n        int64_t base = 0, q = o;\n");
+    kiln_sb_puts(b, "    for (int64_t o = begin_; o < end_; o++) {\n"
+                    "        int64_t base = 0, q = o;\n        (void)q;\n");
     for (int d = r - 1; d >= 0; d--)
         if (!red[d])
             kiln_sb_printf(b, "        base += (q %% %lld) * %lld;\n        q /= %lld;\n",
                            (long long)x->shape.dims[d], (long long)strides[d],
                            (long long)x->shape.dims[d]);
     kiln_sb_printf(b, "        double s = %s;\n        for (int64_t e = 0; e < RED_; e++) {\n"
-                      "            int64_t off = base, p = e;\n",
+                      "            int64_t off = base, p = e;\n            (void)p;\n",
                    init);
     for (int d = r - 1; d >= 0; d--)
         if (red[d])

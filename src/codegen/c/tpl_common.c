@@ -188,6 +188,7 @@ void kiln_emit_epilogue_span(kiln_sb *b, const kiln_lowered *l, const kiln_task 
         kiln_sb_printf(b,
                        "            for (int64_t j_ = (%s) / %lld, je_ = ((%s) + (%s)) / %lld; j_ < je_; j_++) {\n"
                        "              const int64_t c0_ = j_ / %lld %% %lld * %lld;\n"
+                       "              (void)c0_;\n"
                        /* operands never alias o0 here; kept a loop (not unrolled
                         * into 16 statements gcc then leaves scalar) */
                        "#pragma GCC ivdep\n#pragma GCC unroll 1\n"

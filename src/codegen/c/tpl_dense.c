@@ -242,6 +242,7 @@ static void emit_epilogue_fn(kiln_sb *b, const kiln_lowered *l, const kiln_task 
     kiln_sb_puts(b, "    for (int r_ = 0; r_ < rows_; r_++)\n"
                     "    for (int j_ = 0; j_ < cols_; j_++) {\n"
                     "        const int64_t idx = (row0_ + r_) * ldy_ + col0_ + j_;\n"
+                    "        (void)idx;\n"
                     "        float v = y_[r_ * ldy_ + j_];\n");
     kiln_emit_epilogue(b, l, t, "v", "idx");
     kiln_sb_puts(b, "        y_[r_ * ldy_ + j_] = v;\n    }\n}\n\n");
