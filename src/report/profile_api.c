@@ -215,13 +215,13 @@ kiln_status kiln_profile_target_run(const kiln_profile_target *t, kiln_profile_d
     if (st != KILN_OK)
         goto fail;
     kiln_report_config *cfg = &p->r.cfg;
-    char how[160] = "";
+    char how[256] = "";
     if (o.peak_gflops > 0) {
         cfg->peak_gflops = o.peak_gflops;
         cfg->peak_source = kiln_report_strdup("given by the caller");
     } else {
-        cfg->peak_gflops = kiln_peak_measure(cfg->threads, how, sizeof how);
-        cfg->peak_gflops_1 = cfg->threads > 1 ? kiln_peak_measure(1, NULL, 0) : cfg->peak_gflops;
+        kiln_peak_measure_pair(cfg->threads, &cfg->peak_gflops, &cfg->peak_gflops_1, how,
+                               sizeof how);
         cfg->peak_source = kiln_report_strdup(how);
     }
     if (!cfg->peak_source) {

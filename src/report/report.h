@@ -153,4 +153,12 @@ char *kiln_report_fmt_us(double us, char *buf, size_t size);
  * 0.1 s). `how` receives e.g. "AVX-512 FMA loop". */
 double kiln_peak_measure(int threads, char *how, size_t size);
 
+/* The peak of `threads` threads (*peak) and of one (*peak1), as a profile
+ * reports them. When n threads (threads, at most the online CPUs) read
+ * under 1.3x one thread, they are measured again after a pause, up to 3
+ * times; if they still do not scale and cpu0 has no SMT sibling (the VM's
+ * vCPUs were sharing a core while measured), *peak is n x *peak1 and `how`
+ * says so. */
+void kiln_peak_measure_pair(int threads, double *peak, double *peak1, char *how, size_t size);
+
 #endif

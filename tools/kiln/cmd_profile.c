@@ -432,13 +432,13 @@ int kiln_cmd_profile(int argc, char **argv)
         cli_lib_error(&err);
         goto done;
     }
-    char how[160];
+    char how[256];
     if (o.peak > 0) {
         r.cfg.peak_gflops = o.peak;
         r.cfg.peak_source = kiln_report_strdup("given by --peak-gflops");
     } else {
-        r.cfg.peak_gflops = kiln_peak_measure(cm.threads, how, sizeof how);
-        r.cfg.peak_gflops_1 = cm.threads > 1 ? kiln_peak_measure(1, NULL, 0) : r.cfg.peak_gflops;
+        kiln_peak_measure_pair(cm.threads, &r.cfg.peak_gflops, &r.cfg.peak_gflops_1, how,
+                               sizeof how);
         r.cfg.peak_source = kiln_report_strdup(how);
     }
     r.clock_ns = kiln_profile_clock_ns();
