@@ -193,6 +193,11 @@ def kiln_check_detection(kiln, d, threads, ins, outs):
     return chk, text
 
 
+def input_args(data, ins):
+    """`--input F` per model input, for a profile of the measured input."""
+    return [a for f in ins for a in ("--input", os.path.join(data, f))]
+
+
 def kiln_setup(kiln, d, threads, detection=False):
     """Compiles (through the cache) and checks kiln on the export; returns
     (check dict, FLOPs per run from the compiled model's kernels or None).
@@ -209,9 +214,11 @@ def kiln_setup(kiln, d, threads, detection=False):
         if fallback:
             chk["fallback"] = fallback[0]
         try:  # the VM's profile may not give FLOPs
+            # on the measured input: the heads' FLOPs follow its proposals
             out = run([kiln, "profile", os.path.join(d, "model.onnx"), "--threads", str(threads),
                        "--runs", "1", "--warmup", "0", "--no-bench", "--peak-gflops", "1",
-                       "--format", "json"], env=kiln_env(threads), timeout=3600)
+                       "--format", "json"] + input_args(data, ins), env=kiln_env(threads),
+                      timeout=3600)
             j = json.loads(out[out.index("{"):])
             flops = sum(s["flops"] for s in j.get("steps", []) if s.get("flops"))
         except (Failed, ValueError, KeyError, TypeError):
@@ -240,7 +247,7 @@ def kiln_setup(kiln, d, threads, detection=False):
         chk["fallback"] = fallback[0]
     out = run([kiln, "profile", os.path.join(d, "model.onnx"), "--threads", str(threads),
                "--runs", "1", "--warmup", "0", "--no-bench", "--peak-gflops", "1",
-               "--format", "json"], env=kiln_env(threads), timeout=3600)
+               "--format", "json"] + input_args(data, ins), env=kiln_env(threads), timeout=3600)
     j = json.loads(out[out.index("{"):])
     flops = sum(s["flops"] for s in j["steps"] if s.get("flops"))
     return chk, (flops or None)
@@ -265,9 +272,9 @@ def measure(engine, args, d, name):
         data = os.path.join(d, "test_data_set_0")
         ins = sorted((f for f in os.listdir(data) if f.startswith("input_")),
                      key=lambda f: int(f[6:-3]))
-        inputs = [x for f in ins for x in ("--input", os.path.join(data, f))]
         out = run([args.kiln, "bench", os.path.join(d, "model.onnx"), "--threads",
-                   str(args.threads), "--json"] + inputs + base, env=kiln_env(args.threads))
+                   str(args.threads), "--json"] + input_args(data, ins) + base,
+                  env=kiln_env(args.threads))
         return last_json(out)
     runner = ENGINES[engine][2]
     cmd = [args.python, os.path.join(HERE, runner[0]), d, "--threads", str(args.threads)]
