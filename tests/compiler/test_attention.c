@@ -46,7 +46,9 @@ static int scalar(kiln_graph *g, float v)
 typedef struct acase {
     int64_t B, H, Sq, Sk, D, Dv;
     int mask; /* 0 none, 1 [B,1,1,Sk] input, 2 [Sq,Sk] const with -1e4 entries, 3 full input */
-    int form; /* 0 bert's, 1 vit's, 2 torchvision's nn.MultiheadAttention (rank 3, B = 1) */
+    int form; /* 0 bert's, 1 vit's, 2 torchvision's nn.MultiheadAttention (rank 3, B = 1),
+               * 3 vit's unscaled (softmax(q k^T) v: a scale of exactly 1, also what
+               * a decoder's folded constant queries leave) */
 } acase;
 
 /* Runs graph g's output through the reference executor on inputs from seed. */
@@ -106,13 +108,15 @@ static void run_case(const acase *c)
         q = node(g, KILN_OP_DIV, in, 2);
         kt = transpose3(g, kiln_graph_add_input(g, "k", KILN_DTYPE_FLOAT32, &kvs), 1, 2, 0);
         v = transpose3(g, kiln_graph_add_input(g, "v", KILN_DTYPE_FLOAT32, &vs), 1, 0, 2);
-    } else if (c->form == 1) {
+    } else if (c->form == 1 || c->form == 3) {
         kiln_shape qs = {.rank = 4, .dims = {c->B, c->H, c->Sq, c->D}};
         kiln_shape kvs = {.rank = 4, .dims = {c->B, c->H, c->Sk, c->D}};
         kiln_shape vs = {.rank = 4, .dims = {c->B, c->H, c->Sk, c->Dv}};
         q = kiln_graph_add_input(g, "q", KILN_DTYPE_FLOAT32, &qs);
-        int in[2] = {q, scalar(g, 0.37f)};
-        q = node(g, KILN_OP_MUL, in, 2);
+        if (c->form == 1) {
+            int in[2] = {q, scalar(g, 0.37f)};
+            q = node(g, KILN_OP_MUL, in, 2);
+        }
         kt = transpose(g, kiln_graph_add_input(g, "k", KILN_DTYPE_FLOAT32, &kvs), 0, 1, 3, 2);
         v = kiln_graph_add_input(g, "v", KILN_DTYPE_FLOAT32, &vs);
     } else {
@@ -210,6 +214,7 @@ static void test_fixed(void **state)
         {1, 3, 20, 20, 9, 70, 2, 2},
         {1, 2, 70, 150, 32, 128, 1, 0},   /* two 64-column V blocks, P V in three key blocks */
         {1, 1, 100, 65, 16, 64, 3, 1},    /* one key past a whole score block */
+        {1, 2, 40, 40, 16, 16, 0, 3},     /* unscaled: SCALE_ 1 (once printed "1f") */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i]);

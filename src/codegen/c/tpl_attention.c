@@ -239,7 +239,9 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     S4("OS", a.os);
     S4("MS", a.ms);
 #undef S4
-    kiln_sb_printf(b, "#define SCALE_ %.9gf\n", (double)a.scale);
+    /* a hex float: exact, and a valid literal for every value (1 printed
+     * by %g as "1f" is not) */
+    kiln_sb_printf(b, "#define SCALE_ %af\n", (double)a.scale);
     /* vw-float vectors (gcc's vector extension: zmm with AVX-512, ymm with
      * AVX2, pairs of xmm otherwise); the u form loads unaligned */
     kiln_sb_printf(b, "typedef float kv%d_ __attribute__((vector_size(%d)));\n"
