@@ -37,9 +37,10 @@ bool kiln_expr_emit(kiln_sb *b, const kiln_node *n, const char *const *operands,
 void kiln_emit_operand(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, int arg,
                        const kiln_value *y, const char *idx);
 /* The same, given `chan`: a C expression for the channel of idx when the
- * output is blocked (the loop knows it: a block's base channel plus the
- * lane), so per-channel operands are read contiguously across the lanes
- * (whole blocks only; NULL: derived from idx). */
+ * loop knows it, so per-channel operands are read without dividing idx:
+ * blocked outputs (a block's base channel plus the lane: contiguous across
+ * the lanes; whole blocks only), or a row-major one whose loop runs over
+ * one channel (InstanceNormalization's rows). NULL: derived from idx. */
 void kiln_emit_operand_ch(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, int arg,
                           const kiln_value *y, const char *idx, const char *chan);
 void kiln_emit_epilogue_ch(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, const char *var,

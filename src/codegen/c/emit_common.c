@@ -58,6 +58,8 @@ void kiln_emit_operand_ch(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
             kiln_sb_printf(b, "a%d[KILN_MIN_(((%s) / %lld %% %lld) * %lld + (%s) %% %lld, %lld)]",
                            arg, idx, (long long)(inner * bb), (long long)cb, (long long)bb, idx,
                            (long long)bb, (long long)(c - 1));
+        } else if (chan) {
+            kiln_sb_printf(b, "a%d[%s]", arg, chan);
         } else {
             kiln_sb_printf(b, "a%d[(%s) / %lld %% %lld]", arg, idx, (long long)inner, (long long)c);
         }

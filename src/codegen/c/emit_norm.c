@@ -173,13 +173,17 @@ kiln_status kiln_emit_layernorm(kiln_sb *b, const kiln_lowered *l, const kiln_ta
                    "        }\n"
                    "        var /= (double)SIZE_;\n"
                    "        const float inv = (float)(1.0 / sqrt(var + %.17g));\n"
+                   "        const int64_t ch_ = row %% CH_;\n        (void)ch_;\n"
                    "        for (int64_t i = 0; i < SIZE_; i++) {\n"
                    "            float v = (xp[i] - mf) * inv * a%d[%s]",
-                   xa, eps, sa, inst ? "row % CH_" : "i");
+                   xa, eps, sa, inst ? "ch_" : "i");
     if (ba >= 0)
-        kiln_sb_printf(b, " + a%d[%s]", ba, inst ? "row % CH_" : "i");
+        kiln_sb_printf(b, " + a%d[%s]", ba, inst ? "ch_" : "i");
     kiln_sb_puts(b, ";\n            int64_t idx = row * (int64_t)SIZE_ + i;\n            (void)idx;\n");
-    kiln_emit_epilogue(b, l, t, "v", "idx");
+    /* an instance row is one channel: per-channel operands (GroupNorm's
+     * exported scale and shift) read it once per row, not per element */
+    bool row_major = g->values[l->ctx->groups[t->group].outputs[0]]->layout.kind != KILN_LAYOUT_NCHWC;
+    kiln_emit_epilogue_ch(b, l, t, "v", "idx", inst && row_major ? "ch_" : NULL);
     kiln_sb_puts(b, "            o0[idx] = v;\n        }\n    }\n}\n");
     char nt[64];
     snprintf(nt, sizeof nt, "%lld", (long long)((rows + rpt - 1) / rpt));
