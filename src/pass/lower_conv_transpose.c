@@ -140,37 +140,6 @@ static void phase_weights(const kiln_convt_geom *geo, const phase_dim *pd, const
                 }
 }
 
-/* Adds node `op` reading `in` (n_in values) to rw's graph: the node that
- * takes over n's output when `last` (its name, and its place among the
- * graph's outputs), else a new value of the given shape. Returns the node
- * id or -1. */
-static int emit(kiln_rewrite *rw, const kiln_node *n, kiln_op op, const char *suffix,
-                const int *in, int n_in, const kiln_shape *shape, bool last)
-{
-    if (last) {
-        kiln_node as = *n;
-        as.op = op;
-        as.n_inputs = n_in;
-        as.n_attrs = 0;
-        return kiln_rewrite_node(rw, &as, in);
-    }
-    char name[512];
-    snprintf(name, sizeof name, "%s%s", n->name, suffix);
-    int id = kiln_graph_add_node(rw->dst, op, name, in, n_in, 1);
-    if (id < 0)
-        return -1;
-    kiln_value *v = rw->dst->values[rw->dst->nodes[id]->outputs[0]];
-    v->dtype = KILN_DTYPE_FLOAT32;
-    v->shape = *shape;
-    return id;
-}
-
-/* The output value of node id of rw's graph. */
-static int out_of(const kiln_rewrite *rw, int id)
-{
-    return rw->dst->nodes[id]->outputs[0];
-}
-
 /* Writes the lowered node n into rw; false when out of memory. 1-D runs as
  * 2-D with one row (a Reshape to [N, C, 1, L] in front, one back after):
  * the blocked conv templates take rank-4 convs. */
@@ -215,56 +184,56 @@ static bool lower(kiln_rewrite *rw, const kiln_graph *g, const kiln_node *n,
     int cur = kiln_rewrite_value(rw, n->inputs[0]), id;
     if (oned) {
         kiln_shape x4 = {.rank = 4, .dims = {N, geo->c_in, 1, geo->in[0]}};
-        if ((id = emit(rw, n, KILN_OP_RESHAPE, ".as_2d", &cur, 1, &x4, false)) < 0 ||
+        if ((id = kiln_rewrite_emit(rw, n, KILN_OP_RESHAPE, ".as_2d", &cur, 1, &x4, false)) < 0 ||
             kiln_node_set_ints(dst, id, "shape", x4.dims, 4) != KILN_OK)
             return false;
-        cur = out_of(rw, id);
+        cur = kiln_rewrite_out(rw, id);
     }
     int in[3] = {cur, wid, bid};
     kiln_shape cs = {.rank = 4, .dims = {N, oc, pd[0].q, pd[1].q}};
     int64_t ks[2] = {pd[0].taps, pd[1].taps}, ones[2] = {1, 1};
     int64_t pads[4] = {pd[0].t_hi, pd[1].t_hi, pd[0].pad_end, pd[1].pad_end};
     bool conv_last = !interleave && !crop && !oned;
-    if ((id = emit(rw, n, KILN_OP_CONV, "", in, 3, &cs, conv_last)) < 0 ||
+    if ((id = kiln_rewrite_emit(rw, n, KILN_OP_CONV, "", in, 3, &cs, conv_last)) < 0 ||
         kiln_node_set_ints(dst, id, "kernel_shape", ks, 2) != KILN_OK ||
         kiln_node_set_ints(dst, id, "pads", pads, 4) != KILN_OK ||
         kiln_node_set_ints(dst, id, "strides", ones, 2) != KILN_OK ||
         kiln_node_set_ints(dst, id, "dilations", ones, 2) != KILN_OK ||
         kiln_node_set_int(dst, id, "group", geo->group) != KILN_OK)
         return false;
-    cur = out_of(rw, id);
+    cur = kiln_rewrite_out(rw, id);
     kiln_shape o4 = {.rank = 4, .dims = {N, M, pd[0].q * pd[0].s, pd[1].q * pd[1].s}};
     if (interleave) {
         /* [N, M, sh, sw, Qh, Qw] -> [N, M, Qh, sh, Qw, sw] -> [N, M, Qh*sh, Qw*sw] */
         kiln_shape split = {.rank = 6, .dims = {N, M, pd[0].s, pd[1].s, pd[0].q, pd[1].q}};
         kiln_shape inter = {.rank = 6, .dims = {N, M, pd[0].q, pd[0].s, pd[1].q, pd[1].s}};
         static const int64_t perm[6] = {0, 1, 4, 2, 5, 3};
-        if ((id = emit(rw, n, KILN_OP_RESHAPE, ".phases", &cur, 1, &split, false)) < 0 ||
+        if ((id = kiln_rewrite_emit(rw, n, KILN_OP_RESHAPE, ".phases", &cur, 1, &split, false)) < 0 ||
             kiln_node_set_ints(dst, id, "shape", split.dims, 6) != KILN_OK)
             return false;
-        cur = out_of(rw, id);
-        if ((id = emit(rw, n, KILN_OP_TRANSPOSE, ".interleave", &cur, 1, &inter, false)) < 0 ||
+        cur = kiln_rewrite_out(rw, id);
+        if ((id = kiln_rewrite_emit(rw, n, KILN_OP_TRANSPOSE, ".interleave", &cur, 1, &inter, false)) < 0 ||
             kiln_node_set_ints(dst, id, "perm", perm, 6) != KILN_OK)
             return false;
-        cur = out_of(rw, id);
-        if ((id = emit(rw, n, KILN_OP_RESHAPE, ".merge", &cur, 1, &o4, !crop && !oned)) < 0 ||
+        cur = kiln_rewrite_out(rw, id);
+        if ((id = kiln_rewrite_emit(rw, n, KILN_OP_RESHAPE, ".merge", &cur, 1, &o4, !crop && !oned)) < 0 ||
             kiln_node_set_ints(dst, id, "shape", o4.dims, 4) != KILN_OK)
             return false;
-        cur = out_of(rw, id);
+        cur = kiln_rewrite_out(rw, id);
     }
     if (crop) {
         kiln_shape c4 = {.rank = 4, .dims = {N, M, out[0], out[1]}};
         int64_t starts[2] = {0, 0}, axes[2] = {2, 3};
-        if ((id = emit(rw, n, KILN_OP_SLICE, ".crop", &cur, 1, &c4, !oned)) < 0 ||
+        if ((id = kiln_rewrite_emit(rw, n, KILN_OP_SLICE, ".crop", &cur, 1, &c4, !oned)) < 0 ||
             kiln_node_set_ints(dst, id, "starts", starts, 2) != KILN_OK ||
             kiln_node_set_ints(dst, id, "ends", out, 2) != KILN_OK ||
             kiln_node_set_ints(dst, id, "axes", axes, 2) != KILN_OK)
             return false;
-        cur = out_of(rw, id);
+        cur = kiln_rewrite_out(rw, id);
     }
     if (oned) {
         kiln_shape y3 = {.rank = 3, .dims = {N, M, out[1]}};
-        if ((id = emit(rw, n, KILN_OP_RESHAPE, "", &cur, 1, &y3, true)) < 0 ||
+        if ((id = kiln_rewrite_emit(rw, n, KILN_OP_RESHAPE, "", &cur, 1, &y3, true)) < 0 ||
             kiln_node_set_ints(dst, id, "shape", y3.dims, 3) != KILN_OK)
             return false;
     }

@@ -2,8 +2,8 @@
  *
  * A compilation carries one kiln_pass_ctx through the pipeline (pipeline.c):
  *
- *   infer-shapes -> fold-batchnorm -> fold-constant -> lower-conv-transpose -> fold-patterns
- *   -> remove-identity
+ *   infer-shapes -> fold-batchnorm -> fold-constant -> lower-conv-transpose -> lower-to-2d
+ *   -> fold-patterns -> remove-identity
  *   -> fuse-attention -> dce -> alter-layout -> fuse -> plan-memory
  *
  * Graph-rewriting passes build a new kiln_graph from the old one (rewrite.c)
@@ -92,6 +92,7 @@ kiln_status kiln_pass_infer_shapes(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fold_batchnorm(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fold_constant(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_lower_conv_transpose(kiln_pass_ctx *ctx, kiln_error *err);
+kiln_status kiln_pass_lower_to_2d(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fold_patterns(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fuse_attention(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_remove_identity(kiln_pass_ctx *ctx, kiln_error *err);
@@ -137,6 +138,14 @@ int kiln_rewrite_node(kiln_rewrite *rw, const kiln_node *n, const int *inputs);
 /* A new constant in dst (data borrowed, not copied). */
 int kiln_rewrite_const(kiln_rewrite *rw, const char *name, kiln_dtype dt, const kiln_shape *s,
                        void *data, kiln_layout layout);
+/* Adds node `op` reading `in` (n_in new ids) for the lowering of source node
+ * n: when `last`, the node that takes over n's output (its name and place
+ * among the graph's outputs; no attributes copied), else a new float32 value
+ * of `shape` named n's name + suffix. Returns the node id or -1 (out of
+ * memory). kiln_rewrite_out gives a node's (first) output value. */
+int kiln_rewrite_emit(kiln_rewrite *rw, const kiln_node *n, kiln_op op, const char *suffix,
+                      const int *in, int n_in, const kiln_shape *shape, bool last);
+int kiln_rewrite_out(const kiln_rewrite *rw, int node);
 /* Maps graph outputs and hands over the new graph (rw is reset). */
 kiln_status kiln_rewrite_finish(kiln_rewrite *rw, kiln_graph **out, kiln_error *err);
 void kiln_rewrite_abort(kiln_rewrite *rw);

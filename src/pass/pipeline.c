@@ -14,6 +14,8 @@ static const kiln_pass_entry pipeline[] = {
      "evaluate nodes whose inputs are all constant with the reference kernels"},
     {"lower-conv-transpose", kiln_pass_lower_conv_transpose,
      "2-D ConvTranspose with constant weights to a Conv over its stride phases + interleave"},
+    {"lower-to-2d", kiln_pass_lower_to_2d,
+     "1-D Conv (one row) and 3-D Conv, MaxPool, AveragePool (depth to batch) as 2-D ones"},
     {"fold-patterns", kiln_pass_fold_patterns,
      "exported GELU (erf form) and LayerNorm (ReduceMean/Sub/Pow/Sqrt/Div) chains to one op"},
     {"remove-identity", kiln_pass_remove_identity,

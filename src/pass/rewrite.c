@@ -188,6 +188,32 @@ int kiln_rewrite_const(kiln_rewrite *rw, const char *name, kiln_dtype dt, const 
     return id;
 }
 
+int kiln_rewrite_emit(kiln_rewrite *rw, const kiln_node *n, kiln_op op, const char *suffix,
+                      const int *in, int n_in, const kiln_shape *shape, bool last)
+{
+    if (last) {
+        kiln_node as = *n;
+        as.op = op;
+        as.n_inputs = n_in;
+        as.n_attrs = 0;
+        return kiln_rewrite_node(rw, &as, in);
+    }
+    char name[512];
+    snprintf(name, sizeof name, "%s%s", n->name, suffix);
+    int id = kiln_graph_add_node(rw->dst, op, name, in, n_in, 1);
+    if (id < 0)
+        return -1;
+    kiln_value *v = rw->dst->values[rw->dst->nodes[id]->outputs[0]];
+    v->dtype = KILN_DTYPE_FLOAT32;
+    v->shape = *shape;
+    return id;
+}
+
+int kiln_rewrite_out(const kiln_rewrite *rw, int node)
+{
+    return rw->dst->nodes[node]->outputs[0];
+}
+
 int kiln_rewrite_value(kiln_rewrite *rw, int v)
 {
     if (v < 0 || v >= rw->src->n_values)
