@@ -57,11 +57,19 @@ int kiln_lower_weights(kiln_lowered *l, int v, const char *layout, void *owned, 
     char lb[32];
     if (!layout)
         layout = kiln_layout_str(&x->shape, x->layout, lb, sizeof lb);
-    if (!owned)
-        for (int i = 0; i < l->n_tensors; i++)
-            if (l->tensors[i].weights && l->tensors[i].value == v && !l->tensors[i].owned &&
-                strcmp(l->tensors[i].layout, layout) == 0)
-                return i;
+    for (int i = 0; i < l->n_tensors; i++) {
+        const kiln_tensor_entry *t = &l->tensors[i];
+        if (!t->weights || t->value != v || strcmp(t->layout, layout) != 0 || !t->owned != !owned)
+            continue;
+        if (!owned)
+            return i;
+        /* the same weight packed the same way by another task (an unrolled
+         * recurrence's steps share their weights): one copy in the model */
+        if (t->nbytes == nbytes && memcmp(t->owned, owned, (size_t)nbytes) == 0) {
+            free(owned);
+            return i;
+        }
+    }
     kiln_tensor_entry e = {.value = v, .weights = true, .owned = owned};
     snprintf(e.layout, sizeof e.layout, "%s", layout);
     e.data = owned ? owned : x->data;
