@@ -3,7 +3,7 @@
  * A compilation carries one kiln_pass_ctx through the pipeline (pipeline.c):
  *
  *   infer-shapes -> fold-batchnorm -> fold-constant -> lower-conv-transpose -> lower-to-2d
- *   -> fold-patterns -> remove-identity
+ *   -> lower-rnn -> fold-patterns -> remove-identity
  *   -> fuse-attention -> dce -> alter-layout -> fuse -> plan-memory
  *
  * Graph-rewriting passes build a new kiln_graph from the old one (rewrite.c)
@@ -93,6 +93,7 @@ kiln_status kiln_pass_fold_batchnorm(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fold_constant(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_lower_conv_transpose(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_lower_to_2d(kiln_pass_ctx *ctx, kiln_error *err);
+kiln_status kiln_pass_lower_rnn(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fold_patterns(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fuse_attention(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_remove_identity(kiln_pass_ctx *ctx, kiln_error *err);
