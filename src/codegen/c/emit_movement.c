@@ -34,6 +34,26 @@ static const char *elem_type(size_t esz)
     }
 }
 
+/* Whether a row-major elementwise group reads a per-channel operand (a
+ * [C, 1, ..] broadcast) over planes long enough to loop over. */
+static bool channel_planes(const kiln_lowered *l, const kiln_task *t, const kiln_value *y)
+{
+    if (y->layout.kind == KILN_LAYOUT_NCHWC || y->shape.rank < 3)
+        return false;
+    int64_t inner = 1;
+    for (int d = 2; d < y->shape.rank; d++)
+        inner *= y->shape.dims[d];
+    if (inner < 16)
+        return false;
+    for (int a = 0; a < t->n_in; a++) {
+        const kiln_value *v = l->ctx->g->values[t->arg_values[a]];
+        if (!kiln_shape_equal(&v->shape, &y->shape) &&
+            kiln_epilogue_bcast_kind(&v->shape, &y->shape, y->layout) == 2)
+            return true;
+    }
+    return false;
+}
+
 kiln_status kiln_emit_elemwise(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
 {
     const kiln_graph *g = l->ctx->g;
@@ -68,6 +88,24 @@ kiln_status kiln_emit_elemwise(kiln_sb *b, const kiln_lowered *l, const kiln_tas
                        (long long)bb, (long long)bb, (long long)inner, (long long)cb, (long long)bb,
                        (long long)bb, (long long)bb);
         kiln_emit_epilogue_ch(b, l, t, "v", "i", "c0_ + l_");
+        kiln_sb_puts(b, "        o0[i] = v;\n        }\n    }\n}\n");
+    } else if (channel_planes(l, t, y)) {
+        /* row-major with a per-channel operand (GroupNorm's exported affine,
+         * [C, 1, 1]): a loop per channel plane, so the operand is read at
+         * the plane's channel, not at (i / inner % C) per element, which kept
+         * the loop scalar */
+        int64_t inner = 1;
+        for (int d = 2; d < y->shape.rank; d++)
+            inner *= y->shape.dims[d];
+        kiln_sb_printf(b,
+                       "    for (int64_t i = begin_ * CHUNK_; i < hi;) {\n"
+                       "        const int64_t ch_ = i / %lld %% %lld;\n"
+                       "        const int64_t pe_ = KILN_MIN_((i / %lld + 1) * %lld, hi);\n"
+                       "        for (; i < pe_; i++) {\n"
+                       "        float v = 0.0f;\n",
+                       (long long)inner, (long long)y->shape.dims[1], (long long)inner,
+                       (long long)inner);
+        kiln_emit_epilogue_ch(b, l, t, "v", "i", "ch_");
         kiln_sb_puts(b, "        o0[i] = v;\n        }\n    }\n}\n");
     } else {
         kiln_sb_puts(b, "    for (int64_t i = begin_ * CHUNK_; i < hi; i++) {\n"
