@@ -48,7 +48,9 @@ typedef struct acase {
     int mask; /* 0 none, 1 [B,1,1,Sk] input, 2 [Sq,Sk] const with -1e4 entries, 3 full input */
     int form; /* 0 bert's, 1 vit's, 2 torchvision's nn.MultiheadAttention (rank 3, B = 1),
                * 3 vit's unscaled (softmax(q k^T) v: a scale of exactly 1, also what
-               * a decoder's folded constant queries leave) */
+               * a decoder's folded constant queries leave), 4 vit's with V and
+               * the output channel-major ([B, H, Dv, Sk] in, [B, H, Dv, Sq] out:
+               * a diffusion UNet's attention over [C, HW]) */
 } acase;
 
 /* Runs graph g's output through the reference executor on inputs from seed. */
@@ -108,7 +110,7 @@ static void run_case(const acase *c)
         q = node(g, KILN_OP_DIV, in, 2);
         kt = transpose3(g, kiln_graph_add_input(g, "k", KILN_DTYPE_FLOAT32, &kvs), 1, 2, 0);
         v = transpose3(g, kiln_graph_add_input(g, "v", KILN_DTYPE_FLOAT32, &vs), 1, 0, 2);
-    } else if (c->form == 1 || c->form == 3) {
+    } else if (c->form == 1 || c->form == 3 || c->form == 4) {
         kiln_shape qs = {.rank = 4, .dims = {c->B, c->H, c->Sq, c->D}};
         kiln_shape kvs = {.rank = 4, .dims = {c->B, c->H, c->Sk, c->D}};
         kiln_shape vs = {.rank = 4, .dims = {c->B, c->H, c->Sk, c->Dv}};
@@ -118,7 +120,12 @@ static void run_case(const acase *c)
             q = node(g, KILN_OP_MUL, in, 2);
         }
         kt = transpose(g, kiln_graph_add_input(g, "k", KILN_DTYPE_FLOAT32, &kvs), 0, 1, 3, 2);
-        v = kiln_graph_add_input(g, "v", KILN_DTYPE_FLOAT32, &vs);
+        if (c->form == 4) {
+            kiln_shape vt = {.rank = 4, .dims = {c->B, c->H, c->Dv, c->Sk}};
+            v = transpose(g, kiln_graph_add_input(g, "v", KILN_DTYPE_FLOAT32, &vt), 0, 1, 3, 2);
+        } else {
+            v = kiln_graph_add_input(g, "v", KILN_DTYPE_FLOAT32, &vs);
+        }
     } else {
         kiln_shape qs = {.rank = 4, .dims = {c->B, c->Sq, c->H, c->D}};
         kiln_shape kvs = {.rank = 4, .dims = {c->B, c->Sk, c->H, c->D}};
@@ -164,6 +171,8 @@ static void run_case(const acase *c)
         y = transpose(g, y, 0, 2, 1, 3);
     else if (c->form == 2)
         y = transpose3(g, y, 1, 0, 2);
+    else if (c->form == 4)
+        y = transpose(g, y, 0, 1, 3, 2);
     assert_int_equal(kiln_graph_add_output(g, y), KILN_OK);
     kiln_error err = {0};
     if (kiln_graph_infer_shapes(g, &err) != KILN_OK)
@@ -215,6 +224,8 @@ static void test_fixed(void **state)
         {1, 2, 70, 150, 32, 128, 1, 0},   /* two 64-column V blocks, P V in three key blocks */
         {1, 1, 100, 65, 16, 64, 3, 1},    /* one key past a whole score block */
         {1, 2, 40, 40, 16, 16, 0, 3},     /* unscaled: SCALE_ 1 (once printed "1f") */
+        {1, 1, 256, 256, 64, 128, 0, 4},  /* channel-major V and output (V packed, rows staged) */
+        {2, 2, 37, 45, 9, 70, 3, 4},      /* the same, ragged, a mask, a partial column block */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i]);
@@ -235,6 +246,8 @@ static void test_random(void **state)
         c.Dv = 1 + (int64_t)(kiln_rng_uniform(&rng) * 40);
         c.mask = (int)(kiln_rng_uniform(&rng) * 4);
         c.form = (int)(kiln_rng_uniform(&rng) * 3);
+        if (i == 7)
+            c.form = 4;
         if (c.form == 2)
             c.B = 1;
         if (c.mask == 2 && c.form)

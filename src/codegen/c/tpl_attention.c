@@ -17,7 +17,12 @@
  * one (up to a whole block of 4) repeat it and store nothing. Q, K, V, mask
  * and output are read and written through the strides the op's perms give
  * (compile-time constants): the head split/merge transposes of the exported
- * graph are never materialised.
+ * graph are never materialised. P V's register blocks read V rows and write
+ * output rows of contiguous floats: a V whose rows are strided (channel-
+ * major, as a diffusion UNet's attention over [C, HW] gives it) is packed
+ * per head into the workspace next to K^T, and strided output rows are
+ * staged there and stored column by column after the task's P V. Before,
+ * such heads ran a scalar loop, 7x slower.
  *
  * "64 columns" is the AVX-512 block: 4 vectors of 16, 16 accumulators for
  * 4 rows. With AVX2 (and generic) a block is 2 vectors of 8, 16 columns:
@@ -81,7 +86,8 @@ static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
     (void)tg;
     kiln_attn_geom a;
     if (n->op != KILN_OP_ATTENTION || !kiln_tpl_row_major_in(g, n) || !geom(g, n, &a) ||
-        a.Sk > MAX_SK || a.Sk < 1 || a.D < 1 || a.D * sk_padded(&a) > MAX_KT)
+        a.Sk > MAX_SK || a.Sk < 1 || a.D < 1 || a.D * sk_padded(&a) > MAX_KT ||
+        (a.vs[3] != 1 && a.Sk * a.Dv > MAX_KT))
         return false;
     for (int k = 0; k < n->n_inputs; k++)
         if (n->inputs[k] >= 0 && !kiln_tpl_f32(g, n->inputs[k]))
@@ -108,7 +114,11 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     int rmax = rows_blocked(a.Sq < 64 ? (int)a.Sq : 64);
     if (rmax < rows_blocked(rpt))
         rmax = rows_blocked(rpt);
-    t->workspace = ((a.D + rmax) * sk_padded(&a) + (int64_t)rmax * 64) * (int64_t)sizeof(float);
+    /* + V of the head packed row-major when its rows are strided, + the
+     * task's output rows staged when the output's are */
+    int64_t vpack = a.vs[3] != 1 ? a.Sk * a.Dv : 0, ostage = a.os[3] != 1 ? rmax * a.Dv : 0;
+    t->workspace = ((a.D + rmax) * sk_padded(&a) + (int64_t)rmax * 64 + vpack + ostage) *
+                   (int64_t)sizeof(float);
     return KILN_OK;
 }
 
@@ -173,7 +183,7 @@ static void emit_pv_blocks(kiln_sb *b, int nv, int vw)
                     "                    }\n"
                     "                    const float *srow = s_ + (ib - i0) * SKP_;\n"
                     "                    for (int64_t jj = j0; jj < j1; jj++) {\n"
-                    "                        const float *vj = vb + jj * VS2 + c0;\n");
+                    "                        const float *vj = vq + jj * VQ2_ + c0;\n");
     for (int v = 0; v < nv; v += 2) {
         kiln_sb_printf(b, "                        const kv%d_ v%d = *(const kv%du_ *)(vj + %d)", vw, v,
                        vw, v * vw);
@@ -198,7 +208,7 @@ static void emit_pv_blocks(kiln_sb *b, int nv, int vw)
                     "                    }\n"
                     "                    for (int r = 0; r < nr; r++) {\n"
                     "                        const float iv = inv_[ib - i0 + r];\n"
-                    "                        float *oi = o0 + bb * OS0 + hh * OS1 + (ib + r) * OS2 + c0;\n");
+                    "                        float *oi = oq + (ib + r) * OQ2_ + c0;\n");
     for (int v = 0; v < nv; v++)
         kiln_sb_printf(b, "                        *(kv%du_ *)(oi + %d) = a%d[r] * iv;\n", vw, v * vw, v);
     kiln_sb_puts(b, "                    }\n"
@@ -239,6 +249,13 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     S4("OS", a.os);
     S4("MS", a.ms);
 #undef S4
+    /* V and output as the P V loops read and write them: rows of DV_
+     * contiguous floats, packed (V) or staged (output) when strided (a
+     * diffusion UNet's [C, HW] attention: V and output channel-major) */
+    bool pack_v = a.vs[3] != 1, stage_o = a.os[3] != 1;
+    kiln_sb_printf(b, "#define VQ2_ %s\n#define VQ3_ %s\n#define OQ2_ %s\n#define OQ3_ %s\n",
+                   pack_v ? "DV_" : "VS2", pack_v ? "1" : "VS3", stage_o ? "DV_" : "OS2",
+                   stage_o ? "1" : "OS3");
     /* a hex float: exact, and a valid literal for every value (1 printed
      * by %g as "1f" is not) */
     kiln_sb_printf(b, "#define SCALE_ %af\n", (double)a.scale);
@@ -259,6 +276,9 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                    "    float *s_ = kt + (int64_t)D_ * SKP_;\n"
                    "    float *pv_ = s_ + (int64_t)RB_ * SKP_;\n"
                    "    (void)pv_;\n"
+                   "    float *vp_ = pv_ + (int64_t)RB_ * 64;\n"
+                   "    float *ot_ = vp_ + %s;\n"
+                   "    (void)vp_, (void)ot_;\n"
                    "    int64_t packed = -1;\n"
                    "    for (int64_t task = begin_; task < end_; task++) {\n"
                    "        const int64_t bh = task / MT_, i0 = (task %% MT_) * RPT_;\n"
@@ -266,6 +286,8 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                    "        const int64_t i1 = KILN_MIN_((int64_t)SQ_, i0 + RPT_);\n"
                    "        const float *kb = a%d + bb * KS0 + hh * KS1;\n"
                    "        const float *vb = a%d + bb * VS0 + hh * VS1;\n"
+                   "        const float *vq = %s;\n"
+                   "        float *oq = %s;\n"
                    "        float inv_[RB_];\n"
                    "        if (packed != bh) {\n"
                    /* in blocks of 16 keys: the 16 rows of K stay in L1 while
@@ -279,6 +301,7 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                    "            for (int64_t c = 0; c < D_; c++)\n"
                    "                for (int64_t j = SK_; j < SKP_; j++)\n"
                    "                    kt[c * SKP_ + j] = 0.0f;\n"
+                   "%s"
                    "            packed = bh;\n"
                    "        }\n"
                    /* scores: column blocks outer, the task's row blocks inner,
@@ -290,7 +313,17 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                    "                for (int r = 0; r < R_; r++)\n"
                    "                    qr[r] = a%d + bb * QS0 + hh * QS1 + (ib + (r < nr ? r : nr - 1)) * QS2;\n"
                    "                if (j0 + %d <= SKP_)\n",
-                   ka, va, bw, qa, bw);
+                   pack_v ? "(int64_t)SK_ * DV_" : "0", ka, va, pack_v ? "vp_" : "vb",
+                   stage_o ? "ot_ - i0 * (int64_t)DV_" : "o0 + bb * OS0 + hh * OS1",
+                   pack_v ? /* V's rows, in blocks of 16 keys as K^T's */
+                       "            for (int64_t j0 = 0; j0 < SK_; j0 += 16) {\n"
+                       "                const int64_t jn = KILN_MIN_((int64_t)SK_ - j0, (int64_t)16);\n"
+                       "                for (int64_t c = 0; c < DV_; c++)\n"
+                       "                    for (int64_t j = 0; j < jn; j++)\n"
+                       "                        vp_[(j0 + j) * DV_ + c] = vb[(j0 + j) * VS2 + c * VS3];\n"
+                       "            }\n"
+                          : "",
+                   bw, qa, bw);
     emit_score_block(b, blk.nv, blk.vw);
     if (tail_nv > 0 && tail_nv < blk.nv) {
         kiln_sb_puts(b, "                else\n");
@@ -339,24 +372,28 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                     "        for (int64_t i = i1; i < i0 + RB_; i++) /* the repeated rows' */\n"
                     "            inv_[i - i0] = inv_[i1 - 1 - i0];\n"
                     "        int64_t c0 = 0;\n");
-    if (a.vs[3] == 1 && a.os[3] == 1) /* V rows and output rows contiguous: whole blocks */
-        emit_pv_blocks(b, blk.nv, blk.vw);
+    emit_pv_blocks(b, blk.nv, blk.vw); /* V and output rows contiguous (VQ3_, OQ3_ 1) */
     kiln_sb_puts(b, "        for (; c0 < DV_; c0 += 64) {\n"
                     "            const int64_t cn = KILN_MIN_((int64_t)DV_ - c0, (int64_t)64);\n"
                     "            for (int64_t i = i0; i < i1; i++) {\n"
                     "                const float *sr = s_ + (i - i0) * SKP_;\n"
-                    "                float *oi = o0 + bb * OS0 + hh * OS1 + i * OS2;\n"
+                    "                float *oi = oq + i * OQ2_;\n"
                     "                float acc[64] = {0};\n"
                     "                for (int64_t jj = 0; jj < SK_; jj++) {\n"
-                    "                    const float pj = sr[jj], *vj = vb + jj * VS2 + c0 * VS3;\n"
+                    "                    const float pj = sr[jj], *vj = vq + jj * VQ2_ + c0 * VQ3_;\n"
                     "                    for (int64_t u = 0; u < cn; u++)\n"
-                    "                        acc[u] += pj * vj[u * VS3];\n"
+                    "                        acc[u] += pj * vj[u * VQ3_];\n"
                     "                }\n"
                     "                for (int64_t u = 0; u < cn; u++)\n"
-                    "                    oi[(c0 + u) * OS3] = acc[u] * inv_[i - i0];\n"
+                    "                    oi[(c0 + u) * OQ3_] = acc[u] * inv_[i - i0];\n"
                     "            }\n"
-                    "        }\n"
-                    "    }\n"
+                    "        }\n");
+    if (stage_o) /* the staged rows to the strided output, columns outer: a
+                  * channel-major output is written along its rows */
+        kiln_sb_puts(b, "        for (int64_t c = 0; c < DV_; c++)\n"
+                        "            for (int64_t i = i0; i < i1; i++)\n"
+                        "                o0[bb * OS0 + hh * OS1 + i * OS2 + c * OS3] = ot_[(i - i0) * DV_ + c];\n");
+    kiln_sb_puts(b, "    }\n"
                     "}\n");
     char nt[64];
     snprintf(nt, sizeof nt, "%lld", (long long)(a.B * a.H * mt));
