@@ -108,10 +108,7 @@ static int unary(rnn *r, kiln_op op, const char *suffix, int a)
 /* A Reshape of v to `shape`. */
 static int reshape(rnn *r, const char *suffix, int v, const kiln_shape *shape)
 {
-    int id = kiln_rewrite_emit(r->rw, r->n, KILN_OP_RESHAPE, suffix, &v, 1, shape, false);
-    if (id < 0 || kiln_node_set_ints(r->rw->dst, id, "shape", shape->dims, shape->rank) != KILN_OK)
-        return -1;
-    return kiln_rewrite_out(r->rw, id);
+    return kiln_rewrite_move(r->rw, r->n, KILN_OP_RESHAPE, suffix, v, shape, shape->dims, false);
 }
 
 /* h x w^T (+ bias): a Gemm with transB. */

@@ -100,17 +100,6 @@ static bool set_window(kiln_graph *dst, int id, const int64_t *kernel, const int
            kiln_node_set_ints(dst, id, "pads", pads, 4) == KILN_OK;
 }
 
-/* A Reshape or Transpose of cur to `shape` (its ints: the shape or perm). */
-static int movement(kiln_rewrite *rw, const kiln_node *n, kiln_op op, const char *suffix, int cur,
-                    const kiln_shape *shape, const int64_t *ints, bool last)
-{
-    int id = kiln_rewrite_emit(rw, n, op, suffix, &cur, 1, shape, last);
-    if (id < 0 || kiln_node_set_ints(rw->dst, id, op == KILN_OP_RESHAPE ? "shape" : "perm", ints,
-                                     shape->rank) != KILN_OK)
-        return -1;
-    return id;
-}
-
 /* The node's bias input, if any, mapped into rw's graph; in[] gets X', W'
  * and it, *n_in their count. */
 static void conv_inputs(kiln_rewrite *rw, const kiln_node *n, int x, int w, int *in, int *n_in)
@@ -132,19 +121,20 @@ static bool lower_conv1d(kiln_rewrite *rw, const kiln_graph *g, const kiln_node 
     char name[512];
     snprintf(name, sizeof name, "%s.weight_2d", n->name);
     int wid = kiln_rewrite_const(rw, name, KILN_DTYPE_FLOAT32, &ws, w->data, w->layout);
-    int id = movement(rw, n, KILN_OP_RESHAPE, ".as_2d", kiln_rewrite_value(rw, n->inputs[0]),
-                      &x4, x4.dims, false);
-    if (wid < 0 || id < 0)
+    int x2 = kiln_rewrite_move(rw, n, KILN_OP_RESHAPE, ".as_2d",
+                               kiln_rewrite_value(rw, n->inputs[0]), &x4, x4.dims, false);
+    if (wid < 0 || x2 < 0)
         return false;
-    int in[3], n_in;
-    conv_inputs(rw, n, kiln_rewrite_out(rw, id), wid, in, &n_in);
+    int in[3], n_in, id;
+    conv_inputs(rw, n, x2, wid, in, &n_in);
     int64_t stride[2] = {1, win->stride[0]}, dil[2] = {1, win->dilation[0]};
     int64_t pads[4] = {0, win->pad_begin[0], 0, win->pad_end[0]};
     if ((id = kiln_rewrite_emit(rw, n, KILN_OP_CONV, ".conv_2d", in, n_in, &c4, false)) < 0 ||
         !set_window(rw->dst, id, NULL, stride, dil, pads) ||
         kiln_node_set_int(rw->dst, id, "group", kiln_attr_int(n, "group", 1)) != KILN_OK)
         return false;
-    return movement(rw, n, KILN_OP_RESHAPE, "", kiln_rewrite_out(rw, id), &y3, y3.dims, true) >= 0;
+    return kiln_rewrite_move(rw, n, KILN_OP_RESHAPE, "", kiln_rewrite_out(rw, id), &y3, y3.dims,
+                             true) >= 0;
 }
 
 static bool lower_conv(kiln_rewrite *rw, const kiln_graph *g, const kiln_node *n,
@@ -188,13 +178,10 @@ static bool lower_conv(kiln_rewrite *rw, const kiln_graph *g, const kiln_node *n
     kiln_shape t6 = {.rank = 6, .dims = {N, Do, C, KD, H, W}};
     kiln_shape x4 = {.rank = 4, .dims = {N * Do, C * KD, H, W}};
     static const int64_t perm6[6] = {0, 2, 1, 3, 4, 5};
-    if ((id = movement(rw, n, KILN_OP_RESHAPE, ".split_depth", cur, &s6, s6.dims, false)) < 0 ||
-        (id = movement(rw, n, KILN_OP_TRANSPOSE, ".depth_to_batch", kiln_rewrite_out(rw, id), &t6,
-                       perm6, false)) < 0 ||
-        (id = movement(rw, n, KILN_OP_RESHAPE, ".as_2d", kiln_rewrite_out(rw, id), &x4, x4.dims,
-                       false)) < 0)
+    cur = kiln_rewrite_move(rw, n, KILN_OP_RESHAPE, ".split_depth", cur, &s6, s6.dims, false);
+    cur = kiln_rewrite_move(rw, n, KILN_OP_TRANSPOSE, ".depth_to_batch", cur, &t6, perm6, false);
+    if ((cur = kiln_rewrite_move(rw, n, KILN_OP_RESHAPE, ".as_2d", cur, &x4, x4.dims, false)) < 0)
         return false;
-    cur = kiln_rewrite_out(rw, id);
 
     /* W [M, C/G, KD, KH, KW] seen as [M, C/G*KD, KH, KW]: the same floats */
     kiln_shape ws = {.rank = 4, .dims = {M, w->shape.dims[1] * KD, w->shape.dims[3],
@@ -214,9 +201,9 @@ static bool lower_conv(kiln_rewrite *rw, const kiln_graph *g, const kiln_node *n
     kiln_shape r5 = {.rank = 5, .dims = {N, Do, M, Ho, Wo}};
     kiln_shape y5 = {.rank = 5, .dims = {N, M, Do, Ho, Wo}};
     static const int64_t perm5[5] = {0, 2, 1, 3, 4};
-    return (id = movement(rw, n, KILN_OP_RESHAPE, ".split_batch", kiln_rewrite_out(rw, id), &r5,
-                          r5.dims, false)) >= 0 &&
-           movement(rw, n, KILN_OP_TRANSPOSE, "", kiln_rewrite_out(rw, id), &y5, perm5, true) >= 0;
+    cur = kiln_rewrite_move(rw, n, KILN_OP_RESHAPE, ".split_batch", kiln_rewrite_out(rw, id), &r5,
+                            r5.dims, false);
+    return kiln_rewrite_move(rw, n, KILN_OP_TRANSPOSE, "", cur, &y5, perm5, true) >= 0;
 }
 
 static bool lower_pool(kiln_rewrite *rw, const kiln_graph *g, const kiln_node *n,
@@ -237,9 +224,8 @@ static bool lower_pool(kiln_rewrite *rw, const kiln_graph *g, const kiln_node *n
     int64_t d_kernel[2] = {win->kernel[0], 1}, d_stride[2] = {win->stride[0], 1};
     int64_t d_dil[2] = {win->dilation[0], 1}, d_pads[4] = {win->pad_begin[0], 0, win->pad_end[0], 0};
     int cur = kiln_rewrite_value(rw, n->inputs[0]), id;
-    if ((id = movement(rw, n, KILN_OP_RESHAPE, ".planes", cur, &a4, a4.dims, false)) < 0)
+    if ((cur = kiln_rewrite_move(rw, n, KILN_OP_RESHAPE, ".planes", cur, &a4, a4.dims, false)) < 0)
         return false;
-    cur = kiln_rewrite_out(rw, id);
     for (int step = 0; step < 2; step++) {
         const kiln_shape *os = step ? &q4 : &p4;
         if ((id = kiln_rewrite_emit(rw, n, n->op, step ? ".pool_d" : ".pool_hw", &cur, 1, os,
@@ -254,12 +240,12 @@ static bool lower_pool(kiln_rewrite *rw, const kiln_graph *g, const kiln_node *n
             return false;
         cur = kiln_rewrite_out(rw, id);
         if (!step) {
-            if ((id = movement(rw, n, KILN_OP_RESHAPE, ".depth_rows", cur, &b4, b4.dims, false)) < 0)
+            if ((cur = kiln_rewrite_move(rw, n, KILN_OP_RESHAPE, ".depth_rows", cur, &b4, b4.dims,
+                                         false)) < 0)
                 return false;
-            cur = kiln_rewrite_out(rw, id);
         }
     }
-    return movement(rw, n, KILN_OP_RESHAPE, "", cur, &y5, y5.dims, true) >= 0;
+    return kiln_rewrite_move(rw, n, KILN_OP_RESHAPE, "", cur, &y5, y5.dims, true) >= 0;
 }
 
 kiln_status kiln_pass_lower_to_2d(kiln_pass_ctx *ctx, kiln_error *err)

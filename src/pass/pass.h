@@ -3,7 +3,7 @@
  * A compilation carries one kiln_pass_ctx through the pipeline (pipeline.c):
  *
  *   infer-shapes -> fold-batchnorm -> fold-constant -> lower-conv-transpose -> lower-to-2d
- *   -> lower-rnn -> fold-patterns -> remove-identity
+ *   -> lower-rnn -> lower-shuffle -> fold-patterns -> remove-identity
  *   -> fuse-attention -> dce -> alter-layout -> fuse -> plan-memory
  *
  * Graph-rewriting passes build a new kiln_graph from the old one (rewrite.c)
@@ -94,6 +94,7 @@ kiln_status kiln_pass_fold_constant(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_lower_conv_transpose(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_lower_to_2d(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_lower_rnn(kiln_pass_ctx *ctx, kiln_error *err);
+kiln_status kiln_pass_lower_shuffle(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fold_patterns(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fuse_attention(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_remove_identity(kiln_pass_ctx *ctx, kiln_error *err);
@@ -147,6 +148,11 @@ int kiln_rewrite_const(kiln_rewrite *rw, const char *name, kiln_dtype dt, const 
 int kiln_rewrite_emit(kiln_rewrite *rw, const kiln_node *n, kiln_op op, const char *suffix,
                       const int *in, int n_in, const kiln_shape *shape, bool last);
 int kiln_rewrite_out(const kiln_rewrite *rw, int node);
+/* A Reshape (ints: the shape) or Transpose (ints: the perm) of new value
+ * cur to `shape`, emitted as kiln_rewrite_emit does; its output value (cur's
+ * dtype), or -1 (also when cur is -1). */
+int kiln_rewrite_move(kiln_rewrite *rw, const kiln_node *n, kiln_op op, const char *suffix, int cur,
+                      const kiln_shape *shape, const int64_t *ints, bool last);
 /* Maps graph outputs and hands over the new graph (rw is reset). */
 kiln_status kiln_rewrite_finish(kiln_rewrite *rw, kiln_graph **out, kiln_error *err);
 void kiln_rewrite_abort(kiln_rewrite *rw);

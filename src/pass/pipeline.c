@@ -18,6 +18,8 @@ static const kiln_pass_entry pipeline[] = {
      "1-D Conv (one row) and 3-D Conv, MaxPool, AveragePool (depth to batch) as 2-D ones"},
     {"lower-rnn", kiln_pass_lower_rnn,
      "LSTM and GRU with constant weights unrolled over their steps into Gemms and elementwise ops"},
+    {"lower-shuffle", kiln_pass_lower_shuffle,
+     "DepthToSpace and SpaceToDepth as Reshape -> Transpose -> Reshape"},
     {"fold-patterns", kiln_pass_fold_patterns,
      "exported GELU (erf form) and LayerNorm (ReduceMean/Sub/Pow/Sqrt/Div) chains to one op"},
     {"remove-identity", kiln_pass_remove_identity,

@@ -214,6 +214,19 @@ int kiln_rewrite_out(const kiln_rewrite *rw, int node)
     return rw->dst->nodes[node]->outputs[0];
 }
 
+int kiln_rewrite_move(kiln_rewrite *rw, const kiln_node *n, kiln_op op, const char *suffix, int cur,
+                      const kiln_shape *shape, const int64_t *ints, bool last)
+{
+    kiln_dtype dt = cur >= 0 ? rw->dst->values[cur]->dtype : KILN_DTYPE_FLOAT32;
+    int id = cur < 0 ? -1 : kiln_rewrite_emit(rw, n, op, suffix, &cur, 1, shape, last);
+    if (id < 0 || kiln_node_set_ints(rw->dst, id, op == KILN_OP_RESHAPE ? "shape" : "perm", ints,
+                                     shape->rank) != KILN_OK)
+        return -1;
+    int v = kiln_rewrite_out(rw, id);
+    rw->dst->values[v]->dtype = dt;
+    return v;
+}
+
 int kiln_rewrite_value(kiln_rewrite *rw, int v)
 {
     if (v < 0 || v >= rw->src->n_values)
