@@ -240,31 +240,21 @@ static bool lower(kiln_rewrite *rw, const kiln_graph *g, const kiln_node *n,
     return true;
 }
 
-kiln_status kiln_pass_lower_conv_transpose(kiln_pass_ctx *ctx, kiln_error *err)
+static bool takes(const kiln_graph *g, const kiln_node *n)
 {
-    const kiln_graph *g = ctx->g;
     kiln_convt_geom geo;
     phase_dim pd[KILN_WINDOW_MAX_SPATIAL];
-    bool any = false;
-    for (int i = 0; i < g->n_nodes && !any; i++)
-        any = plan(g, g->nodes[i], &geo, pd);
-    if (!any)
-        return KILN_OK;
-    kiln_rewrite rw = {0};
-    kiln_status st = kiln_rewrite_begin(&rw, g, err);
-    if (st != KILN_OK)
-        return st;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const kiln_node *n = g->nodes[i];
-        bool ok = plan(g, n, &geo, pd) ? lower(&rw, g, n, &geo, pd)
-                                             : kiln_rewrite_node(&rw, n, NULL) >= 0;
-        if (!ok) {
-            kiln_rewrite_abort(&rw);
-            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-        }
-    }
-    kiln_graph *ng;
-    if ((st = kiln_rewrite_finish(&rw, &ng, err)) != KILN_OK)
-        return st;
-    return kiln_pass_ctx_replace(ctx, ng, err);
+    return plan(g, n, &geo, pd);
+}
+
+static bool rewrite(kiln_rewrite *rw, const kiln_graph *g, const kiln_node *n)
+{
+    kiln_convt_geom geo;
+    phase_dim pd[KILN_WINDOW_MAX_SPATIAL];
+    return plan(g, n, &geo, pd) && lower(rw, g, n, &geo, pd);
+}
+
+kiln_status kiln_pass_lower_conv_transpose(kiln_pass_ctx *ctx, kiln_error *err)
+{
+    return kiln_rewrite_nodes(ctx, takes, rewrite, err);
 }

@@ -248,37 +248,23 @@ static bool lower_pool(kiln_rewrite *rw, const kiln_graph *g, const kiln_node *n
     return kiln_rewrite_move(rw, n, KILN_OP_RESHAPE, "", cur, &y5, y5.dims, true) >= 0;
 }
 
+static bool takes(const kiln_graph *g, const kiln_node *n)
+{
+    kiln_window win;
+    return plan(g, n, &win);
+}
+
+static bool rewrite(kiln_rewrite *rw, const kiln_graph *g, const kiln_node *n)
+{
+    kiln_window win;
+    if (!plan(g, n, &win))
+        return false;
+    if (n->op == KILN_OP_CONV)
+        return win.nsp == 1 ? lower_conv1d(rw, g, n, &win) : lower_conv(rw, g, n, &win);
+    return lower_pool(rw, g, n, &win);
+}
+
 kiln_status kiln_pass_lower_to_2d(kiln_pass_ctx *ctx, kiln_error *err)
 {
-    const kiln_graph *g = ctx->g;
-    kiln_window win;
-    bool any = false;
-    for (int i = 0; i < g->n_nodes && !any; i++)
-        any = plan(g, g->nodes[i], &win);
-    if (!any)
-        return KILN_OK;
-    kiln_rewrite rw = {0};
-    kiln_status st = kiln_rewrite_begin(&rw, g, err);
-    if (st != KILN_OK)
-        return st;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const kiln_node *n = g->nodes[i];
-        bool ok;
-        if (!plan(g, n, &win))
-            ok = kiln_rewrite_node(&rw, n, NULL) >= 0;
-        else if (n->op == KILN_OP_CONV && win.nsp == 1)
-            ok = lower_conv1d(&rw, g, n, &win);
-        else if (n->op == KILN_OP_CONV)
-            ok = lower_conv(&rw, g, n, &win);
-        else
-            ok = lower_pool(&rw, g, n, &win);
-        if (!ok) {
-            kiln_rewrite_abort(&rw);
-            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-        }
-    }
-    kiln_graph *ng;
-    if ((st = kiln_rewrite_finish(&rw, &ng, err)) != KILN_OK)
-        return st;
-    return kiln_pass_ctx_replace(ctx, ng, err);
+    return kiln_rewrite_nodes(ctx, takes, rewrite, err);
 }

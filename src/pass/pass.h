@@ -153,6 +153,14 @@ int kiln_rewrite_out(const kiln_rewrite *rw, int node);
  * dtype), or -1 (also when cur is -1). */
 int kiln_rewrite_move(kiln_rewrite *rw, const kiln_node *n, kiln_op op, const char *suffix, int cur,
                       const kiln_shape *shape, const int64_t *ints, bool last);
+/* A pass that rewrites some nodes: takes(g, n) says whether node n is
+ * rewritten, lower(rw, g, n) writes its replacement into rw (false: out of
+ * memory); every other node is copied. When no node is taken the graph is
+ * left as it is. */
+typedef bool (*kiln_rewrite_takes)(const kiln_graph *g, const kiln_node *n);
+typedef bool (*kiln_rewrite_lower)(kiln_rewrite *rw, const kiln_graph *g, const kiln_node *n);
+kiln_status kiln_rewrite_nodes(kiln_pass_ctx *ctx, kiln_rewrite_takes takes,
+                               kiln_rewrite_lower lower, kiln_error *err);
 /* Maps graph outputs and hands over the new graph (rw is reset). */
 kiln_status kiln_rewrite_finish(kiln_rewrite *rw, kiln_graph **out, kiln_error *err);
 void kiln_rewrite_abort(kiln_rewrite *rw);

@@ -301,6 +301,33 @@ int kiln_rewrite_node(kiln_rewrite *rw, const kiln_node *n, const int *inputs)
     return id;
 }
 
+kiln_status kiln_rewrite_nodes(kiln_pass_ctx *ctx, kiln_rewrite_takes takes,
+                               kiln_rewrite_lower lower, kiln_error *err)
+{
+    const kiln_graph *g = ctx->g;
+    bool any = false;
+    for (int i = 0; i < g->n_nodes && !any; i++)
+        any = takes(g, g->nodes[i]);
+    if (!any)
+        return KILN_OK;
+    kiln_rewrite rw = {0};
+    kiln_status st = kiln_rewrite_begin(&rw, g, err);
+    if (st != KILN_OK)
+        return st;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const kiln_node *n = g->nodes[i];
+        bool ok = takes(g, n) ? lower(&rw, g, n) : kiln_rewrite_node(&rw, n, NULL) >= 0;
+        if (!ok) {
+            kiln_rewrite_abort(&rw);
+            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+    }
+    kiln_graph *ng;
+    if ((st = kiln_rewrite_finish(&rw, &ng, err)) != KILN_OK)
+        return st;
+    return kiln_pass_ctx_replace(ctx, ng, err);
+}
+
 kiln_status kiln_rewrite_finish(kiln_rewrite *rw, kiln_graph **out, kiln_error *err)
 {
     const kiln_graph *src = rw->src;
