@@ -104,6 +104,36 @@ static inline void ct_lower(const kiln_graph *g, int case_no, kiln_pass_ctx **ct
         fail_msg("case %d: lowering: %s", case_no, err.msg);
 }
 
+/* Nodes of `op` in g whose data input has rank `rank` (-1: any rank). */
+static inline int ct_count_op(const kiln_graph *g, kiln_op op, int rank)
+{
+    int k = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const kiln_node *n = g->nodes[i];
+        k += n->op == op && (rank < 0 || (n->n_inputs > 0 && n->inputs[0] >= 0 &&
+                                          g->values[n->inputs[0]]->shape.rank == rank));
+    }
+    return k;
+}
+
+/* Infers g's shapes (failing the test, naming the case, on an error), runs
+ * the pipeline and lowering (ct_lower) and returns how many nodes of `op`
+ * (data input of rank `rank`, -1: any) are left: whether a lowering pass
+ * took them. */
+static inline int ct_ops_left(kiln_graph *g, int case_no, kiln_op op, int rank)
+{
+    kiln_error err = {0};
+    if (kiln_graph_infer_shapes(g, &err) != KILN_OK)
+        fail_msg("case %d: %s", case_no, err.msg);
+    kiln_pass_ctx *ctx;
+    kiln_lowered *l;
+    ct_lower(g, case_no, &ctx, &l);
+    int left = ct_count_op(ctx->g, op, rank);
+    kiln_lowered_destroy(l);
+    kiln_pass_ctx_destroy(ctx);
+    return left;
+}
+
 /* The template name of the last task of g's lowering (ct_lower) that
  * `pick` chooses, "?" if none: which template a case's node ran on. */
 static inline void ct_template_of(const kiln_graph *g, int case_no,

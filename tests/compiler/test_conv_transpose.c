@@ -30,14 +30,6 @@ typedef struct tcase {
     bool oned;    /* 1-D: x [n, c, w], the w dim's parameters */
 } tcase;
 
-static int count_op(const kiln_graph *g, kiln_op op)
-{
-    int k = 0;
-    for (int i = 0; i < g->n_nodes; i++)
-        k += g->nodes[i]->op == op;
-    return k;
-}
-
 static void check_case(const tcase *c)
 {
     kiln_graph *g;
@@ -91,7 +83,7 @@ static void check_case(const tcase *c)
     kiln_pass_ctx *ctx;
     kiln_lowered *l;
     ct_lower(g, case_no, &ctx, &l);
-    int left = count_op(ctx->g, KILN_OP_CONVTRANSPOSE);
+    int left = ct_count_op(ctx->g, KILN_OP_CONVTRANSPOSE, -1);
     if (getenv("KT_VERBOSE"))
         printf("case %d: x[%d,%d,%d,%d] k%dx%d s%dx%d pads %d,%d,%d,%d op %d,%d g%d d%d: %s\n",
                case_no, c->n, c->c, c->h, c->w, c->kh, c->kw, c->sh, c->sw, c->pt, c->pl, c->pb,
@@ -100,7 +92,7 @@ static void check_case(const tcase *c)
         fail_msg("case %d: the ConvTranspose was not lowered", case_no);
     if (!c->lowered && !left)
         fail_msg("case %d: a ConvTranspose the pass must leave was lowered", case_no);
-    if (c->lowered && count_op(ctx->g, KILN_OP_CONV) < 1 + c->pre)
+    if (c->lowered && ct_count_op(ctx->g, KILN_OP_CONV, -1) < 1 + c->pre)
         fail_msg("case %d: no Conv after lowering", case_no);
     kiln_lowered_destroy(l);
     kiln_pass_ctx_destroy(ctx);

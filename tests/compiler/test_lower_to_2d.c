@@ -26,36 +26,18 @@ typedef struct ccase {
     bool runtime_w;           /* W a graph input: left to the reference kernel */
 } ccase;
 
-static int count_rank_op(const kiln_graph *g, kiln_op op, int rank)
-{
-    int k = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const kiln_node *n = g->nodes[i];
-        k += n->op == op && g->values[n->inputs[0]]->shape.rank == rank;
-    }
-    return k;
-}
-
 /* Lowers g as a compile does, asserts whether nodes of `op` at `rank` are
  * left (lowered: none), then compiles and checks it against the reference
  * executor. */
 static void finish(kiln_graph *g, int y, kiln_op op, int rank, bool lowered)
 {
     assert_int_equal(kiln_graph_add_output(g, y), KILN_OK);
-    kiln_error err = {0};
-    if (kiln_graph_infer_shapes(g, &err) != KILN_OK)
-        fail_msg("case %d: %s", case_no, err.msg);
-    kiln_pass_ctx *ctx;
-    kiln_lowered *l;
-    ct_lower(g, case_no, &ctx, &l);
-    int left = count_rank_op(ctx->g, op, rank);
+    int left = ct_ops_left(g, case_no, op, rank);
     if (lowered && left)
         fail_msg("case %d: %d rank-%d %s left after the pipeline", case_no, left, rank,
                  kiln_op_name(op));
     if (!lowered && !left)
         fail_msg("case %d: a %s the pass must leave was lowered", case_no, kiln_op_name(op));
-    kiln_lowered_destroy(l);
-    kiln_pass_ctx_destroy(ctx);
     char tag[32];
     snprintf(tag, sizeof tag, "l2d%d", case_no);
     ct_check_graph(g, dir, tag, 0, 100 + (uint64_t)case_no, 1e-4, 1e-5);
