@@ -503,13 +503,15 @@ kiln_status kiln_emit_layout(kiln_sb *b, const kiln_lowered *l, const kiln_task 
     return KILN_OK;
 }
 
-/* Resize (float32, row-major) of the last two dims: the taps of every output
- * row and column (ref/resize.c's kiln_resize_dim_taps, so that the kernel
- * and the reference agree tap for tap) are tables in the kernel file; a task
- * is one output row: its row taps blended into one input line (a vector
- * loop, on the stack: tpl_resize.c bounds the width), then each element the
- * weighted sum of its column taps on that line, in float. The leading dims
- * are not resized. */
+/* Resize (float32, row-major or NCHW{b}c) of the last two dims: the taps of
+ * every output row and column (ref/resize.c's kiln_resize_dim_taps, so that
+ * the kernel and the reference agree tap for tap) are tables in the kernel
+ * file; a task is one output row of a plane (blocked: of one channel
+ * block): its row taps blended into one input line (a vector loop, on the
+ * stack: tpl_resize.c bounds the width; a lone tap of weight 1 reads the
+ * input row in place), then each element (blocked: each pixel's b
+ * channels, one vector) the weighted sum of its column taps on that line,
+ * in float. The leading dims are not resized. */
 static void resize_table(kiln_sb *b, const kiln_resize_params *p, int d, int64_t in,
                          const char *name)
 {
@@ -550,43 +552,74 @@ kiln_status kiln_emit_resize(kiln_sb *b, const kiln_lowered *l, const kiln_task 
     if (kiln_resize_resolve(n, &x->shape, &p, &err) != KILN_OK || p.rank < 2)
         return KILN_ERR_UNSUPPORTED;
     int r = p.rank;
+    /* blocked (NCHW{b}c, rank 4): a plane is one channel block of an image,
+     * each pixel b floats; row-major: b = 1 */
+    int64_t blk = x->layout.kind == KILN_LAYOUT_NCHWC ? x->layout.block_a : 1;
     int64_t planes = 1;
     for (int d = 0; d < r - 2; d++)
-        planes *= x->shape.dims[d];
+        planes *= d == 1 && blk > 1 ? (x->shape.dims[1] + blk - 1) / blk : x->shape.dims[d];
     int64_t ih = x->shape.dims[r - 2], iw = x->shape.dims[r - 1];
     int64_t oh = p.out[r - 2], ow = p.out[r - 1];
+    bool epi = kiln_task_has_epilogue(l, t);
+    if (blk > 1 && epi)
+        return KILN_ERR_UNSUPPORTED; /* the template absorbs no epilogue */
     kiln_emit_prologue(b, l, t, NULL, 0);
     kiln_sb_printf(b,
-                   "enum { IW_ = %lld };\nstatic const int64_t IH_ = %lld, OH_ = %lld, OW_ = %lld;\n",
-                   (long long)iw, (long long)ih, (long long)oh, (long long)ow);
+                   "enum { IW_ = %lld, B_ = %lld };\n"
+                   "static const int64_t IH_ = %lld, OH_ = %lld, OW_ = %lld;\n",
+                   (long long)iw, (long long)blk, (long long)ih, (long long)oh, (long long)ow);
     resize_table(b, &p, r - 2, ih, "H");
     resize_table(b, &p, r - 1, iw, "W");
     kiln_sb_puts(b, "\n" KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
     kiln_sb_printf(b,
-                   "    float line[IW_];\n"
+                   "    float line[IW_ * B_];\n"
                    "    for (int64_t row = begin_; row < end_; row++) {\n"
                    "        int64_t plane = row / OH_, h = row %% OH_;\n"
-                   "        const float *src = a%d + plane * IH_ * IW_;\n"
-                   "        /* the row taps blended into one input line, then the column taps */\n"
-                   "        const float *r0 = src + (int64_t)HI_[h][0] * IW_;\n"
-                   "        for (int64_t w = 0; w < IW_; w++)\n"
-                   "            line[w] = HW_[h][0] * r0[w];\n"
-                   "        for (int i = 1; i < HN_[h]; i++) {\n"
-                   "            const float *ri = src + (int64_t)HI_[h][i] * IW_;\n"
-                   "            const float wi = HW_[h][i];\n"
-                   "            for (int64_t w = 0; w < IW_; w++)\n"
-                   "                line[w] += wi * ri[w];\n"
-                   "        }\n"
-                   "        for (int64_t w = 0; w < OW_; w++) {\n"
-                   "            float acc = WW_[w][0] * line[WI_[w][0]];\n"
-                   "            for (int j = 1; j < WN_[w]; j++)\n"
-                   "                acc += WW_[w][j] * line[WI_[w][j]];\n"
-                   "            int64_t idx = row * OW_ + w;\n",
+                   "        const float *src = a%d + plane * IH_ * IW_ * B_;\n"
+                   "        /* the row taps blended into one input line (a single tap of\n"
+                   "           weight 1, nearest: the input row itself), then the column taps */\n"
+                   "        const float *r0 = src + (int64_t)HI_[h][0] * IW_ * B_;\n"
+                   "        const float *ln = r0;\n"
+                   "        if (HN_[h] != 1 || HW_[h][0] != 1.0f) {\n"
+                   "            for (int64_t w = 0; w < IW_ * B_; w++)\n"
+                   "                line[w] = HW_[h][0] * r0[w];\n"
+                   "            for (int i = 1; i < HN_[h]; i++) {\n"
+                   "                const float *ri = src + (int64_t)HI_[h][i] * IW_ * B_;\n"
+                   "                const float wi = HW_[h][i];\n"
+                   "                for (int64_t w = 0; w < IW_ * B_; w++)\n"
+                   "                    line[w] += wi * ri[w];\n"
+                   "            }\n"
+                   "            ln = line;\n"
+                   "        }\n",
                    kiln_task_arg(t, n->inputs[0]));
-    if (kiln_task_has_epilogue(l, t))
-        kiln_emit_epilogue(b, l, t, "acc", "idx");
-    kiln_sb_puts(b, "            o0[idx] = acc;\n        }\n    }\n}\n");
+    if (blk > 1) {
+        kiln_sb_puts(b, "        float *dst = o0 + row * OW_ * B_;\n"
+                        "        for (int64_t w = 0; w < OW_; w++) {\n"
+                        "            const float *l0 = ln + (int64_t)WI_[w][0] * B_;\n"
+                        "            const float w0 = WW_[w][0];\n"
+                        "            float acc[B_];\n"
+                        "            for (int j = 0; j < B_; j++)\n"
+                        "                acc[j] = w0 * l0[j];\n"
+                        "            for (int i = 1; i < WN_[w]; i++) {\n"
+                        "                const float *li = ln + (int64_t)WI_[w][i] * B_;\n"
+                        "                const float wi = WW_[w][i];\n"
+                        "                for (int j = 0; j < B_; j++)\n"
+                        "                    acc[j] += wi * li[j];\n"
+                        "            }\n"
+                        "            for (int j = 0; j < B_; j++)\n"
+                        "                dst[w * B_ + j] = acc[j];\n"
+                        "        }\n    }\n}\n");
+    } else {
+        kiln_sb_puts(b, "        for (int64_t w = 0; w < OW_; w++) {\n"
+                        "            float acc = WW_[w][0] * ln[WI_[w][0]];\n"
+                        "            for (int j = 1; j < WN_[w]; j++)\n"
+                        "                acc += WW_[w][j] * ln[WI_[w][j]];\n"
+                        "            int64_t idx = row * OW_ + w;\n");
+        if (epi)
+            kiln_emit_epilogue(b, l, t, "acc", "idx");
+        kiln_sb_puts(b, "            o0[idx] = acc;\n        }\n    }\n}\n");
+    }
     char nt[64];
     snprintf(nt, sizeof nt, "%lld", (long long)(planes * oh));
     kiln_emit_entry(b, t, nt, 1);
