@@ -406,6 +406,20 @@ static void case_conv2d_direct(void)
     measure_graph(g, "conv2d_direct", "conv2d_direct graph");
 }
 
+/* An RGB output conv (32 -> 3, 3x3) with bias and Tanh: a reduction over
+ * the input's channel lanes, NCHW out. */
+static void case_conv2d_fewout_nchwc(void)
+{
+    kiln_graph *g = new_graph();
+    int x = in_f32(g, "x", ks(4, 1, 32, 9, 13));
+    int w = weight(g, "w", ks(4, 3, 32, 3, 3), 1);
+    int b = weight(g, "b", ks(1, 3), 2);
+    int c = op(g, KILN_OP_CONV, (int[]){x, w, b}, 3);
+    set_ints(g, c, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    output(g, out0(g, op(g, KILN_OP_TANH, (int[]){out0(g, c)}, 1)));
+    measure_graph(g, "conv2d_fewout_nchwc", "conv2d_fewout_nchwc graph");
+}
+
 /* A grouped 3x3 conv of 128 channels in groups of gw, stride s. */
 static void gconv_graph(int gw, int s, const char *tpl)
 {
@@ -638,6 +652,7 @@ static const struct {
     void (*fn)(void);
 } cases[] = {
     {"conv2d_direct", case_conv2d_direct},
+    {"conv2d_fewout_nchwc", case_conv2d_fewout_nchwc},
     {"gconv2d_planes_nchwc", case_gconv2d_planes_nchwc},
     {"gconv2d_nchwc", case_gconv2d_nchwc},
     {"reduce", case_reduce},
