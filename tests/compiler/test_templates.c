@@ -652,6 +652,52 @@ static void test_conv_row_major_to_wino(void **state)
     kiln_graph_destroy(g);
 }
 
+/* Atrous 3x3 convs (FCN, DeepLab): dilation 2 with "same" pads and a
+ * residual Add and Relu (the header's epilogue), dilation 3 with
+ * asymmetric pads and a Sigmoid after it (not fused: a dilated Winograd
+ * task takes the header's epilogue only) on maps whose phases are short,
+ * and dilation 4 on a 32x32 map: each runs on conv2d_wino_nchwc (the d x d
+ * phases of undilated tiles) and matches the reference. */
+static void test_conv_dilated_wino(void **state)
+{
+    (void)state;
+    static const int cases[][7] = {/* d, h, w, pad t, l, b, r */
+                                   {2, 30, 26, 2, 2, 2, 2},
+                                   {3, 29, 31, 3, 1, 6, 3},
+                                   {4, 32, 32, 4, 4, 4, 4}};
+    for (int i = 0; i < 3; i++) {
+        const int *cs = cases[i];
+        kiln_graph *g;
+        assert_int_equal(kiln_graph_create(&g), KILN_OK);
+        int x = input(g, "x", ks(4, 1, 32, cs[1], cs[2]));
+        int w0 = param(g, "w0", ks(4, 48, 32, 1, 1), 50, -0.3f, 0.3f);
+        int y = out(g, node(g, KILN_OP_CONV, (int[]){x, w0}, 2)); /* blocked from here */
+        int w = param(g, "w", ks(4, 48, 48, 3, 3), 51 + i, -0.1f, 0.1f);
+        int b = param(g, "b", ks(1, 48), 55 + i, -0.5f, 0.5f);
+        int c = node(g, KILN_OP_CONV, (int[]){y, w, b}, 3);
+        ints(g, c, "dilations", 2, cs[0], cs[0]);
+        ints(g, c, "pads", 4, cs[3], cs[4], cs[5], cs[6]);
+        int z = out(g, c);
+        if (i == 1) {
+            z = out(g, node(g, KILN_OP_SIGMOID, &z, 1));
+        } else if (cs[3] == cs[0] && cs[5] == cs[0]) {
+            z = out(g, node(g, KILN_OP_ADD, (int[]){z, y}, 2));
+            z = out(g, node(g, KILN_OP_RELU, &z, 1));
+        }
+        assert_int_equal(kiln_graph_add_output(g, z), KILN_OK);
+        kiln_error err = {0};
+        assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+        char tpl[64], tag[32];
+        ct_template_of(g, case_no, conv3x3_task, tpl, sizeof tpl);
+        if (strcmp(tpl, "conv2d_wino_nchwc") != 0)
+            fail_msg("dilation %d: the 3x3 conv ran on '%s', not conv2d_wino_nchwc", cs[0], tpl);
+        snprintf(tag, sizeof tag, "dil_wino%d", i);
+        ct_check_graph(g, dir, tag, 0, 100 + (uint64_t)case_no, 1e-3, 1e-4);
+        case_no++;
+        kiln_graph_destroy(g);
+    }
+}
+
 /* conv -> pool/global pool on blocked data, and row-major pooling */
 static void test_pool(void **state)
 {
@@ -1594,6 +1640,7 @@ int main(void)
         cmocka_unit_test(test_conv_fixed),       cmocka_unit_test(test_conv_random),
         cmocka_unit_test(test_conv_padded_channels), cmocka_unit_test(test_conv_few_out_channels),
         cmocka_unit_test(test_conv_row_major_to_wino),
+        cmocka_unit_test(test_conv_dilated_wino),
         cmocka_unit_test(test_conv_epilogues),
         cmocka_unit_test(test_squeeze_excite),
         cmocka_unit_test(test_pool),             cmocka_unit_test(test_pool_interior),             cmocka_unit_test(test_pool_8x8),

@@ -1,7 +1,8 @@
 /* tests/kernels/test_wino_kernels.c: the Winograd F(4x4, 3x3) conv kernel
  * (codegen/c/kernels/kiln_kernels_wino.h) against the reference Conv
- * (ref/conv.c) on random shapes: 3x3 stride 1, pads 0-2 on each side
- * (asymmetric), extents that are and are not multiples of the 4x4 tile,
+ * (ref/conv.c) on random shapes: 3x3 stride 1, dilation 1 (pads 0-2 on
+ * each side, asymmetric) and, one case in three, dilation 2 or 3 (pads up
+ * to twice the dilation: every output phase, short phases too), extents that are and are not multiples of the 4x4 tile,
  * channel counts that do not fill the last block, blocks 16 (AVX-512), 8
  * (AVX2) and 4 and 6 (portable), batch 2, every epilogue combination,
  * random knobs (tile, oc tile, tile rows per task; out of range too) and
@@ -24,7 +25,7 @@ static void check_wino(kiln_conv_params g, kt_rng *r, int knobs)
     kt_conv_extent(&g);
     kiln_wino_params p = {.n = g.n, .c_in = g.c_in, .h = g.h, .w = g.w, .c_out = g.c_out,
                           .oh = g.oh, .ow = g.ow, .pad_t = g.pad_t, .pad_l = g.pad_l,
-                          .cb = g.cb_out, .epilogue = g.epilogue, .clip_min = g.clip_min,
+                          .dil = g.dh, .cb = g.cb_out, .epilogue = g.epilogue, .clip_min = g.clip_min,
                           .clip_max = g.clip_max};
     assert_true(kiln_wino_supported(&p));
     kiln_wino_default_params(&p, 2 << 20, kt_int(r, 1, 3));
@@ -44,9 +45,9 @@ static void check_wino(kiln_conv_params g, kt_rng *r, int knobs)
     kt_split(r, kt_int(r, 0, 3), kiln_wino_tasks(&p), wi_range, &c);
     assert_int_equal(kt_conv_slow_tiles, 0);
     if (getenv("KT_VERBOSE"))
-        printf("wino n%d %d>%d %dx%d pad %d,%d,%d,%d cb %d epi %d T%d O%d th%d\n", p.n, p.c_in,
-               p.c_out, p.h, p.w, g.pad_t, g.pad_l, g.pad_b, g.pad_r, p.cb, p.epilogue,
-               p.tile_T, p.oc_tile, p.th);
+        printf("wino n%d %d>%d %dx%d d%d pad %d,%d,%d,%d cb %d epi %d T%d O%d th%d\n", p.n,
+               p.c_in, p.c_out, p.h, p.w, p.dil, g.pad_t, g.pad_l, g.pad_b, g.pad_r, p.cb,
+               p.epilogue, p.tile_T, p.oc_tile, p.th);
     kt_conv_data_check(&d, &g, 2e-4 * (g.c_in > 32 ? g.c_in / 32.0 : 1.0));
     free(ws);
     free(wp);
@@ -62,17 +63,18 @@ static void random_wino(kt_rng *r, int cb, int knobs)
     g.groups = 1;
     g.cb_in = g.cb_out = cb;
     g.kh = g.kw = 3;
-    g.sh = g.sw = g.dh = g.dw = 1;
-    g.pad_t = kt_int(r, 0, 2);
-    g.pad_b = kt_int(r, 0, 2);
-    g.pad_l = kt_int(r, 0, 2);
-    g.pad_r = kt_int(r, 0, 2);
+    g.sh = g.sw = 1;
+    g.dh = g.dw = kt_int(r, 0, 2) ? 1 : kt_int(r, 2, 3);
+    g.pad_t = kt_int(r, 0, 2 * g.dh);
+    g.pad_b = kt_int(r, 0, 2 * g.dh);
+    g.pad_l = kt_int(r, 0, 2 * g.dh);
+    g.pad_r = kt_int(r, 0, 2 * g.dh);
     g.h = kt_int(r, 1, 23);
     g.w = kt_int(r, 1, 23);
-    if (g.h + g.pad_t + g.pad_b < 3)
-        g.h = 3;
-    if (g.w + g.pad_l + g.pad_r < 3)
-        g.w = 3;
+    if (g.h + g.pad_t + g.pad_b < 2 * g.dh + 1)
+        g.h = 2 * g.dh + 1;
+    if (g.w + g.pad_l + g.pad_r < 2 * g.dh + 1)
+        g.w = 2 * g.dh + 1;
     g.epilogue = kt_int(r, 0, 15);
     g.clip_min = 0.0f;
     g.clip_max = kt_int(r, 0, 1) ? 6.0f : 0.5f;
@@ -99,6 +101,18 @@ static void test_wino_networks(void **state)
                               .pad_b = pad, .pad_r = pad, .cb_in = 16, .cb_out = 16,
                               .epilogue = KILN_EPI_BIAS | KILN_EPI_RELU |
                                           (shapes[i][4] ? KILN_EPI_RESIDUAL : 0)};
+        check_wino(g, &r, 0);
+    }
+    /* FCN / DeepLab atrous layers: dilation 2 and 4 with "same" padding on
+     * 32x32 maps, and dilation 3 on an odd map (short phases) */
+    static const int dil[][3] = {{2, 32, 2}, {4, 32, 4}, {3, 19, 3}};
+    for (size_t i = 0; i < sizeof dil / sizeof dil[0]; i++) {
+        int d = dil[i][0], pad = dil[i][2];
+        kiln_conv_params g = {.n = 1, .c_in = 48, .c_out = 32, .groups = 1, .h = dil[i][1],
+                              .w = dil[i][1], .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = d,
+                              .dw = d, .pad_t = pad, .pad_l = pad, .pad_b = pad, .pad_r = pad,
+                              .cb_in = 16, .cb_out = 16,
+                              .epilogue = KILN_EPI_BIAS | KILN_EPI_RELU | KILN_EPI_RESIDUAL};
         check_wino(g, &r, 0);
     }
 }

@@ -1,5 +1,6 @@
-/* kiln_kernels_wino.h: 3x3 stride-1 convolution (groups 1, dilation 1) by
- * Winograd's minimal filtering F(4x4, 3x3) in the blocked layout NCHW{cb}c.
+/* kiln_kernels_wino.h: 3x3 stride-1 convolution (groups 1, any equal row
+ * and column dilation) by Winograd's minimal filtering F(4x4, 3x3) in the
+ * blocked layout NCHW{cb}c.
  *
  * Each 4x4 output tile comes from a 6x6 input patch: V = B^T d B (the input
  * transform), U = G g G^T per (output, input) channel pair (done once, when
@@ -24,7 +25,19 @@
  * the conv header's register-tiled microkernel (T tiles x O blocks, the
  * input channel blocks as its reduction; V from L2, U streaming from L2 or
  * beyond) into M ([36][O][T][cb], L1/L2) and transforms M into the output
- * with the epilogue (bias, residual, relu, clip) at the only store. */
+ * with the epilogue (bias, residual, relu, clip) at the only store.
+ *
+ * Dilation d (an FCN's or DeepLab's atrous 3x3 convs, d = 2 and 4): the
+ * outputs whose row is r mod d and column s mod d form an undilated 3x3
+ * conv over the input rows and columns of the same residues (the input
+ * grid taken every d-th element from (r - pad_t, s - pad_l)), so the
+ * output splits into d x d phases of 4x4 tiles: tile rows are (phase row
+ * r, tile row in the phase), tile columns likewise, each tile's 6x6 patch
+ * read with row stride d*W and column stride d (no copy of the input), its
+ * 4x4 outputs written d rows and d columns apart. The products are the
+ * undilated ones; a task's band of tile rows covers scattered output rows,
+ * so a dilated task has no output spans (task_out) and the template takes
+ * only the header's epilogue for it. */
 #ifndef KILN_KERNELS_WINO_H
 #define KILN_KERNELS_WINO_H
 
@@ -32,6 +45,7 @@
 
 typedef struct kiln_wino_params {
     int n, c_in, h, w, c_out, oh, ow, pad_t, pad_l;
+    int dil;       /* dilation of rows and columns (0 or 1: none) */
     int cb;        /* channel block of the input and output layouts */
     int epilogue;  /* KILN_EPI_* bit flags; residual added before the activation */
     float clip_min, clip_max;
@@ -47,6 +61,7 @@ typedef struct kiln_wino_params {
 typedef struct kiln_wino_plan {
     int isa;
     int64_t cib, cob, nth, ntw, nbands, band_tiles;
+    int64_t d, pth, ptw; /* dilation; tile rows and columns per phase */
 } kiln_wino_plan;
 
 static KILN_KINLINE kiln_wino_plan kiln_wino_plan_of(const kiln_wino_params *p)
@@ -55,8 +70,11 @@ static KILN_KINLINE kiln_wino_plan kiln_wino_plan_of(const kiln_wino_params *p)
     q.isa = kiln_conv_isa(p->cb);
     q.cib = kiln_k_cdiv(p->c_in, p->cb);
     q.cob = kiln_k_cdiv(p->c_out, p->cb);
-    q.nth = kiln_k_cdiv(p->oh, 4);
-    q.ntw = kiln_k_cdiv(p->ow, 4);
+    q.d = p->dil > 1 ? p->dil : 1;
+    q.pth = kiln_k_cdiv(kiln_k_cdiv(p->oh, q.d), 4);
+    q.ptw = kiln_k_cdiv(kiln_k_cdiv(p->ow, q.d), 4);
+    q.nth = q.d * q.pth;
+    q.ntw = q.d * q.ptw;
     int th = p->th < 1 ? 1 : p->th > q.nth ? (int)q.nth : p->th;
     q.nbands = kiln_k_cdiv(q.nth, th);
     q.band_tiles = (int64_t)th * q.ntw;
@@ -65,9 +83,11 @@ static KILN_KINLINE kiln_wino_plan kiln_wino_plan_of(const kiln_wino_params *p)
 
 static inline int kiln_wino_supported(const kiln_wino_params *p)
 {
+    const int d = p->dil > 1 ? p->dil : 1;
     return p->n > 0 && p->c_in > 0 && p->c_out > 0 && p->cb > 0 && p->cb <= KILN_WINO_MAXCB &&
-           p->oh > 0 && p->ow > 0 && p->oh <= p->h + 2 * p->pad_t && p->ow <= p->w + 2 * p->pad_l &&
-           p->pad_t >= 0 && p->pad_t <= 2 && p->pad_l >= 0 && p->pad_l <= 2;
+           p->dil >= 0 && p->oh > 0 && p->ow > 0 && p->oh <= p->h + 2 * p->pad_t &&
+           p->ow <= p->w + 2 * p->pad_l && p->pad_t >= 0 && p->pad_t <= 2 * d && p->pad_l >= 0 &&
+           p->pad_l <= 2 * d;
 }
 
 static inline double kiln_wino_flops(const kiln_wino_params *p)
@@ -82,7 +102,8 @@ static KILN_KINLINE int64_t kiln_wino_tasks(const kiln_wino_params *p)
 }
 
 /* The output of task `task`: n_spans runs of len floats, the s-th at
- * first + s * stride (one per output channel block: the band's rows). */
+ * first + s * stride (one per output channel block: the band's rows).
+ * Undilated only (see the top). */
 static KILN_KINLINE void kiln_wino_task_out(const kiln_wino_params *p, int64_t task,
                                             int64_t *first, int64_t *len, int64_t *n_spans,
                                             int64_t *stride)
@@ -208,10 +229,11 @@ static KILN_KINLINE void kiln_wino_in_tf(const float *d, int64_t drs, int64_t dc
 
 /* Y = A^T M A of one tile (position pos at m + pos * mps), the epilogue,
  * and the store of its rows < nr and columns < nc to y (row stride yrs,
- * column stride cb); res likewise, or NULL. */
+ * column stride ycs: cb, or d * cb dilated); res likewise, or NULL. */
 static KILN_KINLINE void kiln_wino_out_tf(const float *m, int64_t mps, float *y, const float *res,
-                                          int64_t yrs, int nr, int nc, const float *bias, int epi,
-                                          float lo, float hi, const int cb)
+                                          int64_t yrs, int64_t ycs, int nr, int nc,
+                                          const float *bias, int epi, float lo, float hi,
+                                          const int cb)
 {
     float t[4][6][KILN_WINO_MAXCB];
     for (int k = 0; k < 6; k++) {
@@ -241,8 +263,8 @@ static KILN_KINLINE void kiln_wino_out_tf(const float *m, int64_t mps, float *y,
             r[3][l] = d12 + 8.0f * d34 + m5 + b0;
         }
         for (int k = 0; k < nc; k++) {
-            float *yo = y + i * yrs + (int64_t)k * cb;
-            const float *ro = res ? res + i * yrs + (int64_t)k * cb : NULL;
+            float *yo = y + i * yrs + (int64_t)k * ycs;
+            const float *ro = res ? res + i * yrs + (int64_t)k * ycs : NULL;
             KILN_WINO_LANES
             {
                 float v = r[k][l] + (ro ? ro[l] : 0.0f);
@@ -288,7 +310,7 @@ static KILN_KINLINE void kiln_wino_run(const kiln_wino_params *p, const float *i
     const int cb = p->cb;
     int T, O;
     kiln_wino_tile(p, q.isa, &T, &O);
-    const int64_t H = p->h, W = p->w, OH = p->oh, OW = p->ow, nt = q.band_tiles;
+    const int64_t H = p->h, W = p->w, OH = p->oh, OW = p->ow, nt = q.band_tiles, d = q.d;
     const int64_t th = nt / q.ntw;
     const int64_t vps = q.cib * nt * cb;     /* floats between V's positions */
     const int64_t mps = (int64_t)O * T * cb; /* floats between M's positions */
@@ -311,21 +333,25 @@ static KILN_KINLINE void kiln_wino_run(const kiln_wino_params *p, const float *i
             const float *src = in + (n * q.cib + ib) * H * W * cb;
             for (int64_t tr = tr0; tr < tr1; tr++)
                 for (int64_t tc = 0; tc < q.ntw; tc++) {
-                    const int64_t ih0 = tr * 4 - p->pad_t, iw0 = tc * 4 - p->pad_l;
+                    /* the tile's first output (phase r, s: see the top) */
+                    const int64_t oh0 = tr / q.pth + tr % q.pth * 4 * d;
+                    const int64_t ow0 = tc / q.ptw + tc % q.ptw * 4 * d;
+                    const int64_t ih0 = oh0 - p->pad_t, iw0 = ow0 - p->pad_l;
                     float *v = V + (ib * nt + (tr - tr0) * q.ntw + tc) * cb;
-                    if (ih0 >= 0 && iw0 >= 0 && ih0 + 6 <= H && iw0 + 6 <= W) {
-                        kiln_wino_in_tf(src + (ih0 * W + iw0) * cb, W * cb, cb, v, vps, cb);
+                    if (ih0 >= 0 && iw0 >= 0 && ih0 + 5 * d < H && iw0 + 5 * d < W) {
+                        kiln_wino_in_tf(src + (ih0 * W + iw0) * cb, d * W * cb, d * cb, v, vps,
+                                        cb);
                         continue;
                     }
-                    float *d = patch;
+                    float *dp = patch;
                     for (int i = 0; i < 6; i++)
                         for (int k = 0; k < 6; k++) {
-                            int64_t ih = ih0 + i, iw = iw0 + k;
+                            int64_t ih = ih0 + i * d, iw = iw0 + k * d;
                             int ok = ih >= 0 && ih < H && iw >= 0 && iw < W;
                             for (int l = 0; l < cb; l++)
-                                d[(i * 6 + k) * cb + l] = ok ? src[(ih * W + iw) * cb + l] : 0.0f;
+                                dp[(i * 6 + k) * cb + l] = ok ? src[(ih * W + iw) * cb + l] : 0.0f;
                         }
-                    kiln_wino_in_tf(d, 6 * cb, cb, v, vps, cb);
+                    kiln_wino_in_tf(dp, 6 * cb, cb, v, vps, cb);
                 }
         }
         /* the products and the output transform, O blocks x T tiles at a time */
@@ -360,14 +386,17 @@ static KILN_KINLINE void kiln_wino_run(const kiln_wino_params *p, const float *i
                     for (int tt = 0; tt < Tc; tt++) {
                         const int64_t tile = t0 + tt;
                         const int64_t tr = tr0 + tile / q.ntw, tc = tile % q.ntw;
-                        const int64_t oh0 = tr * 4, ow0 = tc * 4;
-                        const int nr = (int)kiln_k_min64(4, OH - oh0);
-                        const int nc = (int)kiln_k_min64(4, OW - ow0);
+                        const int64_t oh0 = tr / q.pth + tr % q.pth * 4 * d;
+                        const int64_t ow0 = tc / q.ptw + tc % q.ptw * 4 * d;
+                        if (oh0 >= OH || ow0 >= OW)
+                            continue; /* a short phase's padding tile */
+                        const int nr = (int)kiln_k_min64(4, kiln_k_cdiv(OH - oh0, d));
+                        const int nc = (int)kiln_k_min64(4, kiln_k_cdiv(OW - ow0, d));
                         const int64_t off =
                             ((n * q.cob + ob + o) * OH + oh0) * OW * cb + ow0 * cb;
                         kiln_wino_out_tf(M + ((int64_t)o * Tc + tt) * cb, mps, out + off,
-                                         res_p ? res_p + off : NULL, OW * cb, nr, nc,
-                                         bias_p ? bias_p + (ob + o) * cb : NULL, epi,
+                                         res_p ? res_p + off : NULL, d * OW * cb, d * cb, nr,
+                                         nc, bias_p ? bias_p + (ob + o) * cb : NULL, epi,
                                          p->clip_min, p->clip_max, cb);
                     }
             }
