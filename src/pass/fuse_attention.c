@@ -4,7 +4,10 @@
  * Matched walking back from the second MatMul R = MatMul(P, V) (PyTorch's and
  * Hugging Face's exports, torchvision's nn.MultiheadAttention):
  *   P = Softmax(Z, last axis); Z = Y + M (either order, M any float32 value
- *   that broadcasts to the scores) or Z = Y; Y = S / c, S * c or S (c a
+ *   that broadcasts to the scores), Z = Where(B, f, Y) or Where(B, Y, f)
+ *   (masked_fill: nanoGPT's causal mask, Hugging Face GPT-2's torch.where;
+ *   B a bool mask, f a scalar constant of -inf or at most -1e9), or Z = Y;
+ *   Y = S / c, S * c or S (c a
  *   scalar constant); S = MatMul(A, Kt) of rank 4, or 3 (torchvision's
  *   nn.MultiheadAttention export merges batch and heads); A = Q * c, Q / c or Q.
  * Every intermediate must be read only by the pattern (not a graph output).
@@ -12,7 +15,15 @@
  * only by the pattern: Q = Transpose(X, p) reads X with q_perm p; Kt =
  * Transpose(X, p) reads X with k_perm p o (0 1 3 2), else Kt itself with
  * k_perm (0 1 3 2); V likewise; a Transpose that is R's only reader becomes
- * o_perm, and the Attention takes its place. The dead nodes go in dce. */
+ * o_perm, and the Attention takes its place. The dead nodes go in dce.
+ *
+ * A masked_fill becomes the additive mask M = Where(B, f, 0) (or
+ * Where(B, 0, f)): a float32 constant when B is one (the causal mask, folded
+ * at import), else a Where node before the Attention. Y + f is not f, but
+ * both vanish in the softmax (exp(Y + f - max) underflows to 0 for f <=
+ * -1e9 and any |Y| below ~1e9; Y + -inf is -inf), which is the only reader. */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "ir/attention.h"
@@ -21,6 +32,9 @@
 
 typedef struct amatch {
     int q, k, v, m;         /* source value ids (m -1: none) */
+    int fill_cond;          /* masked_fill's bool mask B (-1: none; then m is -1) */
+    bool fill_true;         /* f where B is true (else where B is false) */
+    float fill;             /* f */
     int64_t qp[4], kp[4], vp[4], op[4]; /* rank entries each */
     int rank;
     float scale;
@@ -115,8 +129,24 @@ static bool match(actx *a, const kiln_node *r, amatch *mt)
         return false;
     int z = sm->inputs[0], y = z;
     mt->m = -1;
+    mt->fill_cond = -1;
     const kiln_node *add = prod(a, z, KILN_OP_ADD);
-    if (add && inner(a, z)) {
+    const kiln_node *wh = prod(a, z, KILN_OP_WHERE);
+    if (wh && inner(a, z) && wh->n_inputs == 3) {
+        const kiln_value *b = a->g->values[wh->inputs[0]];
+        float f;
+        for (int k = 1; k <= 2 && mt->fill_cond < 0; k++)
+            if (scalar(a, wh->inputs[k], &f) && (isinf(f) ? f < 0 : f <= -1e9f) &&
+                scores_side(a, wh->inputs[3 - k]) && b->dtype == KILN_DTYPE_BOOL &&
+                b->layout.kind == KILN_LAYOUT_ROW_MAJOR && b->shape.rank <= 4) {
+                y = wh->inputs[3 - k];
+                mt->fill_cond = wh->inputs[0];
+                mt->fill_true = k == 1;
+                mt->fill = f;
+            }
+        if (mt->fill_cond < 0)
+            return false;
+    } else if (add && inner(a, z)) {
         for (int k = 0; k < 2 && mt->m < 0; k++) {
             int o = add->inputs[1 - k];
             const kiln_value *ov = a->g->values[o];
@@ -216,13 +246,50 @@ static bool match(actx *a, const kiln_node *r, amatch *mt)
     plain.n_attrs = 0;
     kiln_attn_geom geo;
     kiln_error e = {0};
-    const kiln_shape *ms = mt->m >= 0 ? &a->g->values[mt->m]->shape : NULL;
+    const kiln_shape *ms = mt->m >= 0           ? &a->g->values[mt->m]->shape
+                           : mt->fill_cond >= 0 ? &a->g->values[mt->fill_cond]->shape
+                                                : NULL;
     if (kiln_attn_geom_of(&plain, &q4, &k4, &v4, ms, &geo, &e) != KILN_OK)
         return false;
     if (geo.Sk < 1 || geo.D < 1 || geo.Sk > KILN_ATTN_MAX_SK ||
         geo.D * ((geo.Sk + 63) / 64 * 64) > KILN_ATTN_MAX_KT)
         return false; /* no kernel would take it: keep matmul + softmax */
     return true;
+}
+
+/* masked_fill's additive mask (see the top) for the Attention replacing
+ * node n: a float32 constant of B's shape when B is a constant, else a
+ * Where(B, f, 0) / Where(B, 0, f) node. Its new value id, -1 when out of
+ * memory. */
+static int fill_mask(kiln_rewrite *rw, const kiln_graph *g, const kiln_node *n, const amatch *mt)
+{
+    const kiln_value *b = g->values[mt->fill_cond];
+    const float zero = 0.0f;
+    char name[512];
+    if (b->kind == KILN_VALUE_CONST && b->data) {
+        void *data = NULL;
+        snprintf(name, sizeof name, "%s.mask", n->name ? n->name : "attention");
+        int v = kiln_graph_add_const_uninit(rw->dst, name, KILN_DTYPE_FLOAT32, &b->shape, true,
+                                            &data);
+        if (v < 0 || !data)
+            return -1;
+        const uint8_t *bv = b->data;
+        float *m = data;
+        for (int64_t i = 0; i < kiln_shape_numel(&b->shape); i++)
+            m[i] = (bv[i] != 0) == mt->fill_true ? mt->fill : zero;
+        return v;
+    }
+    const kiln_shape one = {0};
+    snprintf(name, sizeof name, "%s.fill", n->name ? n->name : "attention");
+    int fv = kiln_graph_add_const(rw->dst, name, KILN_DTYPE_FLOAT32, &one, &mt->fill);
+    snprintf(name, sizeof name, "%s.zero", n->name ? n->name : "attention");
+    int zv = kiln_graph_add_const(rw->dst, name, KILN_DTYPE_FLOAT32, &one, &zero);
+    if (fv < 0 || zv < 0)
+        return -1;
+    int in[3] = {kiln_rewrite_value(rw, mt->fill_cond), mt->fill_true ? fv : zv,
+                 mt->fill_true ? zv : fv};
+    int id = kiln_rewrite_emit(rw, n, KILN_OP_WHERE, ".mask", in, 3, &b->shape, false);
+    return id < 0 ? -1 : kiln_rewrite_out(rw, id);
 }
 
 kiln_status kiln_pass_fuse_attention(kiln_pass_ctx *ctx, kiln_error *err)
@@ -263,11 +330,14 @@ kiln_status kiln_pass_fuse_attention(kiln_pass_ctx *ctx, kiln_error *err)
             continue;
         }
         const amatch *mt = &at[root_of[i]];
+        int mask = mt->m >= 0 ? kiln_rewrite_value(&rw, mt->m) : -1;
+        if (mt->fill_cond >= 0 && (mask = fill_mask(&rw, g, n, mt)) < 0)
+            goto oom;
         int in[4] = {kiln_rewrite_value(&rw, mt->q), kiln_rewrite_value(&rw, mt->k),
-                     kiln_rewrite_value(&rw, mt->v), mt->m >= 0 ? kiln_rewrite_value(&rw, mt->m) : -1};
+                     kiln_rewrite_value(&rw, mt->v), mask};
         kiln_node tmp = *n;
         tmp.op = KILN_OP_ATTENTION;
-        tmp.n_inputs = mt->m >= 0 ? 4 : 3;
+        tmp.n_inputs = mask >= 0 ? 4 : 3;
         tmp.n_attrs = 0;
         int id = kiln_rewrite_node(&rw, &tmp, in);
         if (id < 0 || kiln_node_set_float(rw.dst, id, "scale", mt->scale) != KILN_OK ||

@@ -49,6 +49,17 @@ static inline ct_result ct_compare(const float *a, const float *b, int64_t n, do
 
 /* A float32 constant of shape s named `name`, uniform in [lo, hi) from seed. */
 /* The layout transforms in g (Identity nodes that change the layout). */
+/* n bools from seed, three in four true. */
+static inline void ct_fill_bool(void *data, int64_t n, uint64_t seed)
+{
+    uint8_t *b = data;
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (int64_t i = 0; i < n; i++) {
+        x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+        b[i] = ((x * 0x2545F4914F6CDD1Dull) >> 62) != 0;
+    }
+}
+
 static inline int ct_count_transforms(const kiln_graph *g)
 {
     int c = 0;
@@ -180,6 +191,8 @@ static inline void ct_check_graph_on(const kiln_graph *g, const char *dir, const
         assert_int_equal(kiln_tensor_alloc(&t, v->dtype, &v->shape, &err), KILN_OK);
         if (v->dtype == KILN_DTYPE_FLOAT32)
             kt_fill_random(t.data, kiln_shape_numel(&v->shape), seed + (uint64_t)i, -1.0f, 1.0f);
+        else if (v->dtype == KILN_DTYPE_BOOL)
+            ct_fill_bool(t.data, kiln_shape_numel(&v->shape), seed + (uint64_t)i);
         assert_int_equal(kiln_module_set_input(m, i, &t, &err), KILN_OK);
         assert_int_equal(kiln_ref_executor_set_input(ex, i, &t, &err), KILN_OK);
         kiln_tensor_release(&t);

@@ -4,7 +4,9 @@
  * multiple of 16, Dv over 64), additive masks of several broadcast shapes or
  * none, and three exported forms (bert: head split/merge transposes around,
  * scores / c; vit: q * c, K^T by a transpose, no merge; torchvision's
- * nn.MultiheadAttention: rank 3, q / c). rtol 1e-3, atol 1e-4. The Attention
+ * nn.MultiheadAttention: rank 3, q / c), and masked_fill's Where with -inf
+ * or float32's min (a constant causal mask, a run-time one). rtol 1e-3,
+ * atol 1e-4. The Attention
  * reference kernel is checked the same way against the unfused graph's. */
 #include "compiler_test.h"
 #include "pass/pass.h"
@@ -45,7 +47,9 @@ static int scalar(kiln_graph *g, float v)
 
 typedef struct acase {
     int64_t B, H, Sq, Sk, D, Dv;
-    int mask; /* 0 none, 1 [B,1,1,Sk] input, 2 [Sq,Sk] const with -1e4 entries, 3 full input */
+    int mask; /* 0 none, 1 [B,1,1,Sk] input, 2 [Sq,Sk] const with -1e4 entries, 3 full input,
+               * masked_fill: 4 Where(B, -inf, S), B a causal [Sq,Sk] bool constant;
+               * 5 Where(B, S, float32 min), B a [B,1,Sq,Sk] bool input (not form 2) */
     int form; /* 0 bert's, 1 vit's, 2 torchvision's nn.MultiheadAttention (rank 3, B = 1),
                * 3 vit's unscaled (softmax(q k^T) v: a scale of exactly 1, also what
                * a decoder's folded constant queries leave), 4 vit's with V and
@@ -65,7 +69,10 @@ static float *ref_run(const kiln_graph *g, int64_t *n)
         const char *name;
         assert_int_equal(kiln_graph_input_info(g, i, &name, &t.dtype, &t.shape), KILN_OK);
         assert_int_equal(kiln_tensor_alloc(&t, t.dtype, &t.shape, &err), KILN_OK);
-        kt_fill_random(t.data, kiln_shape_numel(&t.shape), 600 + (uint64_t)i, -1.0f, 1.0f);
+        if (t.dtype == KILN_DTYPE_BOOL)
+            ct_fill_bool(t.data, kiln_shape_numel(&t.shape), 600 + (uint64_t)i);
+        else
+            kt_fill_random(t.data, kiln_shape_numel(&t.shape), 600 + (uint64_t)i, -1.0f, 1.0f);
         assert_int_equal(kiln_ref_executor_set_input(ex, i, &t, &err), KILN_OK);
         kiln_tensor_release(&t);
     }
@@ -140,7 +147,24 @@ static void run_case(const acase *c)
         int d[2] = {s, scalar(g, 1.7f)};
         s = node(g, KILN_OP_DIV, d, 2);
     }
-    if (c->mask) {
+    if (c->mask >= 4) {
+        int b, in3[3];
+        if (c->mask == 4) {
+            kiln_shape bs = {.rank = 2, .dims = {c->Sq, c->Sk}};
+            uint8_t *data = NULL;
+            b = kiln_graph_add_const_uninit(g, "causal", KILN_DTYPE_BOOL, &bs, true,
+                                            (void **)&data);
+            for (int64_t i = 0; i < c->Sq; i++)
+                for (int64_t j = 0; j < c->Sk; j++)
+                    data[i * c->Sk + j] = j > i;
+            in3[0] = b, in3[1] = scalar(g, -INFINITY), in3[2] = s;
+        } else {
+            kiln_shape bs = {.rank = 4, .dims = {c->B, 1, c->Sq, c->Sk}};
+            b = kiln_graph_add_input(g, "keep", KILN_DTYPE_BOOL, &bs);
+            in3[0] = b, in3[1] = s, in3[2] = scalar(g, -3.4028235e38f);
+        }
+        s = node(g, KILN_OP_WHERE, in3, 3);
+    } else if (c->mask) {
         int m;
         if (c->mask == 2) {
             kiln_shape ms = {.rank = 2, .dims = {c->Sq, c->Sk}};
@@ -189,7 +213,7 @@ static void run_case(const acase *c)
         n_att += ctx->g->nodes[i]->op == KILN_OP_ATTENTION;
         n_other += ctx->g->nodes[i]->op != KILN_OP_ATTENTION;
     }
-    if (n_att != 1 || n_other != 0)
+    if (n_att != 1 || n_other != (c->mask == 5)) /* a run-time fill: its mask's Where */
         fail_msg("case %d: %d Attention and %d other nodes after fuse-attention", case_no, n_att,
                  n_other);
     ref_vs_ref(g, ctx->g);
@@ -226,6 +250,9 @@ static void test_fixed(void **state)
         {1, 2, 40, 40, 16, 16, 0, 3},     /* unscaled: SCALE_ 1 (once printed "1f") */
         {1, 1, 256, 256, 64, 128, 0, 4},  /* channel-major V and output (V packed, rows staged) */
         {2, 2, 37, 45, 9, 70, 3, 4},      /* the same, ragged, a mask, a partial column block */
+        {1, 4, 96, 96, 64, 64, 4, 0},     /* nanoGPT's masked_fill(causal, -inf) */
+        {1, 2, 30, 41, 16, 16, 4, 1},     /* the same, Sq != Sk */
+        {2, 3, 19, 19, 8, 8, 5, 0},       /* GPT-2's torch.where(keep, S, min), a run-time mask */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i]);
