@@ -9,7 +9,9 @@
  *  - a row-major input of a partial block (24 channels), stride 2; a 1x1
  *    head with a residual Add; a dilated 5x5 with Relu; a nearest Resize;
  *  - what stays on the blocked template: an RGB image's 3 input channels,
- *    8 output channels. */
+ *    8 output channels;
+ *  - a Resize to the graph output stays row-major (no transform of the
+ *    upsampled tensor). */
 #include "compiler_test.h"
 
 static char *dir;
@@ -118,11 +120,56 @@ static void test_fewout(void **state)
     }
 }
 
+static bool pick_resize(const kiln_pass_ctx *ctx, const kiln_task *t)
+{
+    return ctx->g->nodes[t->anchor]->op == KILN_OP_RESIZE;
+}
+
+/* A segmentation head's upsample to the graph output (DeepLabV3: 21
+ * classes, a partial block): the Resize reads the small map transformed to
+ * NCHW and writes NCHW, rather than writing blocks that a transform of the
+ * large output would then undo; the values right. */
+static void test_resize_to_output(void **state)
+{
+    (void)state;
+    kiln_graph *g;
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    kiln_shape xs = {4, {1, 32, 6, 7}};
+    int x = kiln_graph_add_input(g, "x", KILN_DTYPE_FLOAT32, &xs);
+    int w = ct_param(g, "w", (kiln_shape){4, {21, 32, 1, 1}}, 61, -0.3f, 0.3f);
+    const int p0[4] = {0, 0, 0, 0};
+    int y = ct_conv(g, x, w, -1, 1, 1, p0, 1);
+    int rs = kiln_graph_add_node(g, KILN_OP_RESIZE, "up", &y, 1, 1);
+    float sc[4] = {1, 1, 8, 8};
+    assert_int_equal(kiln_node_set_string(g, rs, "mode", "linear"), KILN_OK);
+    assert_int_equal(kiln_node_set_floats(g, rs, "scales", sc, 4), KILN_OK);
+    assert_int_equal(kiln_graph_add_output(g, kiln_graph_node_output(g, rs, 0)), KILN_OK);
+    kiln_error err = {0};
+    assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+    kiln_pass_ctx *ctx;
+    kiln_lowered *l;
+    ct_lower(g, 0, &ctx, &l);
+    for (int i = 0; i < ctx->g->n_nodes; i++) {
+        const kiln_node *n = ctx->g->nodes[i];
+        if (n->op == KILN_OP_RESIZE &&
+            ctx->g->values[n->outputs[0]]->layout.kind != KILN_LAYOUT_ROW_MAJOR)
+            fail_msg("the Resize to the graph output writes blocks");
+    }
+    kiln_lowered_destroy(l);
+    kiln_pass_ctx_destroy(ctx);
+    char name[64];
+    ct_template_of(g, 0, pick_resize, name, sizeof name);
+    assert_string_equal(name, "resize");
+    ct_check_graph(g, dir, "resize_out", 0, 700, 1e-4, 1e-5);
+    kiln_graph_destroy(g);
+}
+
 int main(void)
 {
     dir = kt_tempdir();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fewout),
+        cmocka_unit_test(test_resize_to_output),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kt_rmdir(dir);

@@ -87,6 +87,9 @@ struct kiln_win2d;
 bool kiln_tpl_wino_takes(const struct kiln_win2d *w);
 /* Row-major data input (input 0). */
 bool kiln_tpl_row_major_in(const kiln_graph *g, const kiln_node *n);
+/* Whether every reader of value v keeps a blocked input blocked (tpl_transpose.c;
+ * concat: a channel Concat counts as one). */
+bool kiln_tpl_readers_take_blocks(const kiln_graph *g, int v, bool concat);
 /* The group width gw of a grouped Conv whose blocks of `block` channels hold
  * whole groups (C_in/g == C_out/g == gw, 2 <= gw < block, block % gw == 0,
  * C_in % block == 0), or 0: the narrow-group templates' conv. */

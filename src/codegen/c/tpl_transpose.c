@@ -63,8 +63,12 @@ static bool is_nhwc_transpose(const kiln_graph *g, const kiln_node *n)
     return perm_kind(g, n) == 1;
 }
 
-/* Every reader of value v keeps a blocked input blocked (or wants one). */
-static bool readers_take_blocks(const kiln_graph *g, int v)
+/* Every reader of value v keeps a blocked input blocked (or wants one):
+ * unary elementwise ops, Add/Sub/Mul, pools, an NHWC transpose, a conv's
+ * data input, and with `concat` a Concat along the channels (alter-layout
+ * keeps it blocked when its inputs are blocked alike). Not a graph output.
+ * Shared with tpl_resize.c (codegen.h). */
+bool kiln_tpl_readers_take_blocks(const kiln_graph *g, int v, bool concat)
 {
     for (int i = 0; i < g->n_outputs; i++)
         if (g->outputs[i] == v)
@@ -81,9 +85,11 @@ static bool readers_take_blocks(const kiln_graph *g, int v)
         const kiln_op_info *info = kiln_op_get(m->op);
         bool unary = info->pattern == KILN_PATTERN_ELEMWISE && info->min_inputs == 1 &&
                      info->max_inputs == 1 && m->op != KILN_OP_CAST && m->op != KILN_OP_IDENTITY;
+        int64_t axis = m->op == KILN_OP_CONCAT ? kiln_attr_int(m, "axis", 0) : 0;
         bool ok = unary || m->op == KILN_OP_ADD || m->op == KILN_OP_SUB || m->op == KILN_OP_MUL ||
                   m->op == KILN_OP_MAXPOOL || m->op == KILN_OP_AVERAGEPOOL ||
                   m->op == KILN_OP_GLOBALAVERAGEPOOL || is_nhwc_transpose(g, m) ||
+                  (concat && m->op == KILN_OP_CONCAT && (axis == 1 || axis == -3)) ||
                   (m->op == KILN_OP_CONV && m->inputs[0] == v &&
                    g->values[m->inputs[1]]->kind == KILN_VALUE_CONST);
         if (!ok)
@@ -112,7 +118,7 @@ static bool layout(const kiln_target *tg, const kiln_graph *g, const kiln_node *
             b = v;
             break;
         }
-    if (b == 1 || !readers_take_blocks(g, n->outputs[0]))
+    if (b == 1 || !kiln_tpl_readers_take_blocks(g, n->outputs[0], false))
         return false;
     out->in = rm;
     out->out = (kiln_layout){KILN_LAYOUT_NCHWC, b, 0};
