@@ -94,6 +94,7 @@ kiln_status kiln_pass_fold_constant(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_lower_conv_transpose(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_lower_to_2d(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_lower_rnn(kiln_pass_ctx *ctx, kiln_error *err);
+kiln_status kiln_pass_crop_taps(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_lower_shuffle(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fold_patterns(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fuse_attention(kiln_pass_ctx *ctx, kiln_error *err);

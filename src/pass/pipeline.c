@@ -16,6 +16,8 @@ static const kiln_pass_entry pipeline[] = {
      "2-D ConvTranspose with constant weights to a Conv over its stride phases + interleave"},
     {"lower-to-2d", kiln_pass_lower_to_2d,
      "1-D Conv (one row) and 3-D Conv, MaxPool, AveragePool (depth to batch) as 2-D ones"},
+    {"crop-taps", kiln_pass_crop_taps,
+     "drop a 2-D Conv's filter rows/columns that only ever read padding (ASPP's large rates)"},
     {"lower-rnn", kiln_pass_lower_rnn,
      "LSTM and GRU with constant weights unrolled over their steps into Gemms and elementwise ops"},
     {"lower-shuffle", kiln_pass_lower_shuffle,
