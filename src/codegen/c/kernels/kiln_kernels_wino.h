@@ -334,11 +334,11 @@ static KILN_KINLINE void kiln_wino_run(const kiln_wino_params *p, const float *i
             for (int64_t tr = tr0; tr < tr1; tr++)
                 for (int64_t tc = 0; tc < q.ntw; tc++) {
                     /* the tile's first output (phase r, s: see the top) */
-                    const int64_t oh0 = tr / q.pth + tr % q.pth * 4 * d;
-                    const int64_t ow0 = tc / q.ptw + tc % q.ptw * 4 * d;
+                    const int64_t oh0 = d == 1 ? tr * 4 : tr / q.pth + tr % q.pth * 4 * d;
+                    const int64_t ow0 = d == 1 ? tc * 4 : tc / q.ptw + tc % q.ptw * 4 * d;
                     const int64_t ih0 = oh0 - p->pad_t, iw0 = ow0 - p->pad_l;
                     float *v = V + (ib * nt + (tr - tr0) * q.ntw + tc) * cb;
-                    if (ih0 >= 0 && iw0 >= 0 && ih0 + 5 * d < H && iw0 + 5 * d < W) {
+                    if (ih0 >= 0 && iw0 >= 0 && ih0 + 5 * d + 1 <= H && iw0 + 5 * d + 1 <= W) {
                         kiln_wino_in_tf(src + (ih0 * W + iw0) * cb, d * W * cb, d * cb, v, vps,
                                         cb);
                         continue;
@@ -386,9 +386,9 @@ static KILN_KINLINE void kiln_wino_run(const kiln_wino_params *p, const float *i
                     for (int tt = 0; tt < Tc; tt++) {
                         const int64_t tile = t0 + tt;
                         const int64_t tr = tr0 + tile / q.ntw, tc = tile % q.ntw;
-                        const int64_t oh0 = tr / q.pth + tr % q.pth * 4 * d;
-                        const int64_t ow0 = tc / q.ptw + tc % q.ptw * 4 * d;
-                        if (oh0 >= OH || ow0 >= OW)
+                        const int64_t oh0 = d == 1 ? tr * 4 : tr / q.pth + tr % q.pth * 4 * d;
+                        const int64_t ow0 = d == 1 ? tc * 4 : tc / q.ptw + tc % q.ptw * 4 * d;
+                        if (d > 1 && (oh0 >= OH || ow0 >= OW))
                             continue; /* a short phase's padding tile */
                         const int nr = (int)kiln_k_min64(4, kiln_k_cdiv(OH - oh0, d));
                         const int nc = (int)kiln_k_min64(4, kiln_k_cdiv(OW - ow0, d));
