@@ -35,14 +35,9 @@ static bool taps_read(const kiln_window *w, int d, int64_t *k0, int64_t *k1)
     for (int64_t k = 0; k < w->kernel[d]; k++) {
         /* rows read: oh * s - p + k * dil for oh in [0, out) */
         int64_t first = -w->pad_begin[d] + k * w->dilation[d];
-        int64_t last = first + (w->out[d] - 1) * w->stride[d];
-        bool reads = false;
-        if (last >= 0 && first < w->in[d]) {
-            /* some oh with 0 <= first + oh * s < in */
-            int64_t lo = first >= 0 ? 0 : (-first + w->stride[d] - 1) / w->stride[d];
-            reads = lo < w->out[d] && first + lo * w->stride[d] < w->in[d];
-        }
-        if (reads) {
+        /* the first oh reading a row >= 0 must read one < in */
+        int64_t lo = first >= 0 ? 0 : (-first + w->stride[d] - 1) / w->stride[d];
+        if (lo < w->out[d] && first + lo * w->stride[d] < w->in[d]) {
             if (*k0 < 0)
                 *k0 = k;
             *k1 = k;

@@ -344,17 +344,9 @@ static KILN_KINLINE void kiln_convred_run(const kiln_convred_params *p, const fl
                 a.kh1--;
             const int64_t off = (img * O * p->oh + oh) * p->ow;
             for (int64_t ow = 0; ow < p->ow;) {
-                int t = 1;
-                if (ow >= lo && ow + T <= hi) {
-                    t = T;
-                    a.kw0 = 0;
-                    a.kw1 = p->kw;
-                } else if (ow >= lo && ow < hi) {
-                    a.kw0 = 0;
-                    a.kw1 = p->kw;
-                } else {
-                    kiln_convred_col_taps(p, ow, &a.kw0, &a.kw1);
-                }
+                /* a whole interior tile, else one pixel with its taps clipped */
+                const int t = ow >= lo && ow + T <= hi ? T : 1;
+                kiln_convred_col_taps(p, ow, &a.kw0, &a.kw1);
                 a.iw0 = ow * p->sw - p->pad_l;
                 kiln_convred_tile(p, O, t, &a);
                 kiln_convred_store(p, O, t, sums, bias, residual, out, off + ow);
