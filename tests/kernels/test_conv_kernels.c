@@ -56,6 +56,7 @@ static void check_conv(kiln_conv_params p, kt_rng *r, int knobs)
         p.oh_tile = kt_int(r, 0, p.oh + 1);
         p.oc_group = kt_int(r, 0, (p.c_out + p.cb_out - 1) / p.cb_out + 1);
         p.task_order = kt_int(r, 0, 2); /* 2: out of range, as 0 */
+        p.colseg = kt_int(r, 0, 1); /* column segments are right for any window */
     }
     run_conv(p, r);
 }
@@ -122,6 +123,57 @@ static void test_conv_network_shapes(void **state)
     a.pad_l = a.pad_r = 0;
     a.pad_t = a.pad_b = 3;
     check_conv(a, &r, 0);
+}
+
+/* Column segments (see "column segments"): atrous convs whose rate nears
+ * the map's width, where the defaults take them (DeepLabV3's ASPP at rates
+ * 12 and 6, a 5x5 at rate 4, asymmetric pads, stride 2, filter columns no
+ * output reads, a 7-wide filter on 3 columns), against the reference with
+ * the defaults and random knobs; the defaults keep whole rows where few
+ * taps read padding. */
+static void test_conv_colseg(void **state)
+{
+    (void)state;
+    kt_rng r = {4242};
+    /* c_in, c_out, h, w, k, dil, pad_l, pad_r, stride, cb */
+    static const int shapes[][10] = {
+        {96, 40, 16, 16, 3, 12, 12, 12, 1, 16}, {64, 24, 9, 11, 3, 6, 6, 6, 1, 16},
+        {24, 17, 12, 13, 5, 4, 8, 5, 1, 8},     {40, 33, 10, 14, 3, 8, 8, 8, 2, 16},
+        {16, 16, 7, 3, 7, 1, 3, 3, 1, 16},      {35, 20, 8, 6, 3, 5, 5, 0, 1, 8},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const int *sh = shapes[i];
+        kiln_conv_params p = {.n = 1, .c_in = sh[0], .c_out = sh[1], .h = sh[2], .w = sh[3],
+                              .kh = sh[4], .kw = sh[4], .sh = sh[8], .sw = sh[8], .dh = sh[5],
+                              .dw = sh[5], .pad_t = sh[6], .pad_l = sh[6], .pad_b = sh[7],
+                              .pad_r = sh[7], .groups = 1, .cb_in = sh[9], .cb_out = sh[9],
+                              .epilogue = KILN_EPI_BIAS | KILN_EPI_RELU | KILN_EPI_RESIDUAL};
+        kiln_conv_params d = p;
+        kt_conv_extent(&d);
+        kiln_conv_default_params(&d, 48 << 10, 2 << 20, 2);
+        assert_int_equal(d.colseg, 1);
+        assert_int_equal(kiln_conv_workspace_bytes(&d), 0); /* read in place: no band copy */
+        check_conv(p, &r, 0);
+        for (int k = 0; k < 4; k++) {
+            kiln_conv_params q = p;
+            q.epilogue = kt_int(&r, 0, 15);
+            check_conv(q, &r, 1);
+        }
+    }
+    /* few taps in the padding: whole rows */
+    kiln_conv_params p = {.n = 1, .c_in = 64, .c_out = 64, .h = 14, .w = 14, .kh = 3, .kw = 3,
+                          .sh = 1, .sw = 1, .dh = 2, .dw = 2, .pad_t = 2, .pad_l = 2, .pad_b = 2,
+                          .pad_r = 2, .groups = 1, .cb_in = 16, .cb_out = 16};
+    kt_conv_extent(&p);
+    kiln_conv_default_params(&p, 48 << 10, 2 << 20, 2);
+    assert_int_equal(p.colseg, 0);
+    /* the segments of rate 12 on 16 columns: [0,4) reads columns 1-2, [4,12) 1, [12,16) 0-1 */
+    kiln_conv_params a = {.w = 16, .ow = 16, .kw = 3, .sw = 1, .dw = 12, .pad_l = 12};
+    kiln_conv_seg s[KILN_CONV_MAXSEG];
+    assert_int_equal(kiln_conv_col_segs(&a, s), 3);
+    assert_true(s[0].ow0 == 0 && s[0].ow1 == 4 && s[0].lo == 1 && s[0].hi == 3);
+    assert_true(s[1].ow0 == 4 && s[1].ow1 == 12 && s[1].lo == 1 && s[1].hi == 2);
+    assert_true(s[2].ow0 == 12 && s[2].ow1 == 16 && s[2].lo == 0 && s[2].hi == 2);
 }
 
 /* Oc tiles outermost with several ic passes per oc tile: the partial sums
@@ -304,6 +356,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         KT_RANDOM_UNIT_TESTS(test_conv_random),
         cmocka_unit_test(test_conv_network_shapes),
+        cmocka_unit_test(test_conv_colseg),
         cmocka_unit_test(test_conv_ic_passes),
         cmocka_unit_test(test_conv_order_by_pixels),
         cmocka_unit_test(test_conv_groups),

@@ -607,6 +607,8 @@ void kiln_tpl_emit_conv_body(kiln_sb *b, const kiln_lowered *l, const kiln_task 
         sa = c.scale >= 0 ? kiln_task_arg(t, c.scale) : -1;
         ha = c.shift >= 0 ? kiln_task_arg(t, c.shift) : -1;
     }
+    if (p->colseg) /* only when set: other convs' literals stay as they were */
+        kiln_sb_puts(b, "    .colseg = 1,\n");
     kiln_sb_puts(b, "};\n\n");
     int ba = n->n_inputs > 2 && n->inputs[2] >= 0 ? kiln_task_arg(t, n->inputs[2]) : -1;
     kiln_sb_puts(b, KILN_TASK_SIG);

@@ -69,6 +69,10 @@ typedef struct kiln_conv_params {
      * KILN_CONV_PRO_* flags, 0 none; the clamp's bounds */
     int pro;
     float pro_lo, pro_hi;
+    /* 1: output columns run in segments that read the same filter columns
+     * inside the image, and skip the others (see "column segments"); set by
+     * kiln_conv_default_params where that pays */
+    int colseg;
 } kiln_conv_params;
 
 #define KILN_CONV_MAXT 16
@@ -129,7 +133,84 @@ typedef struct kiln_conv_plan {
     int64_t wpad;      /* padded width of the copied band (pixels) */
     int64_t band_rows; /* most input rows a band copy holds */
     int stage_tile;    /* the prologue is staged per pixel tile (see "the input prologue") */
+    int colseg;        /* column segments (p->colseg, where kiln_conv_colseg_ok) */
 } kiln_conv_plan;
+
+/* ---- column segments ------------------------------------------------------- */
+
+/* An atrous conv whose rate nears the map's width (DeepLabV3's ASPP at rate
+ * 12 on a 16x16 map) reads padding with most of its filter columns: each
+ * output column of that conv reads 1.5 of its 3 columns inside the image.
+ * With p->colseg the output columns run in segments, maximal runs of columns
+ * that read the same filter columns [lo, hi) inside the image, and each
+ * segment's tiles walk those columns only; the input is read in place (no
+ * band copy with padding columns, unless a prologue needs one), and filter
+ * rows outside the image are skipped as always. A segment's tiles are
+ * narrower than a row's, so it is taken only where at least a quarter of
+ * the column taps read padding (kiln_conv_colseg_pays). lo and hi never grow
+ * along a row, so a row has at most 2 kw + 2 segments. */
+#define KILN_CONV_COLSEG_MAXKW 15
+#define KILN_CONV_MAXSEG (2 * KILN_CONV_COLSEG_MAXKW + 2)
+
+typedef struct kiln_conv_seg {
+    int64_t ow0, ow1; /* output columns [ow0, ow1) */
+    int lo, hi;       /* filter columns [lo, hi) inside the image (lo == hi: none) */
+} kiln_conv_seg;
+
+/* The filter columns [*lo, *hi) output column ow reads inside the image. */
+static KILN_KINLINE void kiln_conv_col_range(const kiln_conv_params *p, int64_t ow, int *lo, int *hi)
+{
+    int64_t ix0 = ow * p->sw - p->pad_l;
+    int64_t l = ix0 >= 0 ? 0 : kiln_k_cdiv(-ix0, p->dw);
+    int64_t h = kiln_k_min64(p->kw, kiln_k_fdiv(p->w - 1 - ix0, p->dw) + 1);
+    if (h <= l)
+        l = h = 0;
+    *lo = (int)l;
+    *hi = (int)h;
+}
+
+/* The segments of a row into s[KILN_CONV_MAXSEG]; their count, or -1 past
+ * that (a filter wider than KILN_CONV_COLSEG_MAXKW). */
+static KILN_KINLINE int kiln_conv_col_segs(const kiln_conv_params *p, kiln_conv_seg *s)
+{
+    int ns = 0;
+    for (int64_t ow = 0; ow < p->ow; ow++) {
+        int lo, hi;
+        kiln_conv_col_range(p, ow, &lo, &hi);
+        if (ns && s[ns - 1].lo == lo && s[ns - 1].hi == hi) {
+            s[ns - 1].ow1 = ow + 1;
+            continue;
+        }
+        if (ns == KILN_CONV_MAXSEG)
+            return -1;
+        s[ns].ow0 = ow;
+        s[ns].ow1 = ow + 1;
+        s[ns].lo = lo;
+        s[ns].hi = hi;
+        ns++;
+    }
+    return ns;
+}
+
+/* Whether column segments may run p (the kernels take them). */
+static KILN_KINLINE int kiln_conv_colseg_ok(const kiln_conv_params *p)
+{
+    return p->kw > 1 && p->kw <= KILN_CONV_COLSEG_MAXKW && p->ow > 0;
+}
+
+/* Whether they pay: at least a quarter of the column taps read padding. */
+static inline int kiln_conv_colseg_pays(const kiln_conv_params *p)
+{
+    if (!kiln_conv_colseg_ok(p))
+        return 0;
+    int64_t pad = 0;
+    for (int64_t ow = 0; ow < p->ow; ow++) {
+        int lo, hi;
+        kiln_conv_col_range(p, ow, &lo, &hi);
+        pad += p->kw - (hi - lo);
+    }
+    return 4 * pad >= (int64_t)p->ow * p->kw;
+}
 
 /* The ISA whose register budget the knobs are chosen for: the target's
  * microkernels, which the block width says (16: AVX-512, 8: AVX2), not the
@@ -172,7 +253,9 @@ static KILN_KINLINE kiln_conv_plan kiln_conv_plan_isa(const kiln_conv_params *p,
     int64_t last_col = (int64_t)(p->ow - 1) * p->sw + (int64_t)(p->kw - 1) * p->dw; /* padded */
     q.stage_tile = p->pro && q.order == 0 && p->kh == 1 && p->kw == 1 && !p->pad_t && !p->pad_l &&
                    !p->pad_b && !p->pad_r;
-    q.copy = (p->pro && !q.stage_tile) || p->pad_l > 0 || last_col - p->pad_l >= p->w;
+    q.colseg = p->colseg && kiln_conv_colseg_ok(p);
+    q.copy = (p->pro && !q.stage_tile) ||
+             (!q.colseg && (p->pad_l > 0 || last_col - p->pad_l >= p->w));
     q.wpad = kiln_k_max64(p->w + p->pad_l, last_col + 1);
     q.band_rows = kiln_k_min64(p->h, (int64_t)(q.oh_tile - 1) * p->sh + (int64_t)(p->kh - 1) * p->dh + 1);
     return q;
@@ -368,6 +451,36 @@ static inline void kiln_conv_pick_tile(int isa, int64_t px, int64_t cob, int *T,
     kiln_conv_pick_tile_w(isa, px, cob, 0.5, T, O);
 }
 
+/* The register tile of p's rows: over the whole row, or with column
+ * segments over each segment, weighted by the filter columns it reads. */
+static inline void kiln_conv_pick_tile_p(const kiln_conv_params *p, int isa, int64_t cob,
+                                         double wcost, int *T, int *O)
+{
+    kiln_conv_seg s[KILN_CONV_MAXSEG];
+    int ns = p->colseg && kiln_conv_colseg_ok(p) ? kiln_conv_col_segs(p, s) : -1;
+    if (ns < 0) {
+        kiln_conv_pick_tile_w(isa, p->ow, cob, wcost, T, O);
+        return;
+    }
+    int64_t widest = 0;
+    for (int k = 0; k < ns; k++)
+        widest = kiln_k_max64(widest, s[k].ow1 - s[k].ow0);
+    double best = 1e300;
+    *T = *O = 1;
+    for (int o = 1; o <= KILN_CONV_MAXO && o <= cob; o++)
+        for (int t = 1; kiln_conv_tile_ok(isa, widest, cob, t, o); t++) {
+            double row = 0;
+            for (int k = 0; k < ns; k++)
+                row += kiln_conv_tile_cost(s[k].ow1 - s[k].ow0, cob, wcost, t, o) *
+                       (s[k].hi - s[k].lo);
+            if (row < best * 0.999) {
+                best = row;
+                *T = t;
+                *O = o;
+            }
+        }
+}
+
 /* The slot cost of a weight vector load that comes from the L2 (see
  * kiln_conv_default_params), AVX2. */
 #define KILN_CONV_WLOAD_L2_AVX2 2.0
@@ -491,10 +604,11 @@ static inline void kiln_conv_default_params(kiln_conv_params *p, int64_t l1_byte
                                             int64_t l2_bytes, int n_threads)
 {
     p->ow_tile = p->oc_tile = 1;
+    p->colseg = kiln_conv_colseg_pays(p);
     kiln_conv_clear_task_knobs(p);
     const int isa = kiln_conv_model_isa(p->cb_out);
     kiln_conv_plan q = kiln_conv_plan_isa(p, isa);
-    kiln_conv_pick_tile(isa, p->ow, q.cob_g, &p->ow_tile, &p->oc_tile);
+    kiln_conv_pick_tile_p(p, isa, q.cob_g, 0.5, &p->ow_tile, &p->oc_tile);
     kiln_conv_task_knobs(p, l1_bytes, l2_bytes, n_threads);
     if (isa != KILN_ISA_AVX2 || p->loop_order != 0)
         return;
@@ -503,7 +617,7 @@ static inline void kiln_conv_default_params(kiln_conv_params *p, int64_t l1_byte
     if (wtile <= l1_bytes / 2)
         return;
     kiln_conv_params t = *p;
-    kiln_conv_pick_tile_w(isa, p->ow, q.cob_g, KILN_CONV_WLOAD_L2_AVX2, &t.ow_tile, &t.oc_tile);
+    kiln_conv_pick_tile_p(p, isa, q.cob_g, KILN_CONV_WLOAD_L2_AVX2, &t.ow_tile, &t.oc_tile);
     if (t.ow_tile == p->ow_tile && t.oc_tile == p->oc_tile)
         return;
     kiln_conv_task_knobs(&t, l1_bytes, l2_bytes, n_threads);
@@ -746,8 +860,8 @@ static inline uint32_t kiln_conv_run_steps(int64_t step, int64_t run, int64_t n)
 }
 
 /* The pixel (*tm) and oc (*om) tile widths of kiln_conv_run_pro's loops for
- * p with the microkernels of `isa`: each row's ow pixels in tiles of T; each
- * task's run of oc blocks (oc_group of them, or the group's remainder) in
+ * p with the microkernels of `isa`: each row's ow pixels (with column
+ * segments, each segment's) in tiles of T; each task's run of oc blocks (oc_group of them, or the group's remainder) in
  * tiles of O. */
 static inline void kiln_conv_tile_sets(const kiln_conv_params *p, int isa, uint32_t *tm,
                                        uint32_t *om)
@@ -755,6 +869,13 @@ static inline void kiln_conv_tile_sets(const kiln_conv_params *p, int isa, uint3
     const kiln_conv_plan q = kiln_conv_plan_isa(p, isa);
     *tm = kiln_conv_steps(q.T, p->ow);
     *om = kiln_conv_run_steps(q.O, q.oc_group, q.cob_g);
+    kiln_conv_seg s[KILN_CONV_MAXSEG];
+    int ns = q.colseg ? kiln_conv_col_segs(p, s) : -1;
+    if (ns >= 0) { /* each segment in tiles of T */
+        *tm = 0;
+        for (int k = 0; k < ns; k++)
+            *tm |= kiln_conv_steps(q.T, s[k].ow1 - s[k].ow0);
+    }
 }
 
 /* A tile whose width is outside KILN_CONV_TILES_*: the portable microkernel
@@ -894,17 +1015,16 @@ static KILN_KINLINE void kiln_conv_tile(const kiln_conv_plan *q, int T, int O,
     kiln_conv_tile_far(q, T, O, a, &none);
 }
 
-/* Sets up and runs the tile at output row oh, pixel tile t, oc block ob. */
-static KILN_KINLINE void kiln_conv_tile_at(const kiln_conv_params *p, const kiln_conv_plan *q,
-                                           kiln_conv_tile_args *a, const float *src,
-                                           int64_t src_rs, int64_t row0, int64_t colpad,
-                                           const float *w, const float *bias, const float *res,
-                                           float *out, int64_t n, int64_t oh, int64_t t,
-                                           int64_t ob, int O, int64_t nfull, const kiln_conv_far *f)
+/* Sets up and runs the tile of T pixels from (oh, ow0) at oc block ob whose
+ * filter columns start at col (a->nkw of them). */
+static KILN_KINLINE void kiln_conv_tile_cols(const kiln_conv_params *p, const kiln_conv_plan *q,
+                                             kiln_conv_tile_args *a, const float *src,
+                                             int64_t src_rs, int64_t row0, int64_t colpad,
+                                             const float *w, const float *bias, const float *res,
+                                             float *out, int64_t n, int64_t oh, int64_t ow0, int T,
+                                             int col, int64_t ob, int O, const kiln_conv_far *f)
 {
     const int64_t OW = p->ow, cbo = q->cbo;
-    const int T = t < nfull ? q->T : (int)(OW % q->T);
-    const int64_t ow0 = t * q->T;
     const int64_t out_off = n * q->cob * p->oh * OW * cbo + ob * a->out_os + (oh * OW + ow0) * cbo;
     /* filter rows inside the image */
     int64_t ih0 = oh * p->sh - p->pad_t;
@@ -913,12 +1033,26 @@ static KILN_KINLINE void kiln_conv_tile_at(const kiln_conv_params *p, const kiln
     if (r_hi <= r_lo)
         r_lo = r_hi = 0;
     a->nkh = (int)(r_hi - r_lo);
-    a->in = src + (ih0 + r_lo * p->dh - row0) * src_rs + (ow0 * p->sw - p->pad_l + colpad) * q->cbi;
-    a->w = w + ob * a->w_os + r_lo * a->w_rs;
+    a->in = src + (ih0 + r_lo * p->dh - row0) * src_rs +
+            (ow0 * p->sw - p->pad_l + colpad + (int64_t)col * p->dw) * q->cbi;
+    a->w = w + ob * a->w_os + r_lo * a->w_rs + (int64_t)col * q->cbi * cbo;
     a->out = out + out_off;
     a->res = res ? res + out_off : NULL;
     a->bias = bias ? bias + ob * cbo : NULL;
     kiln_conv_tile_far(q, T, O, a, f);
+}
+
+/* Sets up and runs the tile at output row oh, pixel tile t, oc block ob. */
+static KILN_KINLINE void kiln_conv_tile_at(const kiln_conv_params *p, const kiln_conv_plan *q,
+                                           kiln_conv_tile_args *a, const float *src,
+                                           int64_t src_rs, int64_t row0, int64_t colpad,
+                                           const float *w, const float *bias, const float *res,
+                                           float *out, int64_t n, int64_t oh, int64_t t,
+                                           int64_t ob, int O, int64_t nfull, const kiln_conv_far *f)
+{
+    const int T = t < nfull ? q->T : (int)(p->ow % q->T);
+    kiln_conv_tile_cols(p, q, a, src, src_rs, row0, colpad, w, bias, res, out, n, oh, t * q->T, T,
+                        0, ob, O, f);
 }
 
 /* ---- the input prologue ------------------------------------------------------ */
@@ -995,6 +1129,72 @@ static KILN_KINLINE void kiln_conv_pass(const kiln_conv_plan *q, kiln_conv_tile_
     a->nicb = (int)kiln_k_min64(q->ict, q->cib_g - ic0);
     a->first = ic0 == 0;
     a->last = ic0 + q->ict >= q->cib_g;
+}
+
+/* A task's loops with column segments (see "column segments"): those of
+ * kiln_conv_run_pro, each row's pixel tiles taken segment by segment, each
+ * with the segment's filter columns. */
+static KILN_KINLINE void kiln_conv_task_colseg(const kiln_conv_params *p, const kiln_conv_plan *q,
+                                               kiln_conv_tile_args *a, const float *src,
+                                               int64_t src_cs, int64_t src_rs, int64_t row0,
+                                               int64_t colpad, const float *w_packed,
+                                               const float *bias, const float *res, float *out,
+                                               int64_t n, int64_t oh0, int64_t oh1, int64_t ob0,
+                                               int64_t ob1)
+{
+    kiln_conv_seg sg[KILN_CONV_MAXSEG];
+    const int ns = kiln_conv_col_segs(p, sg);
+    const int64_t w_cs = a->w_cs;
+    int64_t ntiles = 0;
+    for (int k = 0; k < ns; k++)
+        ntiles += kiln_k_cdiv(sg[k].ow1 - sg[k].ow0, q->T);
+    kiln_conv_far far = {0, 0, 0};
+    if (q->order == 0) {
+        for (int64_t ic0 = 0; ic0 < q->cib_g; ic0 += q->ict) {
+            kiln_conv_pass(q, a, ic0);
+            const float *src_ic = src + ic0 * src_cs;
+            const float *w_ic = w_packed + ic0 * w_cs;
+            for (int64_t oh = oh0; oh < oh1; oh++)
+                for (int k = 0; k < ns; k++) {
+                    a->nkw = sg[k].hi - sg[k].lo;
+                    for (int64_t ow0 = sg[k].ow0; ow0 < sg[k].ow1; ow0 += q->T) {
+                        const int T = (int)kiln_k_min64(q->T, sg[k].ow1 - ow0);
+                        for (int64_t ob = ob0; ob < ob1; ob += q->O)
+                            kiln_conv_tile_cols(p, q, a, src_ic, src_rs, row0, colpad, w_ic, bias,
+                                                res, out, n, oh, ow0, T, sg[k].lo, ob,
+                                                (int)kiln_k_min64(q->O, ob1 - ob), &far);
+                    }
+                }
+        }
+        return;
+    }
+    /* oc tiles outermost, the next chunk's weights prefetched as in
+     * kiln_conv_run_pro (a tile's walk is shorter than the full window's,
+     * so part of the chunk is left to demand loads) */
+    const int64_t ncalls = (oh1 - oh0) * ntiles;
+    for (int64_t ob = ob0; ob < ob1; ob += q->O)
+        for (int64_t ic0 = 0; ic0 < q->cib_g; ic0 += q->ict) {
+            kiln_conv_pass(q, a, ic0);
+            const int64_t ntaps = (int64_t)a->nicb * p->kh * p->kw;
+            far.off = ic0 + q->ict < q->cib_g ? q->ict * w_cs
+                      : ob + q->O < q->cob    ? q->O * a->w_os - ic0 * w_cs
+                                              : 0;
+            const float *src_ic = src + ic0 * src_cs;
+            const float *w_ic = w_packed + ic0 * w_cs;
+            int64_t call = 0;
+            for (int64_t oh = oh0; oh < oh1; oh++)
+                for (int k = 0; k < ns; k++) {
+                    a->nkw = sg[k].hi - sg[k].lo;
+                    for (int64_t ow0 = sg[k].ow0; ow0 < sg[k].ow1; ow0 += q->T, call++) {
+                        const int T = (int)kiln_k_min64(q->T, sg[k].ow1 - ow0);
+                        far.lo = far.off ? (int)(call * ntaps / ncalls) : 0;
+                        far.hi = far.off ? (int)((call + 1) * ntaps / ncalls) : 0;
+                        kiln_conv_tile_cols(p, q, a, src_ic, src_rs, row0, colpad, w_ic, bias, res,
+                                            out, n, oh, ow0, T, sg[k].lo, ob,
+                                            (int)kiln_k_min64(q->O, ob1 - ob), &far);
+                    }
+                }
+        }
 }
 
 /* Loop order 0 of an unpadded 1x1 conv with a prologue (q->stage_tile):
@@ -1119,6 +1319,11 @@ static KILN_KINLINE void kiln_conv_run_pro(const kiln_conv_params *p, const floa
         a.hi = p->clip_max;
         kiln_conv_far far = {0, 0, 0};
         const int64_t nfull = OW / q.T, trem = OW % q.T, ntiles = nfull + (trem != 0);
+        if (q.colseg) {
+            kiln_conv_task_colseg(p, &q, &a, src, src_cs, src_rs, row0, colpad, w_packed, bias_p,
+                                  res_p, out, n, oh0, oh1, ob0, ob1);
+            continue;
+        }
         if (q.stage_tile) {
             const int64_t c0 = grp * q.cib_g * cbi;
             kiln_conv_order0_staged(p, &q, &a, src, src_cs, scale ? scale + c0 : NULL,
