@@ -35,6 +35,10 @@ static uint32_t kt_conv_tiles_t __attribute__((unused)) = 0xffffffffu;
 static uint32_t kt_conv_tiles_o __attribute__((unused)) = 0xffffffffu;
 #define KILN_CONV_TILES_T kt_conv_tiles_t
 #define KILN_CONV_TILES_O kt_conv_tiles_o
+/* Likewise the input strides it instantiates (KILN_CONV_PS: kiln_conv_ps_set,
+ * kiln_conv_ps_bit), all by default. */
+static uint32_t kt_conv_ps __attribute__((unused)) = 7u;
+#define KILN_CONV_PS kt_conv_ps
 /* Here the tile widths are run-time values, so the dispatchers stay out of
  * line (kiln_kernels_common.h): one copy of each switch, not one per call
  * site. */

@@ -26,6 +26,7 @@ static void run_conv(kiln_conv_params p, kt_rng *r)
     void *ws = wsb ? malloc(wsb) : NULL;
     conv_case c = {p, d.xb, wp, d.bb, d.rb, d.ob, ws};
     kiln_conv_tile_sets(&p, kiln_conv_isa(p.cb_out), &kt_conv_tiles_t, &kt_conv_tiles_o);
+    kt_conv_ps = kiln_conv_ps_set(&p, kiln_conv_isa(p.cb_out));
     kt_split(r, kt_int(r, 0, 3), kiln_conv_tasks(&p), conv_range, &c);
     assert_int_equal(kt_conv_slow_tiles, 0);
     if (getenv("KT_VERBOSE"))

@@ -84,6 +84,7 @@ static void run_pro(kiln_conv_params p, kt_rng *r)
     pro_case c = {p, xb, (p.pro & KILN_CONV_PRO_SCALE) ? sc : NULL,
                   (p.pro & KILN_CONV_PRO_SHIFT) ? sh : NULL, wp, bb, rb, ob, ws};
     kiln_conv_tile_sets(&p, kiln_conv_isa(p.cb_out), &kt_conv_tiles_t, &kt_conv_tiles_o);
+    kt_conv_ps = kiln_conv_ps_set(&p, kiln_conv_isa(p.cb_out));
     kt_split(r, kt_int(r, 0, 3), kiln_conv_tasks(&p), pro_range, &c);
     assert_int_equal(kt_conv_slow_tiles, 0);
     if (getenv("KT_VERBOSE"))

@@ -84,6 +84,7 @@ static void check_expdw(kiln_conv_params g, int c_in, int cbi, int e_epi, kt_rng
     const int isa = kiln_conv_isa(cb);
     kt_conv_tiles_t = kiln_expdw_pixel_tiles(&p, isa);
     kt_conv_tiles_o = kiln_expdw_oc_tiles(&p, isa);
+    kt_conv_ps = kiln_conv_ps_bit(isa, p.e.cb_in, p.e.cb_in);
     kt_conv_slow_tiles = 0;
     expdw_case c = {p, xb, wep, be, wdp, bd, out, ws};
     kt_split(r, kt_int(r, 0, 3), kiln_expdw_tasks(&p), expdw_range, &c);
@@ -95,6 +96,7 @@ static void check_expdw(kiln_conv_params g, int c_in, int cbi, int e_epi, kt_rng
                p.oc_group, p.sub_rows, p.order, kt_conv_tiles_t, kt_conv_tiles_o);
     assert_int_equal(kt_conv_slow_tiles, 0);
     kt_conv_tiles_t = kt_conv_tiles_o = 0xffffffffu;
+    kt_conv_ps = 7u;
     float *got = kt_from_blocked(out, g.n, cw, ohw, cb);
     assert_allclose(got, ref, (int64_t)g.n * cw * ohw, 1e-4, 1e-4);
     float *bufs[] = {x, we, be, wd, bd, zb, wide, ref, xb, wep, wdp, out, got};

@@ -42,6 +42,7 @@ static void check_wino(kiln_conv_params g, kt_rng *r, int knobs)
     /* only the tile widths generated code instantiates: none may take the
      * slow fallback */
     kiln_wino_tile_sets(&p, kiln_conv_isa(p.cb), &kt_conv_tiles_t, &kt_conv_tiles_o);
+    kt_conv_ps = kiln_conv_ps_bit(kiln_conv_isa(p.cb), p.cb, p.cb);
     kt_split(r, kt_int(r, 0, 3), kiln_wino_tasks(&p), wi_range, &c);
     assert_int_equal(kt_conv_slow_tiles, 0);
     if (getenv("KT_VERBOSE"))

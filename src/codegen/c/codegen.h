@@ -68,9 +68,11 @@ void kiln_emit_prologue(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
 /* kiln_emit_prologue of a kernel on one register-tiled header, with the
  * bit sets of the tile widths its loops take defined before it:
  * <prefix>_TILES_T = tm, <prefix>_TILES_O = om (kiln_kernels_conv.h,
- * kiln_kernels_dense.h). */
+ * kiln_kernels_dense.h), and, when ps is not 0, the input strides its
+ * tiles take, <prefix>_PS = ps (kiln_conv_ps_bit). */
 void kiln_emit_prologue_tiles(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
-                              const char *prefix, uint32_t tm, uint32_t om, const char *header);
+                              const char *prefix, uint32_t tm, uint32_t om, uint32_t ps,
+                              const char *header);
 /* The exported kernel function running `n_tasks` tasks of task_ with `grain`. */
 void kiln_emit_entry(kiln_sb *b, const kiln_task *t, const char *n_tasks, int64_t grain);
 /* kiln_emit_entry with the grain a C expression of the generated code (it

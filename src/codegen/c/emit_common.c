@@ -180,13 +180,19 @@ void kiln_emit_prologue(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
 }
 
 void kiln_emit_prologue_tiles(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
-                              const char *prefix, uint32_t tm, uint32_t om, const char *header)
+                              const char *prefix, uint32_t tm, uint32_t om, uint32_t ps,
+                              const char *header)
 {
-    char dt[64], dom[64];
+    char dt[64], dom[64], dps[64];
     snprintf(dt, sizeof dt, "#define %s_TILES_T 0x%xu", prefix, (unsigned)tm);
     snprintf(dom, sizeof dom, "#define %s_TILES_O 0x%xu", prefix, (unsigned)om);
-    const char *const hdr[] = {dt, dom, header};
-    kiln_emit_prologue(b, l, t, hdr, 3);
+    snprintf(dps, sizeof dps, "#define %s_PS 0x%xu", prefix, (unsigned)ps);
+    const char *const hdr[] = {dt, dom, dps, header};
+    const char *const hdr_nops[] = {dt, dom, header};
+    if (ps)
+        kiln_emit_prologue(b, l, t, hdr, 4);
+    else
+        kiln_emit_prologue(b, l, t, hdr_nops, 3);
 }
 
 void kiln_emit_entry_grain(kiln_sb *b, const kiln_task *t, const char *n_tasks, const char *grain)

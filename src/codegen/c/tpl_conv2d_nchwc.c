@@ -657,7 +657,9 @@ void kiln_tpl_emit_conv_prologue(kiln_sb *b, const kiln_lowered *l, const kiln_t
     const kiln_conv_params *p = t->params;
     uint32_t tm, om;
     kiln_conv_tile_sets(p, kiln_conv_model_isa(p->cb_out), &tm, &om);
-    kiln_emit_prologue_tiles(b, l, t, "KILN_CONV", tm, om, "kiln_kernels_conv.h");
+    kiln_emit_prologue_tiles(b, l, t, "KILN_CONV", tm, om,
+                             kiln_conv_ps_set(p, kiln_conv_model_isa(p->cb_out)),
+                             "kiln_kernels_conv.h");
 }
 
 static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)

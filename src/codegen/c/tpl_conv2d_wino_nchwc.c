@@ -134,7 +134,9 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     const kiln_wino_params *p = t->params;
     uint32_t tm, om; /* only the tile widths the products take are compiled */
     kiln_wino_tile_sets(p, kiln_conv_model_isa(p->cb), &tm, &om);
-    kiln_emit_prologue_tiles(b, l, t, "KILN_CONV", tm, om, "kiln_kernels_wino.h");
+    const int isa = kiln_conv_model_isa(p->cb); /* the products: whole blocks, unit stride */
+    kiln_emit_prologue_tiles(b, l, t, "KILN_CONV", tm, om, kiln_conv_ps_bit(isa, p->cb, p->cb),
+                             "kiln_kernels_wino.h");
     char dil[32] = ""; /* undilated kernels' text as before */
     if (p->dil > 1)
         snprintf(dil, sizeof dil, " .dil = %d,", p->dil);

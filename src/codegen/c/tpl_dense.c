@@ -259,7 +259,7 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
      * KILN_DENSE_TILES_*) */
     uint32_t tm, om;
     kiln_dense_tile_sets(p, kiln_conv_model_isa(p->nb), &tm, &om);
-    kiln_emit_prologue_tiles(b, l, t, "KILN_DENSE", tm, om, "kiln_kernels_dense.h");
+    kiln_emit_prologue_tiles(b, l, t, "KILN_DENSE", tm, om, 0, "kiln_kernels_dense.h");
     kiln_sb_printf(b,
                    "static const kiln_dense_params P_ = {\n"
                    "    .m = %d, .k = %d, .n = %d, .nb = %d, .w_kn = %d, .alpha = %af,\n"

@@ -307,7 +307,9 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     /* the expand's tile widths: only those its loops take are instantiated */
     const int isa = kiln_conv_model_isa(p->e.cb_out);
     kiln_emit_prologue_tiles(b, l, t, "KILN_CONV", kiln_expdw_pixel_tiles(p, isa),
-                             kiln_expdw_oc_tiles(p, isa), "kiln_kernels_expdw.h");
+                             kiln_expdw_oc_tiles(p, isa),
+                             kiln_conv_ps_bit(isa, p->e.cb_in, p->e.cb_in), /* staged rows */
+                             "kiln_kernels_expdw.h");
     const kiln_conv_params *e = &p->e;
     const kiln_dwconv_params *d = &p->d;
     kiln_sb_printf(b,

@@ -837,6 +837,31 @@ static inline void kiln_f32_conv_nchwc_ukernel__scalar(int T, int O, int cbo,
 #define KILN_CONV_TILES_O 0xffffffffu
 #endif
 
+/* The input strides of the SIMD tiles a kernel takes (a bit set, like the
+ * widths above): bit 0 whole input blocks of one vector at unit pixel
+ * stride (in_ps == cbi == the vector width: every 1x1 and stride-1 conv,
+ * and the Winograd and expand-depthwise products), bit 1 whole blocks at
+ * pixel stride 2 (AVX-512), bit 2 any other (in_ps and cbi at run time,
+ * without the far prefetch). Each is a copy of every tile; a kernel needs
+ * one or two, and gcc compiled all three (about a third of a conv kernel's
+ * compile time). Generated code defines KILN_CONV_PS (kiln_conv_ps_set); a
+ * tile outside it runs the portable microkernel (kiln_conv_tile_slow). */
+#ifndef KILN_CONV_PS
+#define KILN_CONV_PS 7u
+#endif
+
+/* The bit of KILN_CONV_PS for cbi input channels at pixel stride ps on the
+ * microkernels of `isa`. */
+static inline uint32_t kiln_conv_ps_bit(int isa, int cbi, int64_t ps)
+{
+    const int vl = isa == KILN_ISA_AVX512 ? 16 : isa == KILN_ISA_AVX2 ? 8 : 0;
+    if (vl && cbi == vl && ps == vl)
+        return 1u;
+    if (isa == KILN_ISA_AVX512 && cbi == 16 && ps == 32)
+        return 2u;
+    return 4u;
+}
+
 /* The widths of a walk over n items in steps of at most `step`: step when
  * n >= step, and the remainder n % step. */
 static inline uint32_t kiln_conv_steps(int64_t step, int64_t n)
@@ -878,6 +903,17 @@ static inline void kiln_conv_tile_sets(const kiln_conv_params *p, int isa, uint3
     }
 }
 
+/* KILN_CONV_PS of kiln_conv_run_pro on p with the microkernels of `isa`:
+ * the conv's pixel stride, and the staged tile's unit stride. */
+static inline uint32_t kiln_conv_ps_set(const kiln_conv_params *p, int isa)
+{
+    const kiln_conv_plan q = kiln_conv_plan_isa(p, isa);
+    uint32_t m = kiln_conv_ps_bit(isa, q.cbi, (int64_t)p->sw * q.cbi);
+    if (q.stage_tile)
+        m |= kiln_conv_ps_bit(isa, q.cbi, q.cbi);
+    return m;
+}
+
 /* A tile whose width is outside KILN_CONV_TILES_*: the portable microkernel
  * (correct and slower; never taken when the sets are right). noipa: one
  * copy, not a clone per constant width. */
@@ -899,21 +935,25 @@ static KILN_CONV_NOIPA void kiln_conv_tile_slow(int T, int O, int cbo, const kil
     static KILN_KNOINLINE void kiln_f32_conv_nchw16c_##t##x##n##__avx512(const kiln_conv_tile_args *a, \
                                                                         const kiln_conv_far *f)    \
     {                                                                                              \
-        if (a->in_ps == 16 && a->cbi == 16)                                                        \
+        if ((KILN_CONV_PS & 1u) && a->in_ps == 16 && a->cbi == 16)                                 \
             kiln_f32_conv_nchw16c_ukernel__avx512(t, o, 16, 16, 1, a, f);                          \
-        else if (a->in_ps == 32 && a->cbi == 16)                                                   \
+        else if ((KILN_CONV_PS & 2u) && a->in_ps == 32 && a->cbi == 16)                            \
             kiln_f32_conv_nchw16c_ukernel__avx512(t, o, 32, 16, 1, a, f);                          \
-        else                                                                                       \
+        else if (KILN_CONV_PS & 4u)                                                                \
             kiln_f32_conv_nchw16c_ukernel__avx512(t, o, a->in_ps, a->cbi, 0, a, f);                \
+        else                                                                                       \
+            kiln_conv_tile_slow(t, o, 16, a);                                                      \
     }
 #define KILN_CONV_DEF256(t, o, n)                                                                  \
     static KILN_KNOINLINE void kiln_f32_conv_nchw8c_##t##x##n##__avx2(const kiln_conv_tile_args *a,   \
                                                                       const kiln_conv_far *f)      \
     {                                                                                              \
-        if (a->in_ps == 8 && a->cbi == 8)                                                          \
+        if ((KILN_CONV_PS & 1u) && a->in_ps == 8 && a->cbi == 8)                                   \
             kiln_f32_conv_nchw8c_ukernel__avx2(t, o, 8, 8, 1, a, f);                               \
-        else                                                                                       \
+        else if (KILN_CONV_PS & 4u)                                                                \
             kiln_f32_conv_nchw8c_ukernel__avx2(t, o, a->in_ps, a->cbi, 0, a, f);                   \
+        else                                                                                       \
+            kiln_conv_tile_slow(t, o, 8, a);                                                       \
     }
 #define KILN_CONV_CASE512(t, o, n)                                                                 \
     case t:                                                                                        \
