@@ -12,6 +12,9 @@ packages=(
   libonnx-testdata                   # the ONNX backend conformance suite (tests/onnx-backend)
   python3 python3-numpy python3-onnx # test fixtures (.npy/.pb/.onnx generators)
   python3-torch python3-torchvision  # exporting real networks to ONNX with reference outputs
+  libopenblas0-pthread               # PyTorch's matmuls for those exports (Debian's torch calls the
+                                     # libblas.so.3 alternative; the reference BLAS took 14 s for
+                                     # one ViT-B/16 forward, OpenBLAS 0.3 s)
   python3-venv                       # make bench: the peers' venv (bench/requirements.txt)
   python3-pytest                     # the Python package's tests (python/tests; python3-venv for its pip-install test)
   clang libclang-rt-14-dev           # the libFuzzer target for the ONNX importer (tests/fuzz)
