@@ -11,7 +11,7 @@
  *  - what stays on the blocked template: an RGB image's 3 input channels,
  *    8 output channels;
  *  - a Resize to the graph output stays row-major (no transform of the
- *    upsampled tensor). */
+ *    upsampled tensor); its columns run in runs of one tap count. */
 #include "compiler_test.h"
 
 static char *dir;
@@ -164,12 +164,51 @@ static void test_resize_to_output(void **state)
     kiln_graph_destroy(g);
 }
 
+/* A row-major Resize's columns run in runs of one tap count, each loop's
+ * count a constant (emit_movement.c, resize_runs): linear at scale 3
+ * (every third column reads one tap: runs of 1 and 2), at 3 on a wider map
+ * (more runs than the table takes: the loop bounded per column), cubic (4
+ * taps), nearest (1), linear at 2.5, each with a fused Relu, against the
+ * reference. */
+static void test_resize_runs(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *mode;
+        float sh, sw;
+        int64_t w;
+    } cases[] = {{"linear", 3, 3, 7}, {"linear", 2, 3, 12}, {"cubic", 2, 2, 5},
+                 {"nearest", 2, 2, 7}, {"linear", 1, 2.5f, 6}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        kiln_graph *g;
+        assert_int_equal(kiln_graph_create(&g), KILN_OK);
+        kiln_shape xs = {4, {1, 3, 5, cases[c].w}};
+        int x = kiln_graph_add_input(g, "x", KILN_DTYPE_FLOAT32, &xs);
+        int rs = kiln_graph_add_node(g, KILN_OP_RESIZE, "up", &x, 1, 1);
+        float sc[4] = {1, 1, cases[c].sh, cases[c].sw};
+        assert_int_equal(kiln_node_set_string(g, rs, "mode", cases[c].mode), KILN_OK);
+        assert_int_equal(kiln_node_set_floats(g, rs, "scales", sc, 4), KILN_OK);
+        int y = kiln_graph_node_output(g, rs, 0);
+        int relu = kiln_graph_add_node(g, KILN_OP_RELU, "relu", &y, 1, 1);
+        assert_int_equal(kiln_graph_add_output(g, kiln_graph_node_output(g, relu, 0)), KILN_OK);
+        kiln_error err = {0};
+        assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+        char name[64], tag[32];
+        ct_template_of(g, 0, pick_resize, name, sizeof name);
+        assert_string_equal(name, "resize");
+        snprintf(tag, sizeof tag, "resize_runs%zu", c);
+        ct_check_graph(g, dir, tag, 0, 800 + (uint64_t)c, 1e-5, 1e-6);
+        kiln_graph_destroy(g);
+    }
+}
+
 int main(void)
 {
     dir = kt_tempdir();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fewout),
         cmocka_unit_test(test_resize_to_output),
+        cmocka_unit_test(test_resize_runs),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kt_rmdir(dir);

