@@ -201,15 +201,12 @@ static KILN_KINLINE int kiln_conv_colseg_ok(const kiln_conv_params *p)
 /* Whether they pay: at least a quarter of the column taps read padding. */
 static inline int kiln_conv_colseg_pays(const kiln_conv_params *p)
 {
-    if (!kiln_conv_colseg_ok(p))
-        return 0;
+    kiln_conv_seg s[KILN_CONV_MAXSEG];
+    int ns = kiln_conv_colseg_ok(p) ? kiln_conv_col_segs(p, s) : -1;
     int64_t pad = 0;
-    for (int64_t ow = 0; ow < p->ow; ow++) {
-        int lo, hi;
-        kiln_conv_col_range(p, ow, &lo, &hi);
-        pad += p->kw - (hi - lo);
-    }
-    return 4 * pad >= (int64_t)p->ow * p->kw;
+    for (int k = 0; k < ns; k++)
+        pad += (s[k].ow1 - s[k].ow0) * (p->kw - (s[k].hi - s[k].lo));
+    return ns > 0 && 4 * pad >= (int64_t)p->ow * p->kw;
 }
 
 /* The ISA whose register budget the knobs are chosen for: the target's
@@ -430,20 +427,34 @@ static inline int kiln_conv_tile_ok(int isa, int64_t px, int64_t cob, int t, int
            (t <= px || t == 1);
 }
 
-static inline void kiln_conv_pick_tile_w(int isa, int64_t px, int64_t cob, double wcost, int *T,
-                                         int *O)
+/* The tile for rows made of n runs of px[k] pixels, each run's cost
+ * weighted by wt[k] (a whole row: one run of weight 1). */
+static inline void kiln_conv_pick_tile_runs(int isa, const int64_t *px, const double *wt, int n,
+                                            int64_t cob, double wcost, int *T, int *O)
 {
+    int64_t widest = 0;
+    for (int k = 0; k < n; k++)
+        widest = kiln_k_max64(widest, px[k]);
     double best = 1e300;
     *T = *O = 1;
     for (int o = 1; o <= KILN_CONV_MAXO && o <= cob; o++)
-        for (int t = 1; kiln_conv_tile_ok(isa, px, cob, t, o); t++) {
-            double row = kiln_conv_tile_cost(px, cob, wcost, t, o);
+        for (int t = 1; kiln_conv_tile_ok(isa, widest, cob, t, o); t++) {
+            double row = 0;
+            for (int k = 0; k < n; k++)
+                row += kiln_conv_tile_cost(px[k], cob, wcost, t, o) * wt[k];
             if (row < best * 0.999) {
                 best = row;
                 *T = t;
                 *O = o;
             }
         }
+}
+
+static inline void kiln_conv_pick_tile_w(int isa, int64_t px, int64_t cob, double wcost, int *T,
+                                         int *O)
+{
+    const double one = 1.0;
+    kiln_conv_pick_tile_runs(isa, &px, &one, 1, cob, wcost, T, O);
 }
 
 static inline void kiln_conv_pick_tile(int isa, int64_t px, int64_t cob, int *T, int *O)
@@ -462,23 +473,13 @@ static inline void kiln_conv_pick_tile_p(const kiln_conv_params *p, int isa, int
         kiln_conv_pick_tile_w(isa, p->ow, cob, wcost, T, O);
         return;
     }
-    int64_t widest = 0;
-    for (int k = 0; k < ns; k++)
-        widest = kiln_k_max64(widest, s[k].ow1 - s[k].ow0);
-    double best = 1e300;
-    *T = *O = 1;
-    for (int o = 1; o <= KILN_CONV_MAXO && o <= cob; o++)
-        for (int t = 1; kiln_conv_tile_ok(isa, widest, cob, t, o); t++) {
-            double row = 0;
-            for (int k = 0; k < ns; k++)
-                row += kiln_conv_tile_cost(s[k].ow1 - s[k].ow0, cob, wcost, t, o) *
-                       (s[k].hi - s[k].lo);
-            if (row < best * 0.999) {
-                best = row;
-                *T = t;
-                *O = o;
-            }
-        }
+    int64_t px[KILN_CONV_MAXSEG];
+    double wt[KILN_CONV_MAXSEG];
+    for (int k = 0; k < ns; k++) {
+        px[k] = s[k].ow1 - s[k].ow0;
+        wt[k] = s[k].hi - s[k].lo;
+    }
+    kiln_conv_pick_tile_runs(isa, px, wt, ns, cob, wcost, T, O);
 }
 
 /* The slot cost of a weight vector load that comes from the L2 (see
@@ -886,8 +887,8 @@ static inline uint32_t kiln_conv_run_steps(int64_t step, int64_t run, int64_t n)
 
 /* The pixel (*tm) and oc (*om) tile widths of kiln_conv_run_pro's loops for
  * p with the microkernels of `isa`: each row's ow pixels (with column
- * segments, each segment's) in tiles of T; each task's run of oc blocks (oc_group of them, or the group's remainder) in
- * tiles of O. */
+ * segments, each segment's) in tiles of T; each task's run of oc blocks
+ * (oc_group of them, or the group's remainder) in tiles of O. */
 static inline void kiln_conv_tile_sets(const kiln_conv_params *p, int isa, uint32_t *tm,
                                        uint32_t *om)
 {
