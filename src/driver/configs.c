@@ -239,6 +239,10 @@ static kiln_status read_records(kiln_build *b, const char *path, bool shipped, b
         if (*p == '\n' || *p == '\r' || *p == 0 || *p == '#')
             continue;
         cJSON *rec = cJSON_Parse(p);
+        if (kiln_driver_is_block_record(rec)) { /* a layout time (layout_records.c) */
+            cJSON_Delete(rec);
+            continue;
+        }
         const cJSON *wl = rec ? cJSON_GetObjectItemCaseSensitive(rec, "workload") : NULL;
         const cJSON *kn = rec ? cJSON_GetObjectItemCaseSensitive(rec, "knobs") : NULL;
         bool bad = !cJSON_IsObject(rec) || !cJSON_IsString(wl) || !cJSON_IsObject(kn);
@@ -302,9 +306,13 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The *.jsonl files of the shipped records directory, in name order. */
-static kiln_status read_records_dir(kiln_build *b, const char *dir, best *bt, int *ignored,
-                                    kiln_error *err)
+bool kiln_driver_is_block_record(const cJSON *rec)
+{
+    const cJSON *k = cJSON_IsObject(rec) ? cJSON_GetObjectItemCaseSensitive(rec, "kind") : NULL;
+    return cJSON_IsString(k) && !strcmp(k->valuestring, "block");
+}
+
+kiln_status kiln_driver_records_files(const char *dir, char ***out, int *n_out, kiln_error *err)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -335,6 +343,24 @@ static kiln_status read_records_dir(kiln_build *b, const char *dir, best *bt, in
     closedir(d);
     if (n > 1)
         qsort(names, (size_t)n, sizeof *names, cmp_str);
+    if (s != KILN_OK) {
+        for (int k = 0; k < n; k++)
+            free(names[k]);
+        free(names);
+        return s;
+    }
+    *out = names;
+    *n_out = n;
+    return KILN_OK;
+}
+
+/* The *.jsonl files of the shipped records directory, in name order. */
+static kiln_status read_records_dir(kiln_build *b, const char *dir, best *bt, int *ignored,
+                                    kiln_error *err)
+{
+    char **names = NULL;
+    int n = 0;
+    kiln_status s = kiln_driver_records_files(dir, &names, &n, err);
     for (int k = 0; k < n && s == KILN_OK; k++)
         s = read_records(b, names[k], true, bt, ignored, err);
     for (int k = 0; k < n; k++)

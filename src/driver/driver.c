@@ -48,6 +48,7 @@ void kiln_build_destroy(kiln_build *b)
     kiln_tc_end(b->tc);
     kiln_lowered_destroy(b->low);
     kiln_pass_ctx_destroy(b->ctx);
+    kiln_driver_free_layout_hints(b->rec_hints);
     free(b->explicit_cfg);
     free(b->meta);
     free(b->out_path);
@@ -114,8 +115,14 @@ kiln_status kiln_build_passes(kiln_build *b, kiln_error *err)
         return s;
     b->ctx->print_after = b->print_ir_after;
     b->ctx->verbose = b->opts.verbose;
+    if (!b->layout_hints && b->records && !b->rec_hints &&
+        (s = kiln_driver_read_layout_records(b, err)) != KILN_OK)
+        return s;
+    b->ctx->layout_hints = b->layout_hints ? b->layout_hints : b->rec_hints;
     if ((s = kiln_pass_run_all(b->ctx, err)) != KILN_OK)
         return s;
+    if (b->rec_hints && !b->layout_hints)
+        kiln_driver_report_layouts(b);
     b->t_passes = kiln_driver_now();
     b->stage = BUILD_PASSES;
     return KILN_OK;

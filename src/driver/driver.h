@@ -31,6 +31,10 @@ struct kiln_build {
     kiln_target target;
     build_stage stage;
     kiln_pass_ctx *ctx;
+    /* alter-layout: hints set by the tuner (kiln_build_set_layout_hints),
+     * else the measured block times of the records (layout_records.c) */
+    const struct kiln_layout_hints *layout_hints;
+    struct kiln_layout_hints *rec_hints; /* owned, with its times and keys */
     kiln_lowered *low;
     /* configure */
     bool *explicit_cfg;  /* per task: set by kiln_build_set_config */
@@ -54,6 +58,39 @@ kiln_status kiln_driver_apply_records(kiln_build *b, kiln_error *err);
  * named must exist and the value be in its space. */
 kiln_status kiln_driver_set_knobs(kiln_task *t, const char *config_json, const char *source,
                                   kiln_error *err);
+
+/* Whether a record line is a layout stage's block time ("kind": "block"),
+ * which configure skips. */
+struct cJSON;
+bool kiln_driver_is_block_record(const struct cJSON *rec);
+/* The *.jsonl files of a records directory, in name order (malloc'ed). */
+kiln_status kiln_driver_records_files(const char *dir, char ***names, int *n, kiln_error *err);
+
+/* layout_records.c */
+/* Reads the block times of b->records (a file or a shipped directory):
+ * lines of kind "block", status "tuned", this CPU's fingerprint and this
+ * kiln's template hash; b->rec_hints receives them (NULL when none). A line
+ * that is not JSON is configure's to report: skipped here. */
+kiln_status kiln_driver_read_layout_records(kiln_build *b, kiln_error *err);
+void kiln_driver_free_layout_hints(struct kiln_layout_hints *h);
+/* The block times of a records file or directory (tuned_only: status
+ * "tuned", else "measured" too; a missing file then reads as empty): *out
+ * NULL when there are none. */
+kiln_status kiln_driver_block_times(const char *records, bool tuned_only,
+                                    struct kiln_layout_hints **out, kiln_error *err);
+/* After the passes: how many convs' blocks measured times decided (with
+ * opts.verbose, or for shipped records when any did). */
+void kiln_driver_report_layouts(const kiln_build *b);
+
+/* Hints for alter-layout (pass/layout_dp.h; NULL: the records', if any),
+ * before the passes run; the caller keeps them alive while the build is. */
+void kiln_build_set_layout_hints(kiln_build *b, const struct kiln_layout_hints *h);
+/* After the passes: the nodes offered block choices and what they took
+ * (owned by the build), and how many were costed by measured times. */
+const struct kiln_layout_decision *kiln_build_layout_decisions(const kiln_build *b, int *n,
+                                                               int *measured);
+/* After lower: the task whose anchor node is named `name`, or -1. */
+int kiln_build_task_of_node(const kiln_build *b, const char *name);
 
 double kiln_driver_now(void);
 

@@ -133,6 +133,11 @@ static int channel_operand_of(const kiln_graph *g, const kiln_node *n, const int
 
 typedef struct state {
     kiln_pass_ctx *ctx;
+    /* the applied walk: the nodes offered block choices (NULL: a dry run) */
+    kiln_layout_decision *dec;
+    int n_dec, cap_dec;
+    int measured;
+    double measured_us, measured_analytic_us;
     kiln_rewrite rw;
     int *rm_of;  /* new value id -> its row-major copy (-1: none yet) */
     int *blk_of; /* new value id -> its blocked copy */
@@ -256,6 +261,111 @@ static double node_flops(const kiln_graph *g, const kiln_node *n)
     return f;
 }
 
+static void shape_str(const kiln_shape *sh, char *buf, size_t size)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int d = 0; d < sh->rank && k + 24 < size; d++)
+        k += (size_t)snprintf(buf + k, size - k, "%s%lld", d ? "x" : "", (long long)sh->dims[d]);
+}
+
+static void ints_str(const kiln_node *n, const char *attr, char *buf, size_t size)
+{
+    const int64_t *v = NULL;
+    int c = kiln_attr_ints(n, attr, &v);
+    size_t k = 0;
+    buf[0] = 0;
+    for (int d = 0; d < c && k + 24 < size; d++)
+        k += (size_t)snprintf(buf + k, size - k, "%s%lld", d ? "," : "", (long long)v[d]);
+}
+
+void kiln_layout_node_key(const char *target, const kiln_graph *g, const kiln_node *n,
+                          const kiln_tpl_block *b, char *buf, size_t size)
+{
+    char x[64] = "", w[64] = "", st[32], pd[48], dl[32];
+    if (n->n_inputs > 0 && n->inputs[0] >= 0)
+        shape_str(&g->values[n->inputs[0]]->shape, x, sizeof x);
+    if (n->n_inputs > 1 && n->inputs[1] >= 0)
+        shape_str(&g->values[n->inputs[1]]->shape, w, sizeof w);
+    ints_str(n, "strides", st, sizeof st);
+    ints_str(n, "pads", pd, sizeof pd);
+    ints_str(n, "dilations", dl, sizeof dl);
+    snprintf(buf, size, "%s %s x%s w%s s%s p%s d%s g%lld b%d | out %d in %s",
+             target ? target : "", kiln_op_name(n->op), x, w, st, pd, dl,
+             (long long)kiln_attr_int(n, "group", 1), n->n_inputs > 2 && n->inputs[2] >= 0,
+             kiln_layout_block(b->lay.out),
+             kiln_layout_block(b->lay.in) == 1 ? "row-major" : "blocked");
+}
+
+static int cmp_time(const void *a, const void *b)
+{
+    return strcmp(((const kiln_layout_time *)a)->key, ((const kiln_layout_time *)b)->key);
+}
+
+void kiln_layout_times_sort(kiln_layout_time *t, int n)
+{
+    if (n > 1)
+        qsort(t, (size_t)n, sizeof *t, cmp_time);
+}
+
+double kiln_layout_time_of(const kiln_layout_hints *h, const char *key)
+{
+    if (!h || h->n_times <= 0)
+        return -1;
+    const kiln_layout_time k = {key, 0};
+    const kiln_layout_time *f = bsearch(&k, h->times, (size_t)h->n_times, sizeof k, cmp_time);
+    return f ? f->us : -1;
+}
+
+/* The measured time of node n at choice pick: every choice's key has a
+ * time (keys[] receives them), else -1 (the node keeps the analytic cost). */
+static double measured_us(const state *s, const kiln_node *n, const kiln_tpl_block *bl, int nb,
+                          int pick, char (*keys)[KILN_LAYOUT_KEY_MAX])
+{
+    const kiln_layout_hints *h = s->ctx->layout_hints;
+    const kiln_graph *g = s->ctx->g;
+    bool want = h && h->n_times > 0;
+    double us = -1;
+    for (int k = 0; k < nb; k++) {
+        if (!keys && !want)
+            return -1;
+        char tmp[KILN_LAYOUT_KEY_MAX];
+        char *key = keys ? keys[k] : tmp;
+        kiln_layout_node_key(s->ctx->target.name, g, n, &bl[k], key, KILN_LAYOUT_KEY_MAX);
+        double t = want ? kiln_layout_time_of(h, key) : -1;
+        if (t < 0)
+            want = false;
+        if (k == pick)
+            us = t;
+    }
+    return want ? us : -1;
+}
+
+/* Records node i's choices for the applied walk (s->dec). */
+static bool add_decision(state *s, const kiln_node *n, const kiln_tpl_block *bl, int nb,
+                         int pick)
+{
+    if (s->n_dec == s->cap_dec) {
+        int nc = s->cap_dec ? 2 * s->cap_dec : 16;
+        kiln_layout_decision *d = realloc(s->dec, sizeof *d * (size_t)nc);
+        if (!d)
+            return false;
+        s->dec = d;
+        s->cap_dec = nc;
+    }
+    kiln_layout_decision *d = &s->dec[s->n_dec];
+    memset(d, 0, sizeof *d);
+    d->name = strdup(n->name ? n->name : "");
+    if (!d->name)
+        return false;
+    d->n_blocks = nb;
+    d->picked = pick;
+    memcpy(d->blocks, bl, sizeof *bl * (size_t)nb);
+    d->measured = measured_us(s, n, bl, nb, pick, d->keys) >= 0;
+    s->n_dec++;
+    return true;
+}
+
 /* The walk (see the top) with `choice` (NULL: defaults). *out receives the
  * new graph; out NULL: a dry run whose graph is dropped. ev (may be NULL)
  * receives the cost and, when its arrays are allocated, what each node was
@@ -296,9 +406,27 @@ static kiln_status walk(const kiln_pass_ctx *ctx, const kiln_layout_choice *choi
                 }
             pick = exact >= 0 ? exact : out_only >= 0 ? out_only : 0;
         }
+        const kiln_layout_hints *hints = ctx->layout_hints;
+        if (chosen && hints && hints->force >= 0 && nb > hints->force)
+            pick = hints->force;
         kiln_tpl_layout tl = bl[pick].lay;
         if (chosen) {
-            s.cost_us += node_flops(src, n) * bl[pick].cost / KILN_LAYOUT_CONV_RATE * 1e6;
+            double us = measured_us(&s, n, bl, nb, pick, NULL);
+            double an = node_flops(src, n) * bl[pick].cost / KILN_LAYOUT_CONV_RATE * 1e6;
+            if (us >= 0) {
+                s.cost_us += us;
+                s.measured++;
+                s.measured_us += us;
+                s.measured_analytic_us += an;
+            } else {
+                double k = hints && hints->analytic_scale > 0 ? hints->analytic_scale : 1.0;
+                s.cost_us += an * k;
+            }
+            if (out && nb >= 2 && !add_decision(&s, n, bl, nb, pick)) {
+                if (in != stack)
+                    free(in);
+                goto oom;
+            }
             if (ev && ev->n_blocks) {
                 ev->n_blocks[i] = nb;
                 memcpy(ev->blocks[i], bl, sizeof(kiln_tpl_block) * (size_t)nb);
@@ -378,6 +506,9 @@ static kiln_status walk(const kiln_pass_ctx *ctx, const kiln_layout_choice *choi
     if (ev) {
         ev->cost_us = s.cost_us;
         ev->transforms = s.transforms;
+        ev->measured = s.measured;
+        ev->measured_us = s.measured_us;
+        ev->measured_analytic_us = s.measured_analytic_us;
     }
     if (transforms)
         *transforms = s.transforms;
@@ -385,8 +516,26 @@ static kiln_status walk(const kiln_pass_ctx *ctx, const kiln_layout_choice *choi
         kiln_rewrite_abort(&s.rw);
         return KILN_OK;
     }
-    return kiln_rewrite_finish(&s.rw, out, err);
+    kiln_status fs = kiln_rewrite_finish(&s.rw, out, err);
+    kiln_pass_ctx *cx = (kiln_pass_ctx *)ctx;
+    if (fs == KILN_OK) {
+        if (cx->layout_decisions)
+            for (int k = 0; k < cx->n_layout_decisions; k++)
+                free(cx->layout_decisions[k].name);
+        free(cx->layout_decisions);
+        cx->layout_decisions = s.dec;
+        cx->n_layout_decisions = s.n_dec;
+        cx->layout_measured = s.measured;
+        return fs;
+    }
+    for (int k = 0; k < s.n_dec; k++)
+        free(s.dec[k].name);
+    free(s.dec);
+    return fs;
 oom:
+    for (int k = 0; k < s.n_dec; k++)
+        free(s.dec[k].name);
+    free(s.dec);
     free(s.rm_of);
     free(s.blk_of);
     kiln_rewrite_abort(&s.rw);
@@ -430,6 +579,9 @@ kiln_status kiln_pass_alter_layout_with(kiln_pass_ctx *ctx, const kiln_layout_ch
 
 kiln_status kiln_pass_alter_layout(kiln_pass_ctx *ctx, kiln_error *err)
 {
+    const kiln_layout_hints *h = ctx->layout_hints;
+    if (h && h->force >= 0)
+        return kiln_pass_alter_layout_with(ctx, NULL, err);
     kiln_layout_plan plan = {0};
     kiln_status st = kiln_layout_dp(ctx, &plan, err);
     if (st != KILN_OK)
@@ -439,9 +591,11 @@ kiln_status kiln_pass_alter_layout(kiln_pass_ctx *ctx, kiln_error *err)
             if (plan.chains[c].changed)
                 fprintf(ctx->dump ? ctx->dump : stderr,
                         "alter-layout: chain at '%s' (%d convs with block choices): blocks "
-                        "changed, analytic cost %.1f -> %.1f us\n",
+                        "changed, %s cost %.1f -> %.1f us\n",
                         ctx->g->nodes[plan.chains[c].first]->name ? ctx->g->nodes[plan.chains[c].first]->name : "?",
                         plan.chains[c].n_nodes,
+                        ctx->layout_hints && ctx->layout_hints->n_times > 0 ? "measured"
+                                                                           : "analytic",
                         plan.chains[c].default_us, plan.chains[c].chosen_us);
     st = kiln_pass_alter_layout_with(ctx, plan.choice, err);
     kiln_layout_plan_free(&plan);

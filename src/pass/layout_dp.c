@@ -253,8 +253,23 @@ done:
     return st;
 }
 
-kiln_status kiln_layout_dp(const kiln_pass_ctx *ctx, kiln_layout_plan *plan, kiln_error *err)
+kiln_status kiln_layout_dp(const kiln_pass_ctx *ctx_in, kiln_layout_plan *plan, kiln_error *err)
 {
+    /* with measured times, the walks run on a copy of the context whose
+     * hints carry the scale of the analytic costs (layout_dp.h) */
+    kiln_pass_ctx cx = *ctx_in;
+    kiln_layout_hints hs = {.force = -1};
+    if (ctx_in->layout_hints && ctx_in->layout_hints->n_times > 0) {
+        kiln_layout_eval e = {0};
+        kiln_status st0 = kiln_alter_layout_eval(ctx_in, NULL, false, &e, err);
+        if (st0 != KILN_OK)
+            return st0;
+        hs = *ctx_in->layout_hints;
+        hs.force = -1;
+        hs.analytic_scale = e.measured_analytic_us > 0 ? e.measured_us / e.measured_analytic_us : 1;
+        cx.layout_hints = &hs;
+    }
+    const kiln_pass_ctx *ctx = &cx;
     const kiln_graph *g = ctx->g;
     int nn = g->n_nodes;
     kiln_layout_plan p = {0};

@@ -31,6 +31,52 @@ typedef struct kiln_layout_choice {
     int in_block, out_block;
 } kiln_layout_choice;
 
+/* Measured block choices (docs/TUNING.md, "Graph-level layout choice"):
+ * the tuner's layout stage times each conv's task at each block choice and
+ * `kiln compile --records` reads those times back. A node's choice is
+ * named by kiln_layout_node_key; a node whose every offered choice has a
+ * time is costed by them (in us, in place of flops x cost / rate); any
+ * other node keeps the analytic cost. */
+typedef struct kiln_layout_time {
+    const char *key; /* kiln_layout_node_key */
+    double us;       /* the task's median time */
+} kiln_layout_time;
+
+typedef struct kiln_layout_hints {
+    int force;                     /* >= 0: no DP; every node offered more than `force`
+                                      choices takes choice `force` (the tuner's builds
+                                      that find each choice's task); -1: none */
+    int n_times;
+    const kiln_layout_time *times; /* sorted by key (kiln_layout_times_sort) */
+    /* set by the DP: analytic compute costs times this (0: 1), so that a
+     * conv without times (a choice timed in another context) is costed in
+     * the times' units: the measured sum over the analytic one, over the
+     * default walk's timed convs */
+    double analytic_scale;
+} kiln_layout_hints;
+
+#define KILN_LAYOUT_KEY_MAX 384
+
+/* The key of node n at block choice b: the target, the op, the input and
+ * weight shapes, strides, pads, dilations, groups, bias, b's output block
+ * and whether b reads its input row-major (the other input blocks share
+ * a key: the output block decides the microkernel's width). */
+void kiln_layout_node_key(const char *target, const kiln_graph *g, const kiln_node *n,
+                          const kiln_tpl_block *b, char *buf, size_t size);
+void kiln_layout_times_sort(kiln_layout_time *t, int n);
+/* The time of `key` in hints (sorted), or -1. */
+double kiln_layout_time_of(const kiln_layout_hints *h, const char *key);
+
+/* A node that was offered block choices, as the applied walk saw it
+ * (kiln_pass_ctx.layout_decisions, after alter-layout). */
+typedef struct kiln_layout_decision {
+    char *name;                             /* the node's name ("" when unnamed) */
+    int n_blocks, picked;
+    kiln_tpl_block blocks[KILN_TPL_MAX_BLOCKS];
+    char keys[KILN_TPL_MAX_BLOCKS][KILN_LAYOUT_KEY_MAX];
+    bool measured;                          /* costed by measured times */
+} kiln_layout_decision;
+
 /* What one walk saw, per source node (arrays of ctx->g->n_nodes, owned). */
 typedef struct kiln_layout_eval {
     double cost_us;       /* the analytic cost above */
@@ -38,6 +84,9 @@ typedef struct kiln_layout_eval {
     int *n_blocks;        /* block choices the node was offered (0: none) */
     kiln_tpl_block (*blocks)[KILN_TPL_MAX_BLOCKS]; /* ... and which */
     int *picked;          /* the index applied */
+    int measured;         /* nodes costed by measured times */
+    double measured_us;   /* their times */
+    double measured_analytic_us; /* their analytic costs */
 } kiln_layout_eval;
 
 void kiln_layout_eval_free(kiln_layout_eval *ev);

@@ -73,6 +73,11 @@ typedef struct kiln_pass_ctx {
     /* plan-memory */
     kiln_storage *storage;    /* one per value id */
     int64_t arena_bytes;
+    /* alter-layout: measured block times or a forced choice (layout_dp.h;
+     * NULL: analytic), and what it decided (owned) */
+    const struct kiln_layout_hints *layout_hints;
+    struct kiln_layout_decision *layout_decisions;
+    int n_layout_decisions, layout_measured;
     /* statistics for reports */
     int stat_bn_folded, stat_const_folded, stat_removed, stat_transforms, stat_inplace;
 } kiln_pass_ctx;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pass/layout_dp.h"
 #include "pass/pass.h"
 #include "util/error.h"
 
@@ -85,6 +86,10 @@ void kiln_pass_ctx_destroy(kiln_pass_ctx *ctx)
     if (!ctx)
         return;
     drop_derived(ctx);
+    if (ctx->layout_decisions)
+        for (int i = 0; i < ctx->n_layout_decisions; i++)
+            free(ctx->layout_decisions[i].name);
+    free(ctx->layout_decisions);
     kiln_graph_destroy(ctx->g);
     for (int i = 0; i < ctx->n_old; i++)
         kiln_graph_destroy(ctx->old[i]);

@@ -197,6 +197,11 @@ static double key_distance(const char *a, const char *b)
 static void read_line(kiln_records *r, const char *p, int lineno, FILE *log)
 {
     cJSON *rec = cJSON_Parse(p);
+    const cJSON *kind = cJSON_IsObject(rec) ? cJSON_GetObjectItemCaseSensitive(rec, "kind") : NULL;
+    if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "block")) {
+        cJSON_Delete(rec); /* the layout stage's (layouts.c) */
+        return;
+    }
     const char *wl = str_item(rec, "workload");
     const cJSON *kn = cJSON_GetObjectItemCaseSensitive(rec, "knobs");
     if (!cJSON_IsObject(rec) || !wl || !cJSON_IsObject(kn)) {

@@ -482,13 +482,39 @@ static kiln_status set_inputs(kiln_module *m, kiln_error *err)
     return KILN_OK;
 }
 
+kiln_status kiln_tune_time_builds(char *const so[2], int num_threads, double ms[2],
+                                  kiln_error *err)
+{
+    kiln_module_options mo = {.num_threads = num_threads, .bind_threads = -1};
+    enum { ROUNDS = 11 };
+    double med[2][ROUNDS];
+    kiln_bench_options bo = {.repeat = 3, .min_repeat_ms = 50};
+    kiln_bench_result *br = calloc(1, sizeof *br);
+    kiln_status s = br ? KILN_OK : kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int round = 0; round < ROUNDS && s == KILN_OK; round++)
+        for (int q = 0; q < 2 && s == KILN_OK; q++) {
+            int k = (q + round) % 2;
+            kiln_module *m = NULL;
+            if ((s = kiln_module_load(so[k], &mo, &m, err)) == KILN_OK &&
+                (s = set_inputs(m, err)) == KILN_OK &&
+                (s = kiln_module_bench(m, &bo, br, err)) == KILN_OK)
+                med[k][round] = br->median;
+            kiln_module_destroy(m);
+        }
+    if (s == KILN_OK)
+        for (int k = 0; k < 2; k++)
+            ms[k] = kiln_tune_median(med[k], ROUNDS) * 1e3;
+    free(br);
+    return s;
+}
+
 /* The tuned build against the untuned one: interleaved rounds, alternating
  * order, median of each. One module is loaded at a time (an idle thread
  * pool of the other would share the cores). Equal builds are not timed,
  * nor builds whose every task kept its default. */
 static kiln_status end_to_end(run *r, const char *model, kiln_error *err)
 {
-    if (r->sum.improved == 0) {
+    if (r->sum.improved == 0 && !(r->sum.layout_accepted && r->sum.layout_changed > 0)) {
         /* every task kept its default: the tuned build runs the untuned
          * one's kernels, though the .so differ (the model's metadata says
          * where each configuration came from), and timing two copies of one
@@ -508,29 +534,12 @@ static kiln_status end_to_end(run *r, const char *model, kiln_error *err)
         r->sum.e2e_speedup = 1; /* the same build: every task kept its default */
         goto done;
     }
-    kiln_module_options mo = {.num_threads = o->num_threads, .bind_threads = -1};
-    enum { ROUNDS = 11 };
-    double med[2][ROUNDS];
-    kiln_bench_options bo = {.repeat = 3, .min_repeat_ms = 50};
-    kiln_bench_result *br = calloc(1, sizeof *br);
-    if (s == KILN_OK && !br)
-        s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    for (int round = 0; round < ROUNDS && s == KILN_OK; round++)
-        for (int q = 0; q < 2 && s == KILN_OK; q++) {
-            int k = (q + round) % 2;
-            kiln_module *m = NULL;
-            if ((s = kiln_module_load(so[k], &mo, &m, err)) == KILN_OK &&
-                (s = set_inputs(m, err)) == KILN_OK &&
-                (s = kiln_module_bench(m, &bo, br, err)) == KILN_OK)
-                med[k][round] = br->median;
-            kiln_module_destroy(m);
-        }
-    if (s == KILN_OK) {
-        r->sum.e2e_untuned_ms = kiln_tune_median(med[0], ROUNDS) * 1e3;
-        r->sum.e2e_tuned_ms = kiln_tune_median(med[1], ROUNDS) * 1e3;
-        r->sum.e2e_speedup = r->sum.e2e_untuned_ms / r->sum.e2e_tuned_ms;
+    double ms[2];
+    if (s == KILN_OK && (s = kiln_tune_time_builds(so, o->num_threads, ms, err)) == KILN_OK) {
+        r->sum.e2e_untuned_ms = ms[0];
+        r->sum.e2e_tuned_ms = ms[1];
+        r->sum.e2e_speedup = ms[0] / ms[1];
     }
-    free(br);
 done:
     for (int k = 0; k < 2; k++)
         free(so[k]);
@@ -563,6 +572,15 @@ kiln_status kiln_tune_run(const char *model, const kiln_tune_options *opts,
     if (s == KILN_OK)
         r.cold = opts->cold_weights == 1 || opts->cold_weights == 2 ? opts->cold_weights
                                                                      : kiln_tune_cold_level(g);
+    if (s == KILN_OK && !opts->skip_layouts && !opts->exec && !opts->tasks) {
+        /* the layout stage first: the tasks then are those of the blocks it
+         * chose; a quarter of the time budget at most */
+        s = kiln_tune_layouts(model, g, opts, r.cold,
+                              opts->time_budget_s > 0 ? opts->time_budget_s / 4 : 0, r.log,
+                              &r.sum, err);
+        if (s == KILN_OK && r.sum.layout_accepted && r.sum.layout_changed > 0)
+            co.records = opts->records;
+    }
     if (s == KILN_OK)
         s = kiln_tasks_extract(g, &co, &ts, err);
     kiln_graph_destroy(g);

@@ -216,6 +216,12 @@ int kiln_tune_next(const kiln_tune_space *sp, const char *tuner, kiln_tune_searc
 int64_t kiln_tune_space_size(const kiln_tune_space *sp); /* tunable configurations */
 
 /* ---- the run ----------------------------------------------------------------- */
+/* Two builds of one model timed end to end: 11 interleaved rounds in
+ * alternating order, one module loaded at a time, seeded inputs; ms[k]
+ * receives the median of so[k] in milliseconds. */
+kiln_status kiln_tune_time_builds(char *const so[2], int num_threads, double ms[2],
+                                  kiln_error *err);
+
 typedef struct kiln_tune_options {
     const char *records;     /* required */
     double time_budget_s;    /* 0: none (then trials bounds each task) */
@@ -234,6 +240,7 @@ typedef struct kiln_tune_options {
     int rounds;              /* interleaved rounds per batch; 0: 3 */
     int num_threads;         /* 0: the runtime's default */
     bool skip_e2e;           /* no end-to-end A/B at the end */
+    bool skip_layouts;       /* no layout stage (block choices timed) */
     bool no_warm_start;      /* do not try the nearest tuned task's configuration */
     int cold_weights;        /* 0: kiln_tune_cold_level of the model; 1 or 2: that level
                                 (kiln_measurer_set_cold) */
@@ -247,7 +254,23 @@ typedef struct kiln_tune_summary {
     double est_gain;     /* estimated end-to-end speedup from the tasks' times */
     double e2e_speedup;  /* measured: median untuned/tuned time (0: not measured) */
     double e2e_untuned_ms, e2e_tuned_ms;
+    /* the layout stage (layouts.c) */
+    int layout_convs;       /* convs offered block choices */
+    int layout_measured;    /* of them, with every choice timed */
+    int layout_changed;     /* convs whose block the measured times changed */
+    bool layout_accepted;   /* the measured choice validated: its block lines are tuned */
+    double layout_speedup;  /* its end-to-end A/B (0: not timed) */
 } kiln_tune_summary;
+
+/* The layout stage (docs/TUNING.md, "Graph-level layout choice"): every
+ * block choice of every conv of g timed as its task, interleaved with the
+ * conv's other choices; alter-layout's DP run on those times; a choice that
+ * differs from the analytic one timed end to end against it; block lines
+ * written (status "measured", then "tuned" when the choice is not slower).
+ * budget_s 0: no limit. Fills the layout fields of *sum. */
+kiln_status kiln_tune_layouts(const char *model, const kiln_graph *g,
+                              const kiln_tune_options *o, int cold, double budget_s, FILE *log,
+                              kiln_tune_summary *sum, kiln_error *err);
 
 /* Tunes model (a zoo name or .onnx path) into opts->records. Progress on
  * opts->log. A candidate's crash, timeout or mismatch costs one trial. */

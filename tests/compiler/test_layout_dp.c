@@ -12,7 +12,9 @@
  * DP's answer equals an exhaustive search of the assignments, and the
  * compiled graph matches the reference executor. */
 #include "compiler_test.h"
+#include "driver/driver.h"
 #include "pass/layout_dp.h"
+#include "tune/tune.h"
 
 
 static kiln_target avx512(void)
@@ -242,6 +244,177 @@ static void test_many_transforms(void **state)
     }
 }
 
+/* The decisions of alter-layout on g (through the pass) with hints h. */
+static kiln_pass_ctx *after_alter(const kiln_graph *g, const kiln_layout_hints *h)
+{
+    kiln_error err = {0};
+    kiln_pass_ctx *ctx = before_alter(g);
+    ctx->layout_hints = h;
+    assert_int_equal(kiln_pass_alter_layout(ctx, &err), KILN_OK);
+    assert_int_equal(kiln_graph_validate(ctx->g, &err), KILN_OK);
+    return ctx;
+}
+
+/* Every choice's key of the three convs, as the analytic walk and as a walk
+ * with choice 1 everywhere see them (the 1x1 conv reads the Concat
+ * row-major in one and in 8c blocks in the other: two keys per choice),
+ * each with its time: `us0` for the 16c choices, `us1` for the 8c ones. */
+static int all_keys(const kiln_graph *g, char (*keys)[KILN_LAYOUT_KEY_MAX], double *us, double us0,
+                    double us1)
+{
+    int n = 0;
+    for (int f = -1; f <= 1; f += 2) {
+        kiln_layout_hints hf = {.force = f};
+        kiln_pass_ctx *ctx = after_alter(g, f < 0 ? NULL : &hf);
+        assert_int_equal(ctx->n_layout_decisions, 3);
+        for (int k = 0; k < ctx->n_layout_decisions; k++) {
+            const kiln_layout_decision *d = &ctx->layout_decisions[k];
+            assert_int_equal(d->picked, f < 0 ? 0 : 1);
+            assert_false(d->measured);
+            assert_int_equal(d->n_blocks, 2);
+            assert_int_equal(kiln_layout_block(d->blocks[1].lay.out), 8);
+            for (int j = 0; j < d->n_blocks; j++) {
+                assert_non_null(strstr(d->keys[j], j == 0 ? "| out 16 in " : "| out 8 in "));
+                assert_true(n < 16);
+                memcpy(keys[n], d->keys[j], KILN_LAYOUT_KEY_MAX);
+                us[n++] = j == 0 ? us0 : us1;
+            }
+        }
+        kiln_pass_ctx_destroy(ctx);
+    }
+    return n;
+}
+
+/* Measured times (the tuner's layout stage): on the compute-dominated case
+ * the analytic DP keeps 16c padded (40 -> 48); times saying 8c runs at a
+ * tenth of 16c's make the DP choose 8c for the three convs; times for only
+ * some of a conv's choices leave it analytic; a forced choice index applies
+ * to every conv without the DP. */
+static void test_measured_times(void **state)
+{
+    (void)state;
+    kiln_graph *g = concat_graph(1024, 40, 4, 3);
+    kiln_pass_ctx *ctx = after_alter(g, NULL);
+    assert_int_equal(ctx->layout_measured, 0);
+    int analytic_transforms = ct_count_transforms(ctx->g);
+    kiln_pass_ctx_destroy(ctx);
+    char keys[16][KILN_LAYOUT_KEY_MAX];
+    double us[16];
+    int n = all_keys(g, keys, us, 100.0, 10.0);
+    kiln_layout_time tm[16];
+    for (int k = 0; k < n; k++)
+        tm[k] = (kiln_layout_time){keys[k], us[k]};
+    kiln_layout_times_sort(tm, n);
+    for (int k = 1; k < n; k++)
+        assert_true(strcmp(tm[k - 1].key, tm[k].key) <= 0);
+    kiln_layout_hints h = {.force = -1, .n_times = n, .times = tm};
+    assert_true(kiln_layout_time_of(&h, tm[n - 1].key) == tm[n - 1].us);
+    assert_true(kiln_layout_time_of(&h, "no such key") < 0);
+
+    ctx = after_alter(g, &h);
+    assert_int_equal(ctx->layout_measured, 3);
+    for (int k = 0; k < ctx->n_layout_decisions; k++) {
+        assert_true(ctx->layout_decisions[k].measured);
+        assert_int_equal(ctx->layout_decisions[k].picked, 1);
+    }
+    assert_true(ct_count_transforms(ctx->g) < analytic_transforms);
+    kiln_pass_ctx_destroy(ctx);
+
+    /* the 8c times alone: no conv has all its choices timed */
+    kiln_layout_time part[16];
+    int np = 0;
+    for (int k = 0; k < n; k++)
+        if (strstr(tm[k].key, "| out 8 "))
+            part[np++] = tm[k];
+    assert_true(np >= 3);
+    kiln_layout_hints hp = {.force = -1, .n_times = np, .times = part};
+    ctx = after_alter(g, &hp);
+    assert_int_equal(ctx->layout_measured, 0);
+    for (int k = 0; k < ctx->n_layout_decisions; k++)
+        assert_int_equal(ctx->layout_decisions[k].picked, 0);
+    kiln_pass_ctx_destroy(ctx);
+
+    /* force: choice 1 everywhere, whatever the times say */
+    kiln_layout_time slow[16];
+    for (int k = 0; k < n; k++)
+        slow[k] = (kiln_layout_time){tm[k].key, strstr(tm[k].key, "| out 8 ") ? 1e6 : 1.0};
+    kiln_layout_hints hf = {.force = 1, .n_times = n, .times = slow};
+    ctx = after_alter(g, &hf);
+    assert_int_equal(ctx->n_layout_decisions, 3);
+    for (int k = 0; k < ctx->n_layout_decisions; k++)
+        assert_int_equal(ctx->layout_decisions[k].picked, 1);
+    kiln_pass_ctx_destroy(ctx);
+    /* and the same slow times without force: the analytic choice */
+    hf.force = -1;
+    ctx = after_alter(g, &hf);
+    assert_int_equal(ctx->layout_measured, 3);
+    for (int k = 0; k < ctx->n_layout_decisions; k++)
+        assert_int_equal(ctx->layout_decisions[k].picked, 0);
+    kiln_pass_ctx_destroy(ctx);
+    kiln_graph_destroy(g);
+}
+
+/* kiln compile --records: "tuned" block lines of this CPU and kiln decide
+ * the blocks; "measured" lines, another fingerprint or a stale template
+ * hash do not; the build's decisions say so, and configure applies none of
+ * them as a task's knobs. */
+static void test_block_records(void **state)
+{
+    (void)state;
+    kiln_graph *g = concat_graph(1024, 40, 4, 3);
+    char keys[16][KILN_LAYOUT_KEY_MAX];
+    double us[16];
+    int nk = all_keys(g, keys, us, 100.0, 10.0);
+    char h[17];
+    kiln_template_hash("conv2d_nchwc", h);
+    /* the lines name a real task's workload: configure must still skip them */
+    char wl[4096];
+    {
+        kiln_compile_options co = {.target = "avx512"};
+        kiln_build *b = NULL;
+        kiln_error err = {0};
+        assert_int_equal(kiln_build_create(g, &co, &b, &err), KILN_OK);
+        assert_int_equal(kiln_build_lower(b, &err), KILN_OK);
+        snprintf(wl, sizeof wl, "%s", b->low->tasks[0].workload);
+        kiln_build_destroy(b);
+    }
+    char path[4][512];
+    const char *variant[4] = {"tuned", "measured", "other-cpu", "stale"};
+    for (int v = 0; v < 4; v++) {
+        snprintf(path[v], sizeof path[v], "%s/blocks_%s.jsonl", kt_dir, variant[v]);
+        FILE *f = fopen(path[v], "w");
+        assert_non_null(f);
+        fprintf(f, "# block times\n");
+        for (int k = 0; k < nk; k++)
+            fprintf(f,
+                    "{\"version\":2,\"kind\":\"block\",\"fingerprint_id\":\"%s\","
+                    "\"template\":\"conv2d_nchwc\",\"template_hash\":\"%s\","
+                    "\"workload\":\"%s\",\"knobs\":{},\"block_key\":\"%s\","
+                    "\"status\":\"%s\",\"median_us\":%g,\"samples_us\":[1]}\n",
+                    v == 2 ? "0123456789abcdef" : kiln_cpu_fingerprint_id(),
+                    v == 3 ? "0000000000000000" : h, wl, keys[k], v == 1 ? "measured" : "tuned",
+                    us[k]);
+        fclose(f);
+    }
+    for (int v = 0; v < 4; v++) {
+        kiln_compile_options co = {.target = "avx512", .records = path[v]};
+        kiln_build *b = NULL;
+        kiln_error err = {0};
+        assert_int_equal(kiln_build_create(g, &co, &b, &err), KILN_OK);
+        assert_int_equal(kiln_build_lower(b, &err), KILN_OK);
+        int n = 0, measured = -1;
+        const kiln_layout_decision *d = kiln_build_layout_decisions(b, &n, &measured);
+        assert_int_equal(n, 3);
+        assert_int_equal(measured, v == 0 ? 3 : 0);
+        for (int k = 0; k < n; k++)
+            assert_int_equal(d[k].picked, v == 0 ? 1 : 0);
+        assert_int_equal(kiln_build_configure(b, &err), KILN_OK);
+        assert_int_equal(kiln_build_tuned_tasks(b), 0);
+        kiln_build_destroy(b);
+    }
+    kiln_graph_destroy(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -249,6 +422,8 @@ int main(void)
         cmocka_unit_test(test_per_node_optimum),
         cmocka_unit_test(test_zoo_unchanged),
         cmocka_unit_test(test_many_transforms),
+        cmocka_unit_test(test_measured_times),
+        cmocka_unit_test(test_block_records),
     };
     return cmocka_run_group_tests(tests, kt_dir_setup, kt_dir_teardown);
 }

@@ -709,6 +709,65 @@ static void test_worker(void **state)
     kiln_graph_destroy(g);
 }
 
+/* The layout stage (tune/layouts.c) on a one-conv model whose conv is
+ * offered two block choices (the image as one block, or read row-major):
+ * each choice timed once as its task, written as a "measured" block line;
+ * the DP's choice on those times is "tuned" (validated end to end when it
+ * differs from the analytic one); a rerun times nothing again; compile
+ * with the records costs the conv by the times. */
+static void test_layout_stage(void **state)
+{
+    (void)state;
+    const char *model = KILN_TEST_DATA_DIR "/onnx/conv_relu/model.onnx";
+    char rec[512], logp[512];
+    snprintf(rec, sizeof rec, "%s/layouts.jsonl", g_dir);
+    snprintf(logp, sizeof logp, "%s/layouts.log", g_dir);
+    for (int run = 0; run < 2; run++) {
+        FILE *log = fopen(logp, "w");
+        assert_non_null(log);
+        kiln_tune_options o = base_opts(rec, log);
+        o.tasks = NULL; /* the stage runs for the whole model only */
+        o.trials = 1;
+        o.skip_e2e = false;
+        kiln_tune_summary sum;
+        kiln_error err = {0};
+        kiln_status s = kiln_tune_run(model, &o, &sum, &err);
+        fclose(log);
+        char *lg = read_text(logp), *after = read_text(rec);
+        if (s != KILN_OK)
+            fail_msg("%s\n%s", err.msg, lg);
+        assert_int_equal(sum.layout_convs, 1);
+        assert_int_equal(sum.layout_measured, 1);
+        /* two choices, timed in the first run only */
+        assert_int_equal(count(after, "\"kind\":\"block\""),
+                         2 + 2 * (sum.layout_accepted ? run + 1 : 0));
+        assert_int_equal(count(after, "\"status\":\"measured\""), 2);
+        assert_int_equal(count(lg, "[Layout   1/  1]"), run == 0 ? 1 : 0);
+        assert_non_null(strstr(after, "\"block_key\":\""));
+        assert_non_null(strstr(after, "| out 16 in row-major\""));
+        assert_true(sum.layout_changed == 0 || sum.layout_speedup > 0);
+        if (sum.layout_changed == 0)
+            assert_true(sum.layout_accepted);
+        free(lg);
+        free(after);
+        if (run == 1 && sum.layout_accepted) {
+            kiln_graph *g = NULL;
+            kiln_error e2 = {0};
+            assert_int_equal(kiln_model_load(model, 0, &g, &e2), KILN_OK);
+            kiln_compile_options co = {.records = rec};
+            kiln_build *b = NULL;
+            assert_int_equal(kiln_build_create(g, &co, &b, &e2), KILN_OK);
+            assert_int_equal(kiln_build_passes(b, &e2), KILN_OK);
+            int n = 0, measured = 0;
+            kiln_build_layout_decisions(b, &n, &measured);
+            assert_int_equal(n, 1);
+            assert_int_equal(measured, 1);
+            kiln_build_destroy(b);
+            kiln_graph_destroy(g);
+        }
+    }
+}
+
 int main(void)
 {
     g_dir = kt_tempdir();
@@ -718,6 +777,7 @@ int main(void)
         cmocka_unit_test(test_shipped_records),
         cmocka_unit_test(test_warm_start),
         cmocka_unit_test(test_analytic_picks),
+        cmocka_unit_test(test_layout_stage),
         cmocka_unit_test(test_worker),
         cmocka_unit_test(test_cold_level),
         cmocka_unit_test(test_corrupt_records),

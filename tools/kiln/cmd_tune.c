@@ -22,7 +22,7 @@ static void tune_help(void)
            "                 [--tuner droplet|random|grid] [--tasks PATTERN] [--workers 1|mpi]\n"
            "                 [--batch N] [--rounds N] [--timeout S] [--threads N]\n"
            "                 [--target T] [--seed N] [--cache-dir DIR] [--jobs N] [--no-e2e]\n"
-           "                 [--no-warm-start]\n"
+           "                 [--no-warm-start] [--no-layouts]\n"
            "\n"
            "Tunes the knobs of MODEL's tasks (see `kiln tasks`) on this machine and\n"
            "appends the measurements to R.jsonl; `kiln compile --records R.jsonl` then\n"
@@ -32,6 +32,12 @@ static void tune_help(void)
            "a separate process (a crashing or hanging candidate costs one trial). A rerun\n"
            "with the same records resumes: configurations measured before are skipped and\n"
            "tasks tuned before are not tuned again.\n"
+           "\n"
+           "First, the layout stage: every conv offered several block sizes (see\n"
+           "docs/TUNING.md) has each choice timed as its task; alter-layout's choice is\n"
+           "made again on those times, and a choice that differs from the analytic one\n"
+           "is kept only when the model is not slower end to end (a quarter of the time\n"
+           "budget at most; not with --tasks).\n"
            "\n"
            "Options:\n"
            "  --records R       the records file (JSON lines; created, appended to)\n"
@@ -57,6 +63,7 @@ static void tune_help(void)
            "  --cache-dir DIR   object and model cache\n"
            "  --jobs N          parallel compiler processes\n"
            "  --no-e2e          skip the end-to-end A/B of the tuned and untuned builds\n"
+           "  --no-layouts      skip the layout stage\n"
            "  --no-warm-start   do not measure the nearest tuned task's configuration\n"
            "                    (same template, nearest shapes) in a task's first batch\n"
            "  -h, --help        show this message\n");
@@ -164,6 +171,8 @@ int kiln_cmd_tune(int argc, char **argv)
             o.jobs = (int)u;
         } else if (!strcmp(argv[i], "--no-e2e")) {
             o.skip_e2e = true;
+        } else if (!strcmp(argv[i], "--no-layouts")) {
+            o.skip_layouts = true;
         } else if (!strcmp(argv[i], "--no-warm-start")) {
             o.no_warm_start = true;
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
@@ -215,6 +224,14 @@ static void print_summary(const char *model, const kiln_tune_options *o,
     printf("\nSummary: %d tasks (%d tunable): %d tuned (%d faster than the default, %d from "
            "records before), %d skipped for time\n",
            sum.tasks, sum.tunable, sum.tuned, sum.improved, sum.resumed, sum.skipped);
+    if (sum.layout_convs > 0)
+        printf("         layouts: %d conv%s with block choices, %d costed by measured times, "
+               "%d changed%s\n",
+               sum.layout_convs, sum.layout_convs == 1 ? "" : "s", sum.layout_measured,
+               sum.layout_changed,
+               sum.layout_changed == 0 ? ""
+               : sum.layout_accepted   ? " (accepted end to end)"
+                                       : " (slower end to end: not applied)");
     printf("         %d trials (%d failed: crash, timeout, error or mismatch) in %.1f s\n",
            sum.trials, sum.failed, sum.seconds);
     printf("         estimated end-to-end: %.3fx (validated task speedups weighted by "
