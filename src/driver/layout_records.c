@@ -165,10 +165,10 @@ void kiln_driver_report_layouts(const kiln_build *b)
         return;
     int other = 0;
     for (int i = 0; i < ctx->n_layout_decisions; i++)
-        other += ctx->layout_decisions[i].measured && ctx->layout_decisions[i].picked != 0;
+        other += ctx->layout_decisions[i].picked != 0;
     fprintf(stderr,
-            "kiln compile: %srecords %s: block sizes of %d of %d convs with block choices "
-            "from measured times (%d not the template's first choice)\n",
+            "kiln compile: %srecords %s: block sizes chosen on measured times: %d of %d convs "
+            "with block choices took a timed choice; %d not the template's first choice\n",
             shipped ? "shipped " : "", b->records, ctx->layout_measured,
             ctx->n_layout_decisions, other);
 }

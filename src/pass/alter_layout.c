@@ -137,6 +137,7 @@ typedef struct state {
     kiln_layout_decision *dec;
     int n_dec, cap_dec;
     int measured;
+    int ordinal; /* nodes offered block choices so far */
     double measured_us, measured_analytic_us;
     kiln_rewrite rw;
     int *rm_of;  /* new value id -> its row-major copy (-1: none yet) */
@@ -290,11 +291,10 @@ void kiln_layout_node_key(const char *target, const kiln_graph *g, const kiln_no
     ints_str(n, "strides", st, sizeof st);
     ints_str(n, "pads", pd, sizeof pd);
     ints_str(n, "dilations", dl, sizeof dl);
-    snprintf(buf, size, "%s %s x%s w%s s%s p%s d%s g%lld b%d | out %d in %s",
+    snprintf(buf, size, "%s %s x%s w%s s%s p%s d%s g%lld b%d | out %d in %d",
              target ? target : "", kiln_op_name(n->op), x, w, st, pd, dl,
              (long long)kiln_attr_int(n, "group", 1), n->n_inputs > 2 && n->inputs[2] >= 0,
-             kiln_layout_block(b->lay.out),
-             kiln_layout_block(b->lay.in) == 1 ? "row-major" : "blocked");
+             kiln_layout_block(b->lay.out), kiln_layout_block(b->lay.in));
 }
 
 static int cmp_time(const void *a, const void *b)
@@ -317,8 +317,9 @@ double kiln_layout_time_of(const kiln_layout_hints *h, const char *key)
     return f ? f->us : -1;
 }
 
-/* The measured time of node n at choice pick: every choice's key has a
- * time (keys[] receives them), else -1 (the node keeps the analytic cost). */
+/* The measured time of node n at choice pick (its key's time; -1: none, the
+ * choice keeps the analytic cost, scaled); keys[] (may be NULL) receives
+ * every choice's key. */
 static double measured_us(const state *s, const kiln_node *n, const kiln_tpl_block *bl, int nb,
                           int pick, char (*keys)[KILN_LAYOUT_KEY_MAX])
 {
@@ -327,18 +328,15 @@ static double measured_us(const state *s, const kiln_node *n, const kiln_tpl_blo
     bool want = h && h->n_times > 0;
     double us = -1;
     for (int k = 0; k < nb; k++) {
-        if (!keys && !want)
-            return -1;
+        if (!keys && (!want || k != pick))
+            continue;
         char tmp[KILN_LAYOUT_KEY_MAX];
         char *key = keys ? keys[k] : tmp;
         kiln_layout_node_key(s->ctx->target.name, g, n, &bl[k], key, KILN_LAYOUT_KEY_MAX);
-        double t = want ? kiln_layout_time_of(h, key) : -1;
-        if (t < 0)
-            want = false;
-        if (k == pick)
-            us = t;
+        if (want && k == pick)
+            us = kiln_layout_time_of(h, key);
     }
-    return want ? us : -1;
+    return us;
 }
 
 /* Records node i's choices for the applied walk (s->dec). */
@@ -407,8 +405,11 @@ static kiln_status walk(const kiln_pass_ctx *ctx, const kiln_layout_choice *choi
             pick = exact >= 0 ? exact : out_only >= 0 ? out_only : 0;
         }
         const kiln_layout_hints *hints = ctx->layout_hints;
-        if (chosen && hints && hints->force >= 0 && nb > hints->force)
+        if (chosen && nb >= 2 && hints && hints->force >= 0 && nb > hints->force &&
+            (hints->force_phase == 0 || s.ordinal % 2 == hints->force_phase - 1))
             pick = hints->force;
+        if (chosen && nb >= 2)
+            s.ordinal++;
         kiln_tpl_layout tl = bl[pick].lay;
         if (chosen) {
             double us = measured_us(&s, n, bl, nb, pick, NULL);

@@ -234,8 +234,12 @@ static kiln_status dp_chain(const kiln_pass_ctx *ctx, const kiln_layout_eval *ev
     ch->n_nodes = m;
     ch->default_us = base;
     ch->chosen_us = base;
-    /* strictly cheaper beyond rounding: keep the defaults otherwise */
-    if (best[bb] < base * (1.0 - 1e-9) - 1e-9) {
+    /* strictly cheaper beyond rounding (with measured times, by
+     * KILN_LAYOUT_MEASURED_MIN_GAIN): keep the defaults otherwise */
+    double margin = ctx->layout_hints && ctx->layout_hints->n_times > 0
+                        ? KILN_LAYOUT_MEASURED_MIN_GAIN
+                        : 1e-9;
+    if (best[bb] < base * (1.0 - margin) - 1e-9) {
         bool differs = false;
         for (int j = 0; j < m; j++)
             differs |= path[bb * m + j] != 0;

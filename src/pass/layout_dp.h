@@ -34,9 +34,9 @@ typedef struct kiln_layout_choice {
 /* Measured block choices (docs/TUNING.md, "Graph-level layout choice"):
  * the tuner's layout stage times each conv's task at each block choice and
  * `kiln compile --records` reads those times back. A node's choice is
- * named by kiln_layout_node_key; a node whose every offered choice has a
- * time is costed by them (in us, in place of flops x cost / rate); any
- * other node keeps the analytic cost. */
+ * named by kiln_layout_node_key; a choice with a time is costed by it (in
+ * us, in place of flops x cost / rate), a choice without one by the
+ * analytic cost scaled into the times' units (analytic_scale). */
 typedef struct kiln_layout_time {
     const char *key; /* kiln_layout_node_key */
     double us;       /* the task's median time */
@@ -46,21 +46,29 @@ typedef struct kiln_layout_hints {
     int force;                     /* >= 0: no DP; every node offered more than `force`
                                       choices takes choice `force` (the tuner's builds
                                       that find each choice's task); -1: none */
+    int force_phase;               /* with force: 0 every such node; 1 (2) only the
+                                      nodes with block choices of even (odd) ordinal
+                                      in node order, the others their first choice
+                                      (so that neighbours differ) */
     int n_times;
     const kiln_layout_time *times; /* sorted by key (kiln_layout_times_sort) */
     /* set by the DP: analytic compute costs times this (0: 1), so that a
-     * conv without times (a choice timed in another context) is costed in
-     * the times' units: the measured sum over the analytic one, over the
-     * default walk's timed convs */
+     * choice without a time is costed in the times' units: the measured
+     * sum over the analytic one, over the default walk's timed choices */
     double analytic_scale;
 } kiln_layout_hints;
+
+/* With measured times a chain leaves its analytic choice only when the
+ * times say the whole model gains at least this fraction: smaller gains
+ * are within the noise of the times and of the end-to-end validation. */
+#define KILN_LAYOUT_MEASURED_MIN_GAIN 0.01
 
 #define KILN_LAYOUT_KEY_MAX 384
 
 /* The key of node n at block choice b: the target, the op, the input and
- * weight shapes, strides, pads, dilations, groups, bias, b's output block
- * and whether b reads its input row-major (the other input blocks share
- * a key: the output block decides the microkernel's width). */
+ * weight shapes, strides, pads, dilations, groups, bias, and b's input and
+ * output blocks (the input block follows the producer's choice: a conv
+ * reading NCHW8c runs another kernel than one reading NCHW16c). */
 void kiln_layout_node_key(const char *target, const kiln_graph *g, const kiln_node *n,
                           const kiln_tpl_block *b, char *buf, size_t size);
 void kiln_layout_times_sort(kiln_layout_time *t, int n);
@@ -74,7 +82,7 @@ typedef struct kiln_layout_decision {
     int n_blocks, picked;
     kiln_tpl_block blocks[KILN_TPL_MAX_BLOCKS];
     char keys[KILN_TPL_MAX_BLOCKS][KILN_LAYOUT_KEY_MAX];
-    bool measured;                          /* costed by measured times */
+    bool measured;                          /* its choice costed by a measured time */
 } kiln_layout_decision;
 
 /* What one walk saw, per source node (arrays of ctx->g->n_nodes, owned). */
@@ -84,7 +92,7 @@ typedef struct kiln_layout_eval {
     int *n_blocks;        /* block choices the node was offered (0: none) */
     kiln_tpl_block (*blocks)[KILN_TPL_MAX_BLOCKS]; /* ... and which */
     int *picked;          /* the index applied */
-    int measured;         /* nodes costed by measured times */
+    int measured;         /* nodes whose choice was costed by a measured time */
     double measured_us;   /* their times */
     double measured_analytic_us; /* their analytic costs */
 } kiln_layout_eval;

@@ -576,8 +576,10 @@ kiln_status kiln_tune_run(const char *model, const kiln_tune_options *opts,
         /* the layout stage first: the tasks then are those of the blocks it
          * chose; a quarter of the time budget at most */
         s = kiln_tune_layouts(model, g, opts, r.cold,
-                              opts->time_budget_s > 0 ? opts->time_budget_s / 4 : 0, r.log,
-                              &r.sum, err);
+                              opts->time_budget_s > 0
+                                  ? opts->time_budget_s / (opts->layouts_only ? 1 : 4)
+                                  : 0,
+                              r.log, &r.sum, err);
         if (s == KILN_OK && r.sum.layout_accepted && r.sum.layout_changed > 0)
             co.records = opts->records;
     }
@@ -617,7 +619,7 @@ kiln_status kiln_tune_run(const char *model, const kiln_tune_options *opts,
         r.sum.tasks++;
         if (r.t[i].tunable)
             r.sum.tunable++;
-        if (!r.t[i].selected || !r.t[i].tunable)
+        if (!r.t[i].selected || !r.t[i].tunable || opts->layouts_only)
             continue;
         int k = n_sel++;
         while (k > 0 && r.t[order[k - 1]].weight < r.t[i].weight) {

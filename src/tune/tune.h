@@ -241,6 +241,7 @@ typedef struct kiln_tune_options {
     int num_threads;         /* 0: the runtime's default */
     bool skip_e2e;           /* no end-to-end A/B at the end */
     bool skip_layouts;       /* no layout stage (block choices timed) */
+    bool layouts_only;       /* the layout stage alone: no task's knobs tuned */
     bool no_warm_start;      /* do not try the nearest tuned task's configuration */
     int cold_weights;        /* 0: kiln_tune_cold_level of the model; 1 or 2: that level
                                 (kiln_measurer_set_cold) */

@@ -258,7 +258,8 @@ static kiln_pass_ctx *after_alter(const kiln_graph *g, const kiln_layout_hints *
 /* Every choice's key of the three convs, as the analytic walk and as a walk
  * with choice 1 everywhere see them (the 1x1 conv reads the Concat
  * row-major in one and in 8c blocks in the other: two keys per choice),
- * each with its time: `us0` for the 16c choices, `us1` for the 8c ones. */
+ * each with its time: `us0` for the 16c choices of the 3x3 convs, `us1`
+ * for their 8c ones, a hundredth of those for the 1x1 conv. */
 static int all_keys(const kiln_graph *g, char (*keys)[KILN_LAYOUT_KEY_MAX], double *us, double us0,
                     double us1)
 {
@@ -277,7 +278,8 @@ static int all_keys(const kiln_graph *g, char (*keys)[KILN_LAYOUT_KEY_MAX], doub
                 assert_non_null(strstr(d->keys[j], j == 0 ? "| out 16 in " : "| out 8 in "));
                 assert_true(n < 16);
                 memcpy(keys[n], d->keys[j], KILN_LAYOUT_KEY_MAX);
-                us[n++] = j == 0 ? us0 : us1;
+                /* the 1x1 conv has 1/144 of a 3x3's flops: 1/100 of its time */
+                us[n++] = (j == 0 ? us0 : us1) * (strstr(d->keys[j], "x1x1 ") ? 0.01 : 1.0);
             }
         }
         kiln_pass_ctx_destroy(ctx);
@@ -320,18 +322,31 @@ static void test_measured_times(void **state)
     assert_true(ct_count_transforms(ctx->g) < analytic_transforms);
     kiln_pass_ctx_destroy(ctx);
 
-    /* the 8c times alone: no conv has all its choices timed */
+    /* the 16c times alone (each conv's analytic choice): the 8c choices
+     * keep their analytic cost, scaled by the timed choices' measured over
+     * analytic sum, and stay twice the 16c ones: nothing moves, and the
+     * convs' choices are costed by their times */
     kiln_layout_time part[16];
     int np = 0;
     for (int k = 0; k < n; k++)
-        if (strstr(tm[k].key, "| out 8 "))
+        if (strstr(tm[k].key, "| out 16 "))
             part[np++] = tm[k];
     assert_true(np >= 3);
     kiln_layout_hints hp = {.force = -1, .n_times = np, .times = part};
     ctx = after_alter(g, &hp);
-    assert_int_equal(ctx->layout_measured, 0);
+    assert_int_equal(ctx->layout_measured, 3);
     for (int k = 0; k < ctx->n_layout_decisions; k++)
         assert_int_equal(ctx->layout_decisions[k].picked, 0);
+    kiln_pass_ctx_destroy(ctx);
+    /* the DP's own account: one chain, unchanged */
+    kiln_layout_plan plan;
+    kiln_error err = {0};
+    ctx = before_alter(g);
+    ctx->layout_hints = &hp;
+    assert_int_equal(kiln_layout_dp(ctx, &plan, &err), KILN_OK);
+    assert_int_equal(plan.n_chains, 1);
+    assert_false(plan.chains[0].changed);
+    kiln_layout_plan_free(&plan);
     kiln_pass_ctx_destroy(ctx);
 
     /* force: choice 1 everywhere, whatever the times say */

@@ -22,7 +22,7 @@ static void tune_help(void)
            "                 [--tuner droplet|random|grid] [--tasks PATTERN] [--workers 1|mpi]\n"
            "                 [--batch N] [--rounds N] [--timeout S] [--threads N]\n"
            "                 [--target T] [--seed N] [--cache-dir DIR] [--jobs N] [--no-e2e]\n"
-           "                 [--no-warm-start] [--no-layouts]\n"
+           "                 [--no-warm-start] [--no-layouts | --layouts-only]\n"
            "\n"
            "Tunes the knobs of MODEL's tasks (see `kiln tasks`) on this machine and\n"
            "appends the measurements to R.jsonl; `kiln compile --records R.jsonl` then\n"
@@ -64,6 +64,7 @@ static void tune_help(void)
            "  --jobs N          parallel compiler processes\n"
            "  --no-e2e          skip the end-to-end A/B of the tuned and untuned builds\n"
            "  --no-layouts      skip the layout stage\n"
+           "  --layouts-only    the layout stage alone (no task's knobs tuned)\n"
            "  --no-warm-start   do not measure the nearest tuned task's configuration\n"
            "                    (same template, nearest shapes) in a task's first batch\n"
            "  -h, --help        show this message\n");
@@ -173,6 +174,8 @@ int kiln_cmd_tune(int argc, char **argv)
             o.skip_e2e = true;
         } else if (!strcmp(argv[i], "--no-layouts")) {
             o.skip_layouts = true;
+        } else if (!strcmp(argv[i], "--layouts-only")) {
+            o.layouts_only = true;
         } else if (!strcmp(argv[i], "--no-warm-start")) {
             o.no_warm_start = true;
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
@@ -188,6 +191,9 @@ int kiln_cmd_tune(int argc, char **argv)
         return cli_usage_error("tune", "missing MODEL");
     if (!o.records)
         return cli_usage_error("tune", "missing --records R.jsonl");
+    if (o.layouts_only && (o.skip_layouts || o.tasks))
+        return cli_usage_error("tune", "--layouts-only with %s: nothing would be tuned",
+                               o.skip_layouts ? "--no-layouts" : "--tasks");
     if (cli_ends_with(model, ".so"))
         return cli_usage_error("tune", "'%s' is a compiled model: tune a zoo name or an .onnx file",
                                model);
