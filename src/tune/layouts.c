@@ -25,7 +25,8 @@
  *     its choice is the analytic one, nothing changes and the times are
  *     written again as "tuned"; otherwise the two builds are timed end to
  *     end (kiln_tune_time_builds) and the times become "tuned" only when
- *     the measured choice is not slower; else the analytic choice stays.
+ *     the measured choice is not slower (the paired median of the rounds'
+ *     ratios at least 1); else the analytic choice stays.
  * `kiln compile --records` applies "tuned" block lines (driver/
  * layout_records.c). */
 #include <cJSON.h>
@@ -539,17 +540,18 @@ kiln_status kiln_tune_layouts(const char *model, const kiln_graph *g,
             so[0] = (char *)kiln_build_output(b0);
             so[1] = (char *)kiln_build_output(b1);
         }
-        double ms[2] = {0, 0};
+        double ms[2] = {0, 0}, ratio = 0;
         if (st == KILN_OK)
-            st = kiln_tune_time_builds(so, o->num_threads, ms, err);
+            st = kiln_tune_time_builds(so, o->num_threads, ms, &ratio, err);
         if (st != KILN_OK)
             goto done;
-        sum->layout_speedup = ms[0] / ms[1];
-        /* not slower: the medians of 11 interleaved rounds */
-        sum->layout_accepted = ms[1] <= ms[0];
+        /* not slower: the median over 11 interleaved rounds of the ratio of
+         * the two builds' times in the same round */
+        sum->layout_speedup = ratio;
+        sum->layout_accepted = ratio >= 1.0;
         fprintf(s.log,
                 "[Layout] measured times change the blocks of %d conv%s: end to end %.3f ms "
-                "against %.3f ms analytic (%.3fx): %s; %.1f s\n",
+                "against %.3f ms analytic, %.3fx paired: %s; %.1f s\n",
                 changed, changed == 1 ? "" : "s", ms[1], ms[0], sum->layout_speedup,
                 sum->layout_accepted ? "accepted" : "slower, the analytic choice stays",
                 now_s() - s.t0);

@@ -482,7 +482,7 @@ static kiln_status set_inputs(kiln_module *m, kiln_error *err)
     return KILN_OK;
 }
 
-kiln_status kiln_tune_time_builds(char *const so[2], int num_threads, double ms[2],
+kiln_status kiln_tune_time_builds(char *const so[2], int num_threads, double ms[2], double *ratio,
                                   kiln_error *err)
 {
     kiln_module_options mo = {.num_threads = num_threads, .bind_threads = -1};
@@ -501,9 +501,14 @@ kiln_status kiln_tune_time_builds(char *const so[2], int num_threads, double ms[
                 med[k][round] = br->median;
             kiln_module_destroy(m);
         }
-    if (s == KILN_OK)
+    if (s == KILN_OK) {
+        double q[ROUNDS];
         for (int k = 0; k < 2; k++)
             ms[k] = kiln_tune_median(med[k], ROUNDS) * 1e3;
+        for (int round = 0; round < ROUNDS; round++)
+            q[round] = med[0][round] / med[1][round];
+        *ratio = kiln_tune_median(q, ROUNDS);
+    }
     free(br);
     return s;
 }
@@ -534,11 +539,12 @@ static kiln_status end_to_end(run *r, const char *model, kiln_error *err)
         r->sum.e2e_speedup = 1; /* the same build: every task kept its default */
         goto done;
     }
-    double ms[2];
-    if (s == KILN_OK && (s = kiln_tune_time_builds(so, o->num_threads, ms, err)) == KILN_OK) {
+    double ms[2], ratio = 1;
+    if (s == KILN_OK &&
+        (s = kiln_tune_time_builds(so, o->num_threads, ms, &ratio, err)) == KILN_OK) {
         r->sum.e2e_untuned_ms = ms[0];
         r->sum.e2e_tuned_ms = ms[1];
-        r->sum.e2e_speedup = ms[0] / ms[1];
+        r->sum.e2e_speedup = ratio;
     }
 done:
     for (int k = 0; k < 2; k++)

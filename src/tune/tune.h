@@ -218,8 +218,10 @@ int64_t kiln_tune_space_size(const kiln_tune_space *sp); /* tunable configuratio
 /* ---- the run ----------------------------------------------------------------- */
 /* Two builds of one model timed end to end: 11 interleaved rounds in
  * alternating order, one module loaded at a time, seeded inputs; ms[k]
- * receives the median of so[k] in milliseconds. */
-kiln_status kiln_tune_time_builds(char *const so[2], int num_threads, double ms[2],
+ * receives the median of so[k] in milliseconds, *ratio the median over the
+ * rounds of so[0]'s time over so[1]'s in the same round (the two timed
+ * back to back, so a slow phase of the machine slows both). */
+kiln_status kiln_tune_time_builds(char *const so[2], int num_threads, double ms[2], double *ratio,
                                   kiln_error *err);
 
 typedef struct kiln_tune_options {
@@ -253,14 +255,15 @@ typedef struct kiln_tune_summary {
     int trials, failed;
     double seconds;
     double est_gain;     /* estimated end-to-end speedup from the tasks' times */
-    double e2e_speedup;  /* measured: median untuned/tuned time (0: not measured) */
+    double e2e_speedup;  /* measured: the paired median of untuned/tuned time per round
+                            (kiln_tune_time_builds; 0: not measured) */
     double e2e_untuned_ms, e2e_tuned_ms;
     /* the layout stage (layouts.c) */
     int layout_convs;       /* convs offered block choices */
     int layout_measured;    /* of them, with every choice timed */
     int layout_changed;     /* convs whose block the measured times changed */
     bool layout_accepted;   /* the measured choice validated: its block lines are tuned */
-    double layout_speedup;  /* its end-to-end A/B (0: not timed) */
+    double layout_speedup;  /* its end-to-end A/B, paired (0: not timed) */
 } kiln_tune_summary;
 
 /* The layout stage (docs/TUNING.md, "Graph-level layout choice"): every
