@@ -513,8 +513,9 @@ kiln_status kiln_tune_time_builds(char *const so[2], int num_threads, double ms[
     return s;
 }
 
-/* The tuned build against the untuned one: interleaved rounds, alternating
- * order, median of each. One module is loaded at a time (an idle thread
+/* The tuned build against the untuned one (kiln_tune_time_builds:
+ * interleaved rounds, alternating order, the paired median of the rounds'
+ * ratios, and each build's median). One module is loaded at a time (an idle thread
  * pool of the other would share the cores). Equal builds are not timed,
  * nor builds whose every task kept its default. */
 static kiln_status end_to_end(run *r, const char *model, kiln_error *err)
