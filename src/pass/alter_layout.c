@@ -339,6 +339,13 @@ static double measured_us(const state *s, const kiln_node *n, const kiln_tpl_blo
     return us;
 }
 
+void kiln_layout_decisions_free(kiln_layout_decision *d, int n)
+{
+    for (int k = 0; d && k < n; k++)
+        free(d[k].name);
+    free(d);
+}
+
 /* Records node i's choices for the applied walk (s->dec). */
 static bool add_decision(state *s, const kiln_node *n, const kiln_tpl_block *bl, int nb,
                          int pick)
@@ -368,8 +375,14 @@ static bool add_decision(state *s, const kiln_node *n, const kiln_tpl_block *bl,
  * new graph; out NULL: a dry run whose graph is dropped. ev (may be NULL)
  * receives the cost and, when its arrays are allocated, what each node was
  * offered and given. */
+typedef struct walk_decisions {
+    kiln_layout_decision *dec;
+    int n, measured;
+} walk_decisions;
+
 static kiln_status walk(const kiln_pass_ctx *ctx, const kiln_layout_choice *choice,
-                        kiln_layout_eval *ev, kiln_graph **out, int *transforms, kiln_error *err)
+                        kiln_layout_eval *ev, kiln_graph **out, int *transforms,
+                        walk_decisions *dec, kiln_error *err)
 {
     const kiln_graph *src = ctx->g;
     state s = {.ctx = (kiln_pass_ctx *)ctx};
@@ -423,7 +436,7 @@ static kiln_status walk(const kiln_pass_ctx *ctx, const kiln_layout_choice *choi
                 double k = hints && hints->analytic_scale > 0 ? hints->analytic_scale : 1.0;
                 s.cost_us += an * k;
             }
-            if (out && nb >= 2 && !add_decision(&s, n, bl, nb, pick)) {
+            if (dec && nb >= 2 && !add_decision(&s, n, bl, nb, pick)) {
                 if (in != stack)
                     free(in);
                 goto oom;
@@ -518,25 +531,16 @@ static kiln_status walk(const kiln_pass_ctx *ctx, const kiln_layout_choice *choi
         return KILN_OK;
     }
     kiln_status fs = kiln_rewrite_finish(&s.rw, out, err);
-    kiln_pass_ctx *cx = (kiln_pass_ctx *)ctx;
-    if (fs == KILN_OK) {
-        if (cx->layout_decisions)
-            for (int k = 0; k < cx->n_layout_decisions; k++)
-                free(cx->layout_decisions[k].name);
-        free(cx->layout_decisions);
-        cx->layout_decisions = s.dec;
-        cx->n_layout_decisions = s.n_dec;
-        cx->layout_measured = s.measured;
-        return fs;
+    if (fs == KILN_OK && dec) {
+        dec->dec = s.dec;
+        dec->n = s.n_dec;
+        dec->measured = s.measured;
+    } else {
+        kiln_layout_decisions_free(s.dec, s.n_dec);
     }
-    for (int k = 0; k < s.n_dec; k++)
-        free(s.dec[k].name);
-    free(s.dec);
     return fs;
 oom:
-    for (int k = 0; k < s.n_dec; k++)
-        free(s.dec[k].name);
-    free(s.dec);
+    kiln_layout_decisions_free(s.dec, s.n_dec);
     free(s.rm_of);
     free(s.blk_of);
     kiln_rewrite_abort(&s.rw);
@@ -557,7 +561,7 @@ kiln_status kiln_alter_layout_eval(const kiln_pass_ctx *ctx, const kiln_layout_c
             return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory in alter-layout");
         }
     }
-    kiln_status st = walk(ctx, choice, &e, NULL, NULL, err);
+    kiln_status st = walk(ctx, choice, &e, NULL, NULL, NULL, err);
     if (st != KILN_OK) {
         kiln_layout_eval_free(&e);
         return st;
@@ -571,9 +575,14 @@ kiln_status kiln_pass_alter_layout_with(kiln_pass_ctx *ctx, const kiln_layout_ch
 {
     kiln_graph *ng = NULL;
     int transforms = 0;
-    kiln_status st = walk(ctx, choice, NULL, &ng, &transforms, err);
+    walk_decisions dec = {0};
+    kiln_status st = walk(ctx, choice, NULL, &ng, &transforms, &dec, err);
     if (st != KILN_OK)
         return st;
+    kiln_layout_decisions_free(ctx->layout_decisions, ctx->n_layout_decisions);
+    ctx->layout_decisions = dec.dec;
+    ctx->n_layout_decisions = dec.n;
+    ctx->layout_measured = dec.measured;
     ctx->stat_transforms = transforms;
     return kiln_pass_ctx_replace(ctx, ng, err);
 }

@@ -85,6 +85,8 @@ typedef struct kiln_layout_decision {
     bool measured;                          /* its choice costed by a measured time */
 } kiln_layout_decision;
 
+void kiln_layout_decisions_free(kiln_layout_decision *d, int n); /* NULL: no-op */
+
 /* What one walk saw, per source node (arrays of ctx->g->n_nodes, owned). */
 typedef struct kiln_layout_eval {
     double cost_us;       /* the analytic cost above */

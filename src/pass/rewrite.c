@@ -86,10 +86,7 @@ void kiln_pass_ctx_destroy(kiln_pass_ctx *ctx)
     if (!ctx)
         return;
     drop_derived(ctx);
-    if (ctx->layout_decisions)
-        for (int i = 0; i < ctx->n_layout_decisions; i++)
-            free(ctx->layout_decisions[i].name);
-    free(ctx->layout_decisions);
+    kiln_layout_decisions_free(ctx->layout_decisions, ctx->n_layout_decisions);
     kiln_graph_destroy(ctx->g);
     for (int i = 0; i < ctx->n_old; i++)
         kiln_graph_destroy(ctx->old[i]);
