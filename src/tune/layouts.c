@@ -334,11 +334,10 @@ static void block_name(const choice *c, char *buf, size_t size)
         snprintf(buf, size, "%dc>%dc", c->in_block, c->out_block);
 }
 
-kiln_status kiln_tune_layouts(const char *model, const kiln_graph *g,
+kiln_status kiln_tune_layouts(const kiln_graph *g,
                               const kiln_tune_options *o, int cold, double budget_s, FILE *log,
                               kiln_tune_summary *sum, kiln_error *err)
 {
-    (void)model;
     stage s = {.o = o, .log = log ? log : stderr, .g = g, .cold = cold, .t0 = now_s()};
     kiln_build *b0 = NULL, *b1 = NULL;
     kiln_layout_hints *prev = NULL, *h = NULL;

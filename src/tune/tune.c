@@ -582,7 +582,7 @@ kiln_status kiln_tune_run(const char *model, const kiln_tune_options *opts,
     if (s == KILN_OK && !opts->skip_layouts && !opts->exec && !opts->tasks) {
         /* the layout stage first: the tasks then are those of the blocks it
          * chose; a quarter of the time budget at most */
-        s = kiln_tune_layouts(model, g, opts, r.cold,
+        s = kiln_tune_layouts(g, opts, r.cold,
                               opts->time_budget_s > 0
                                   ? opts->time_budget_s / (opts->layouts_only ? 1 : 4)
                                   : 0,

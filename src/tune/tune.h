@@ -272,7 +272,7 @@ typedef struct kiln_tune_summary {
  * differs from the analytic one timed end to end against it; block lines
  * written (status "measured", then "tuned" when the choice is not slower).
  * budget_s 0: no limit. Fills the layout fields of *sum. */
-kiln_status kiln_tune_layouts(const char *model, const kiln_graph *g,
+kiln_status kiln_tune_layouts(const kiln_graph *g,
                               const kiln_tune_options *o, int cold, double budget_s, FILE *log,
                               kiln_tune_summary *sum, kiln_error *err);
 
