@@ -228,7 +228,11 @@ static int lay_template(state *s, const kiln_node *n, int *in, const kiln_tpl_la
         snprintf(name, sizeof name, "%s.packed", w->name);
         in[1] = kiln_rewrite_const(&s->rw, name, w->dtype, &w->shape, w->data, tl->weight);
     }
-    return emit(s, n, in, tl->out);
+    int id = emit(s, n, in, tl->out);
+    if (id >= 0 && tl->algo &&
+        kiln_node_set_int(s->rw.dst, id, KILN_TPL_ALGO_ATTR, tl->algo) != KILN_OK)
+        return -1;
+    return id;
 }
 
 int kiln_layout_block(kiln_layout l)
@@ -291,10 +295,12 @@ void kiln_layout_node_key(const char *target, const kiln_graph *g, const kiln_no
     ints_str(n, "strides", st, sizeof st);
     ints_str(n, "pads", pd, sizeof pd);
     ints_str(n, "dilations", dl, sizeof dl);
-    snprintf(buf, size, "%s %s x%s w%s s%s p%s d%s g%lld b%d | out %d in %d",
-             target ? target : "", kiln_op_name(n->op), x, w, st, pd, dl,
-             (long long)kiln_attr_int(n, "group", 1), n->n_inputs > 2 && n->inputs[2] >= 0,
-             kiln_layout_block(b->lay.out), kiln_layout_block(b->lay.in));
+    int k = snprintf(buf, size, "%s %s x%s w%s s%s p%s d%s g%lld b%d | out %d in %d",
+                     target ? target : "", kiln_op_name(n->op), x, w, st, pd, dl,
+                     (long long)kiln_attr_int(n, "group", 1), n->n_inputs > 2 && n->inputs[2] >= 0,
+                     kiln_layout_block(b->lay.out), kiln_layout_block(b->lay.in));
+    if (b->lay.algo && k >= 0 && (size_t)k < size)
+        snprintf(buf + k, size - (size_t)k, " algo %d", b->lay.algo);
 }
 
 static int cmp_time(const void *a, const void *b)
@@ -406,11 +412,13 @@ static kiln_status walk(const kiln_pass_ctx *ctx, const kiln_layout_choice *choi
         bool chosen = nb > 0;
         int pick = 0;
         if (chosen && choice && (choice[i].in_block || choice[i].out_block)) {
-            /* the requested blocks; else (the input arrives in another
-             * block than when the choice was made) the requested output */
+            /* the requested blocks and algorithm; else (the input arrives
+             * in another block than when the choice was made) the requested
+             * output, by the requested algorithm where offered */
             int exact = -1, out_only = -1;
             for (int k = nb - 1; k >= 0; k--)
-                if (kiln_layout_block(bl[k].lay.out) == choice[i].out_block) {
+                if (kiln_layout_block(bl[k].lay.out) == choice[i].out_block &&
+                    (bl[k].lay.algo == choice[i].algo || (out_only < 0 && !bl[k].lay.algo))) {
                     out_only = k;
                     if (kiln_layout_block(bl[k].lay.in) == choice[i].in_block)
                         exact = k;

@@ -156,7 +156,8 @@ oom:
 
 static kiln_layout_choice choice_of(const kiln_tpl_block *b)
 {
-    return (kiln_layout_choice){kiln_layout_block(b->lay.in), kiln_layout_block(b->lay.out)};
+    return (kiln_layout_choice){kiln_layout_block(b->lay.in), kiln_layout_block(b->lay.out),
+                                b->lay.algo};
 }
 
 /* The whole graph's cost with `choice`. */
@@ -198,7 +199,7 @@ static kiln_status dp_chain(const kiln_pass_ctx *ctx, const kiln_layout_eval *ev
             goto done;
         path[b * m] = b;
     }
-    choice[dn[0]] = (kiln_layout_choice){0, 0};
+    choice[dn[0]] = (kiln_layout_choice){0, 0, 0};
     int kp = k0;
     for (int i = 1; i < m; i++) {
         int ki = ev0->n_blocks[dn[i]];
@@ -219,7 +220,7 @@ static kiln_status dp_chain(const kiln_pass_ctx *ctx, const kiln_layout_eval *ev
             }
         }
         for (int j = 0; j <= i; j++)
-            choice[dn[j]] = (kiln_layout_choice){0, 0};
+            choice[dn[j]] = (kiln_layout_choice){0, 0, 0};
         int *t = path;
         path = next;
         next = t;

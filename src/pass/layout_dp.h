@@ -26,9 +26,10 @@
 #define KILN_LAYOUT_TRANSFORM_US 2.0  /* per transform kernel */
 
 /* A requested choice for one node: the blocks of its data input and of
- * its output (1: row-major); 0, 0: the template's default. */
+ * its output (1: row-major) and the algorithm (kiln_tpl_layout.algo);
+ * 0, 0: the template's default. */
 typedef struct kiln_layout_choice {
-    int in_block, out_block;
+    int in_block, out_block, algo;
 } kiln_layout_choice;
 
 /* Measured block choices (docs/TUNING.md, "Graph-level layout choice"):
@@ -68,7 +69,8 @@ typedef struct kiln_layout_hints {
 /* The key of node n at block choice b: the target, the op, the input and
  * weight shapes, strides, pads, dilations, groups, bias, and b's input and
  * output blocks (the input block follows the producer's choice: a conv
- * reading NCHW8c runs another kernel than one reading NCHW16c). */
+ * reading NCHW8c runs another kernel than one reading NCHW16c), then
+ * " algo A" where the choice asks for an algorithm (kiln_tpl_layout.algo). */
 void kiln_layout_node_key(const char *target, const kiln_graph *g, const kiln_node *n,
                           const kiln_tpl_block *b, char *buf, size_t size);
 void kiln_layout_times_sort(kiln_layout_time *t, int n);

@@ -90,9 +90,11 @@ bool kiln_target_layout(const kiln_target *tg, const kiln_graph *g, const kiln_n
     const kiln_template_set *set = kiln_target_templates(tg);
     if (empty_node(g, n))
         return false;
-    for (int i = 0; i < set->n_tpl; i++)
+    for (int i = 0; i < set->n_tpl; i++) {
+        *out = (kiln_tpl_layout){0}; /* a hook sets algo only to ask for one */
         if (set->tpl[i]->layout && set->tpl[i]->layout(tg, g, n, in, out))
             return true;
+    }
     return false;
 }
 
@@ -102,6 +104,7 @@ int kiln_target_blocks(const kiln_target *tg, const kiln_graph *g, const kiln_no
     const kiln_template_set *set = kiln_target_templates(tg);
     if (empty_node(g, n))
         return 0;
+    memset(out, 0, sizeof *out * KILN_TPL_MAX_BLOCKS); /* a hook sets algo only to ask */
     for (int i = 0; i < set->n_tpl; i++) {
         const kiln_template *t = set->tpl[i];
         if (!t->layout || !t->layout(tg, g, n, in, &out[0].lay))

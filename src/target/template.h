@@ -46,7 +46,21 @@ typedef struct kiln_tpl_layout {
     kiln_layout in;     /* data input (input 0) */
     kiln_layout weight; /* weight (input 1); row-major: as it is */
     kiln_layout out;    /* output 0 */
+    int algo;           /* 0: the templates' own rules pick the kernel; else a
+                           KILN_TPL_ALGO_* the choice asks for */
 } kiln_tpl_layout;
+
+/* An algorithm a block choice asks for where the templates' analytic rules
+ * would pick another: alter-layout writes it on the node as the int
+ * attribute KILN_TPL_ALGO_ATTR, which the template's match() reads (and
+ * which workload keys carry, so that a task rebuilt from its key runs the
+ * same kernel). KILN_TPL_ALGO_WINOGRAD: conv2d_wino_nchwc on a map smaller
+ * than its tile rule takes (tpl_conv2d_wino_nchwc.c): whether its 4x larger
+ * weights pay there depends on the machine's memory and caches, so only a
+ * measured choice (the tuner's layout stage) takes it. */
+#define KILN_TPL_ALGO_WINOGRAD 1
+#define KILN_TPL_ALGO_ATTR "kiln_algo"
+
 
 /* One block choice of a layout-preferring template (template.blocks): its
  * layouts and the analytic cost of the node's compute with them, relative

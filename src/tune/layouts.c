@@ -55,7 +55,7 @@
 
 typedef struct choice {
     char key[KILN_LAYOUT_KEY_MAX];
-    int in_block, out_block;
+    int in_block, out_block, algo;
     bool shared;                   /* its task holds another conv too (an expand +
                                       depthwise pair): the conv's own time is not
                                       its task's, and it is not timed */
@@ -116,6 +116,7 @@ static int add(stage *s, const char *key, const kiln_tpl_block *b)
     snprintf(c->key, sizeof c->key, "%s", key);
     c->in_block = kiln_layout_block(b->lay.in);
     c->out_block = kiln_layout_block(b->lay.out);
+    c->algo = b->lay.algo;
     return s->n++;
 }
 
@@ -328,10 +329,11 @@ static kiln_layout_hints *hints_of(const stage *s, kiln_layout_time **tm)
 
 static void block_name(const choice *c, char *buf, size_t size)
 {
+    const char *algo = c->algo == KILN_TPL_ALGO_WINOGRAD ? " winograd" : "";
     if (c->in_block == 1)
-        snprintf(buf, size, "NCHW>%dc", c->out_block);
+        snprintf(buf, size, "NCHW>%dc%s", c->out_block, algo);
     else
-        snprintf(buf, size, "%dc>%dc", c->in_block, c->out_block);
+        snprintf(buf, size, "%dc>%dc%s", c->in_block, c->out_block, algo);
 }
 
 kiln_status kiln_tune_layouts(const kiln_graph *g,

@@ -88,7 +88,7 @@ static double exhaustive(const kiln_pass_ctx *ctx, const kiln_layout_eval *ev0)
         for (int j = 0; j < m; j++) {
             const kiln_tpl_block *b = &ev0->blocks[dn[j]][idx[j]];
             ch[dn[j]] = (kiln_layout_choice){kiln_layout_block(b->lay.in),
-                                             kiln_layout_block(b->lay.out)};
+                                             kiln_layout_block(b->lay.out), b->lay.algo};
         }
         kiln_layout_eval ev;
         assert_int_equal(kiln_alter_layout_eval(ctx, ch, false, &ev, &err), KILN_OK);
@@ -369,6 +369,123 @@ static void test_measured_times(void **state)
     kiln_graph_destroy(g);
 }
 
+/* x [1, 32, hw, hw] -> 1x1 conv to 64 -> relu -> 3x3 conv 64 -> 64, pad 1,
+ * bias -> relu. *conv receives the 3x3 conv's node id. */
+static kiln_graph *wino_graph(int64_t hw, int *conv)
+{
+    kiln_graph *g = NULL;
+    kiln_error err = {0};
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    kiln_shape xs = {4, {1, 32, hw, hw}};
+    int x = kiln_graph_add_input(g, "x", KILN_DTYPE_FLOAT32, &xs);
+    static const int pads[4] = {1, 1, 1, 1}, none[4] = {0, 0, 0, 0};
+    int w0 = ct_param(g, "w0", (kiln_shape){4, {64, 32, 1, 1}}, 40, -0.18f, 0.18f);
+    int c0 = ct_conv(g, x, w0, -1, 1, 1, none, 1);
+    int r0 = kiln_graph_node_output(g, kiln_graph_add_node(g, KILN_OP_RELU, NULL, &c0, 1, 1), 0);
+    int w1 = ct_param(g, "w1", (kiln_shape){4, {64, 64, 3, 3}}, 41, -0.04f, 0.04f);
+    int b1 = ct_param(g, "b1", (kiln_shape){1, {64}}, 42, -0.1f, 0.1f);
+    int c1 = ct_conv(g, r0, w1, b1, 3, 1, pads, 1);
+    *conv = g->n_nodes - 1;
+    int y = kiln_graph_node_output(g, kiln_graph_add_node(g, KILN_OP_RELU, NULL, &c1, 1, 1), 0);
+    assert_int_equal(kiln_graph_add_output(g, y), KILN_OK);
+    assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+    return g;
+}
+
+/* The 3x3 conv of ctx's graph (after alter-layout) and the template that
+ * takes it. */
+static const kiln_node *wino_conv(const kiln_pass_ctx *ctx, const char **tpl)
+{
+    const kiln_node *c = NULL;
+    for (int i = 0; i < ctx->g->n_nodes; i++) {
+        const kiln_node *n = ctx->g->nodes[i];
+        const int64_t *k = NULL;
+        if (n->op == KILN_OP_CONV && kiln_attr_ints(n, "kernel_shape", &k) == 2 && k[0] == 3)
+            c = n;
+    }
+    assert_non_null(c);
+    const kiln_template *t = kiln_target_template(&ctx->target, ctx->g, c, NULL);
+    assert_non_null(t);
+    *tpl = t->name;
+    return c;
+}
+
+/* The algorithm as a block choice: a 3x3 conv on a 14x14 map (16 output
+ * tiles, fewer than Winograd's own rule asks) is offered Winograd at the
+ * default's blocks as one more choice, costed above the default, so the
+ * analytic walk keeps the direct conv; a time saying Winograd is faster
+ * makes the DP take it (the node carries KILN_TPL_ALGO_ATTR and
+ * conv2d_wino_nchwc takes it), one saying it is slower does not. A 28x28
+ * map, Winograd by the rule, is offered no such choice. The compiled graph
+ * with Winograd asked for matches the reference executor. */
+static void test_winograd_choice(void **state)
+{
+    (void)state;
+    int conv = -1;
+    kiln_graph *g = wino_graph(14, &conv);
+    kiln_pass_ctx *ctx = after_alter(g, NULL);
+    const char *tpl = NULL;
+    const kiln_node *c = wino_conv(ctx, &tpl);
+    assert_string_equal(tpl, "conv2d_nchwc");
+    assert_int_equal(kiln_attr_int(c, KILN_TPL_ALGO_ATTR, 0), 0);
+    assert_int_equal(ctx->n_layout_decisions, 2);
+    const kiln_layout_decision *d = &ctx->layout_decisions[1];
+    int wino = -1;
+    for (int k = 0; k < d->n_blocks; k++)
+        if (d->blocks[k].lay.algo == KILN_TPL_ALGO_WINOGRAD)
+            wino = k;
+    assert_true(wino > 0);
+    assert_int_equal(d->picked, 0);
+    assert_true(d->blocks[wino].cost > d->blocks[0].cost);
+    assert_true(kiln_layout_equal(d->blocks[wino].lay.out, d->blocks[0].lay.out) &&
+                kiln_layout_equal(d->blocks[wino].lay.in, d->blocks[0].lay.in));
+    assert_non_null(strstr(d->keys[wino], " algo 1"));
+    assert_null(strstr(d->keys[0], " algo"));
+
+    /* times for every choice the analytic walk saw: the defaults 100 us,
+     * the other blocks 200, Winograd `fast` or `slow` */
+    char keys[16][KILN_LAYOUT_KEY_MAX];
+    kiln_layout_time tm[16];
+    int n = 0;
+    for (int j = 0; j < ctx->n_layout_decisions; j++)
+        for (int k = 0; k < ctx->layout_decisions[j].n_blocks && n < 16; k++, n++) {
+            memcpy(keys[n], ctx->layout_decisions[j].keys[k], KILN_LAYOUT_KEY_MAX);
+            tm[n] = (kiln_layout_time){keys[n], k == 0 ? 100.0 : 200.0};
+        }
+    kiln_pass_ctx_destroy(ctx);
+    for (int fast = 1; fast >= 0; fast--) {
+        kiln_layout_time t2[16];
+        for (int k = 0; k < n; k++)
+            t2[k] = (kiln_layout_time){tm[k].key,
+                                       strstr(tm[k].key, " algo 1") ? (fast ? 40.0 : 150.0)
+                                                                    : tm[k].us};
+        kiln_layout_times_sort(t2, n);
+        kiln_layout_hints h = {.force = -1, .n_times = n, .times = t2};
+        ctx = after_alter(g, &h);
+        c = wino_conv(ctx, &tpl);
+        assert_int_equal(ctx->layout_decisions[1].picked, fast ? wino : 0);
+        assert_int_equal(kiln_attr_int(c, KILN_TPL_ALGO_ATTR, 0),
+                         fast ? KILN_TPL_ALGO_WINOGRAD : 0);
+        assert_string_equal(tpl, fast ? "conv2d_wino_nchwc" : "conv2d_nchwc");
+        kiln_pass_ctx_destroy(ctx);
+    }
+    /* asked for on the source node: the values (host target) */
+    assert_int_equal(kiln_node_set_int(g, conv, KILN_TPL_ALGO_ATTR, KILN_TPL_ALGO_WINOGRAD),
+                     KILN_OK);
+    ct_check_graph(g, kt_dir, "wino14", 0, 7, 1e-3, 1e-4);
+    kiln_graph_destroy(g);
+
+    g = wino_graph(28, &conv);
+    ctx = after_alter(g, NULL);
+    c = wino_conv(ctx, &tpl);
+    assert_string_equal(tpl, "conv2d_wino_nchwc");
+    d = &ctx->layout_decisions[1];
+    for (int k = 0; k < d->n_blocks; k++)
+        assert_int_equal(d->blocks[k].lay.algo, 0);
+    kiln_pass_ctx_destroy(ctx);
+    kiln_graph_destroy(g);
+}
+
 /* kiln compile --records: "tuned" block lines of this CPU and kiln decide
  * the blocks; "measured" lines, another fingerprint or a stale template
  * hash do not; the build's decisions say so, and configure applies none of
@@ -439,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_many_transforms),
         cmocka_unit_test(test_measured_times),
         cmocka_unit_test(test_block_records),
+        cmocka_unit_test(test_winograd_choice),
     };
     return cmocka_run_group_tests(tests, kt_dir_setup, kt_dir_teardown);
 }

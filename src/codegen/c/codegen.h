@@ -87,6 +87,9 @@ bool kiln_tpl_conv_operands(const kiln_graph *g, const kiln_node *n);
  * NCHW{vec}c in and out: conv2d_nchwc asks for a blocked input when so. */
 struct kiln_win2d;
 bool kiln_tpl_wino_takes(const struct kiln_win2d *w);
+/* Whether it takes one that kiln_tpl_wino_takes leaves to conv2d_nchwc (a
+ * small map) when the node asks for it (KILN_TPL_ALGO_WINOGRAD). */
+bool kiln_tpl_wino_on_request(const struct kiln_win2d *w);
 /* Row-major data input (input 0). */
 bool kiln_tpl_row_major_in(const kiln_graph *g, const kiln_node *n);
 /* Whether every reader of value v keeps a blocked input blocked (tpl_transpose.c;

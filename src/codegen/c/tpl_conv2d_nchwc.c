@@ -183,6 +183,11 @@ static double out_block_cost(int64_t c, int cb, int vec)
 /* An image read row-major (NCHW1c) instead of as one block of all its
  * channels: the efficiencies the top quotes, 69% against 88% (resnet's 7x7:
  * 1.28x the time) and 49% against 70% (squeezenet's 3x3: 1.43x). */
+/* Winograd asked for on a small map (blocks() below), relative to the
+ * direct conv: above 1, because the analytic rule (kiln_tpl_wino_takes) says
+ * the direct conv is faster there; the tuner's times decide. */
+#define KILN_WINO_REQUEST_COST 1.25
+
 static double image_row_major_cost(const kiln_graph *g, const kiln_node *n)
 {
     const kiln_value *w = g->values[n->inputs[1]];
@@ -192,13 +197,15 @@ static double image_row_major_cost(const kiln_graph *g, const kiln_node *n)
 /* The block choices (template.blocks) of a groups == 1 conv: layout()'s
  * first, then the output blocks vec and vec/2 that divide C_out, vec
  * padded where layout()'s rule allows padding, and for an image the input
- * read row-major; each costs out_block_cost (and the image's factor), and
- * a choice cheaper than layout()'s is not offered (layout()'s rule is the
- * analytic optimum; only the layout DP's transforms can outweigh it). */
+ * read row-major, and for a 3x3 conv on a small map the default's blocks
+ * by Winograd; each costs out_block_cost (and the image's or Winograd's
+ * factor), and a choice cheaper than layout()'s is not offered (layout()'s
+ * rule is the analytic optimum; only the layout DP's transforms, or
+ * measured times, can outweigh it). */
 static int blocks(const kiln_target *tg, const kiln_graph *g, const kiln_node *n, kiln_layout in,
                   kiln_tpl_block *out)
 {
-    kiln_tpl_layout d;
+    kiln_tpl_layout d = {0};
     if (!layout(tg, g, n, in, &d))
         return 0;
     int vec = tg->vec;
@@ -219,11 +226,22 @@ static int blocks(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
         double cost = out_block_cost(c_out, b, vec);
         if (b == cb_out || !fits || cost < base)
             continue;
-        out[k++] = (kiln_tpl_block){{nchwc(cb_in), {KILN_LAYOUT_OIHWIO, cb_in, b}, nchwc(b)}, cost};
+        out[k++] = (kiln_tpl_block){{nchwc(cb_in), {KILN_LAYOUT_OIHWIO, cb_in, b}, nchwc(b), 0}, cost};
     }
     if (in.kind == KILN_LAYOUT_ROW_MAJOR && cb_in == c_in && c_in > 1)
-        out[k++] = (kiln_tpl_block){{nchwc(1), {KILN_LAYOUT_OIHWIO, 1, cb_out}, nchwc(cb_out)},
+        out[k++] = (kiln_tpl_block){{nchwc(1), {KILN_LAYOUT_OIHWIO, 1, cb_out}, nchwc(cb_out), 0},
                                     base * image_row_major_cost(g, n)};
+    /* Winograd on a map its own rule leaves to this template: offered at a
+     * cost above the default's, so that only a measured time picks it
+     * (template.h, KILN_TPL_ALGO_WINOGRAD) */
+    kiln_win2d w2;
+    if (k < KILN_TPL_MAX_BLOCKS && cb_in == vec && cb_out == vec && c_in % vec == 0 &&
+        c_out % vec == 0 && kiln_tpl_conv_operands(g, n) && kiln_geom_win2d(g, n, &w2) &&
+        kiln_tpl_wino_on_request(&w2)) {
+        out[k] = out[0];
+        out[k].lay.algo = KILN_TPL_ALGO_WINOGRAD;
+        out[k++].cost = base * KILN_WINO_REQUEST_COST;
+    }
     return k;
 }
 

@@ -16,7 +16,12 @@
  * (36 x c_in x c_out floats, streamed from memory in a network) serves
  * enough tiles; smaller maps (resnet-50's 14x14 and 7x7 stages, with their
  * 2-9 MB of U per conv) stay with conv2d_nchwc, after this template in
- * templates.def. The layouts are conv2d_nchwc's (NCHW{vec}c in and out,
+ * templates.def, unless a measured block choice asks for Winograd
+ * (KILN_TPL_ALGO_WINOGRAD on the node: kiln_tpl_wino_on_request, at least
+ * KILN_WINO_REQUEST_MIN_TILES tiles): whether U streamed from memory costs
+ * more than the 4x fewer FMAs save depends on the machine (on a Zen 4
+ * EPYC resnet-50's 14x14 3x3s ran 1.55x faster in the network, its 7x7
+ * ones 0.75x), so the tuner's layout stage times both. The layouts are conv2d_nchwc's (NCHW{vec}c in and out,
  * equal blocks); the epilogue is the header's (bias, residual Add, Relu,
  * Clip) at the output transform's store, then any other fused node on each
  * task's output rows. No input prologue: a pre-activation before such a
@@ -35,9 +40,12 @@
 
 #define KILN_WINO_MIN_C 32
 #define KILN_WINO_MIN_TILES 49
+#define KILN_WINO_REQUEST_MIN_TILES 4 /* a 7x7 map: 2 x 2 tiles */
 #define KILN_WINO_MAX_DIL 16
 
-bool kiln_tpl_wino_takes(const kiln_win2d *w)
+/* The geometry the kernel runs well at all, with at least min_tiles output
+ * tiles per image. */
+static bool wino_geometry(const kiln_win2d *w, int64_t min_tiles)
 {
     const int64_t d = w->dh;
     int64_t tiles = d * kiln_k_cdiv(kiln_k_cdiv(w->oh, d), 4) * d *
@@ -46,15 +54,29 @@ bool kiln_tpl_wino_takes(const kiln_win2d *w)
            d <= KILN_WINO_MAX_DIL && w->dw == d && w->groups == 1 && w->pt >= 0 &&
            w->pt <= 2 * d && w->pl >= 0 && w->pl <= 2 * d && w->pb >= 0 && w->pb <= 2 * d &&
            w->pr >= 0 && w->pr <= 2 * d && w->c >= KILN_WINO_MIN_C && w->m >= KILN_WINO_MIN_C &&
-           tiles >= KILN_WINO_MIN_TILES && (d == 1 || (kiln_k_cdiv(w->oh, d) >= 4 &&
-                                                      kiln_k_cdiv(w->ow, d) >= 4));
+           tiles >= min_tiles && (d == 1 || (kiln_k_cdiv(w->oh, d) >= 4 &&
+                                             kiln_k_cdiv(w->ow, d) >= 4));
+}
+
+bool kiln_tpl_wino_takes(const kiln_win2d *w)
+{
+    return wino_geometry(w, KILN_WINO_MIN_TILES);
+}
+
+bool kiln_tpl_wino_on_request(const kiln_win2d *w)
+{
+    return !kiln_tpl_wino_takes(w) && wino_geometry(w, KILN_WINO_REQUEST_MIN_TILES);
 }
 
 static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
                   kiln_epi_kind *epi)
 {
     kiln_win2d w;
-    if (!kiln_tpl_conv_operands(g, n) || !kiln_geom_win2d(g, n, &w) || !kiln_tpl_wino_takes(&w))
+    if (!kiln_tpl_conv_operands(g, n) || !kiln_geom_win2d(g, n, &w))
+        return false;
+    if (!kiln_tpl_wino_takes(&w) &&
+        !(kiln_attr_int(n, KILN_TPL_ALGO_ATTR, 0) == KILN_TPL_ALGO_WINOGRAD &&
+          kiln_tpl_wino_on_request(&w)))
         return false;
     const kiln_layout *wl = &g->values[n->inputs[1]]->layout;
     if (wl->kind != KILN_LAYOUT_OIHWIO || wl->block_a != wl->block_b || wl->block_a != tg->vec)
