@@ -247,9 +247,11 @@ void kiln_layout_eval_free(kiln_layout_eval *ev)
     free(ev->n_blocks);
     free(ev->blocks);
     free(ev->picked);
+    free(ev->node_us);
     ev->n_blocks = NULL;
     ev->blocks = NULL;
     ev->picked = NULL;
+    ev->node_us = NULL;
 }
 
 /* The flops of a node with block choices (a conv): 2 x output elements x
@@ -436,14 +438,15 @@ static kiln_status walk(const kiln_pass_ctx *ctx, const kiln_layout_choice *choi
             double us = measured_us(&s, n, bl, nb, pick, NULL);
             double an = node_flops(src, n) * bl[pick].cost / KILN_LAYOUT_CONV_RATE * 1e6;
             if (us >= 0) {
-                s.cost_us += us;
                 s.measured++;
                 s.measured_us += us;
                 s.measured_analytic_us += an;
             } else {
-                double k = hints && hints->analytic_scale > 0 ? hints->analytic_scale : 1.0;
-                s.cost_us += an * k;
+                us = an * (hints && hints->analytic_scale > 0 ? hints->analytic_scale : 1.0);
             }
+            s.cost_us += us;
+            if (ev && ev->node_us)
+                ev->node_us[i] = us;
             if (dec && nb >= 2 && !add_decision(&s, n, bl, nb, pick)) {
                 if (in != stack)
                     free(in);
@@ -564,7 +567,8 @@ kiln_status kiln_alter_layout_eval(const kiln_pass_ctx *ctx, const kiln_layout_c
         e.n_blocks = calloc(n, sizeof *e.n_blocks);
         e.blocks = calloc(n, sizeof *e.blocks);
         e.picked = calloc(n, sizeof *e.picked);
-        if (!e.n_blocks || !e.blocks || !e.picked) {
+        e.node_us = calloc(n, sizeof *e.node_us);
+        if (!e.n_blocks || !e.blocks || !e.picked || !e.node_us) {
             kiln_layout_eval_free(&e);
             return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory in alter-layout");
         }

@@ -29,6 +29,7 @@
  *     unchanged unless the DP finds a cheaper chain.
  * Walks: sum over the chains of K_{i-1} x K_i (K <= KILN_TPL_MAX_BLOCKS);
  * a graph needing more than KILN_LAYOUT_DP_MAX_WALKS keeps its defaults. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -235,12 +236,18 @@ static kiln_status dp_chain(const kiln_pass_ctx *ctx, const kiln_layout_eval *ev
     ch->n_nodes = m;
     ch->default_us = base;
     ch->chosen_us = base;
-    /* strictly cheaper beyond rounding (with measured times, by
-     * KILN_LAYOUT_MEASURED_MIN_GAIN): keep the defaults otherwise */
-    double margin = ctx->layout_hints && ctx->layout_hints->n_times > 0
-                        ? KILN_LAYOUT_MEASURED_MIN_GAIN
-                        : 1e-9;
-    if (best[bb] < base * (1.0 - margin) - 1e-9) {
+    /* strictly cheaper beyond rounding (with measured times, by the
+     * margins of layout_dp.h): keep the defaults otherwise */
+    double need = 0;
+    if (ctx->layout_hints && ctx->layout_hints->n_times > 0) {
+        double chain_us = 0;
+        for (int j = 0; j < m; j++)
+            chain_us += ev0->node_us ? ev0->node_us[dn[j]] : 0;
+        need = fmax(KILN_LAYOUT_MEASURED_MIN_FLOOR * base,
+                    fmin(KILN_LAYOUT_MEASURED_MIN_GAIN * base,
+                         KILN_LAYOUT_MEASURED_MIN_CHAIN_GAIN * chain_us));
+    }
+    if (best[bb] < base - need - 1e-9) {
         bool differs = false;
         for (int j = 0; j < m; j++)
             differs |= path[bb * m + j] != 0;
