@@ -194,8 +194,8 @@ static void report_applied(const kiln_build *b, const best *bt, bool shipped, in
     }
     if (shipped && b->n_tuned == 0)
         fprintf(stderr,
-                "kiln compile: shipped records %s: none for this CPU (fingerprint %s) and "
-                "this kiln's templates: %d tunable steps keep their defaults\n",
+                "kiln compile: shipped records %s: no task records for this CPU (fingerprint "
+                "%s) and this kiln's templates: %d tunable steps keep their defaults\n",
                 b->records, kiln_cpu_fingerprint_id(), n_tunable);
     else
         fprintf(stderr, "kiln compile: %srecords %s: %d of %d tunable steps tuned",

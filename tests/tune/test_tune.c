@@ -515,7 +515,7 @@ static void test_shipped_records(void **state)
     snprintf(path, sizeof path, "%s/a-cpu.jsonl", dir);
     unlink(path);
     expect_cli(0, kt_fmt("compile mlp -o %s --jobs 2", so), "shipped records",
-               "none for this CPU", KT_LACKS, "tunable steps tuned");
+               "no task records for this CPU", KT_LACKS, "tunable steps tuned");
     expect_cli(0, kt_fmt("compile mlp -o %s --jobs 2 --quiet", so), KT_LACKS, "shipped");
     unsetenv("KILN_RECORDS_DIR");
 }
