@@ -546,8 +546,8 @@ kiln_status kiln_tune_layouts(const kiln_graph *g,
             st = kiln_tune_time_builds(so, o->num_threads, ms, &ratio, err);
         if (st != KILN_OK)
             goto done;
-        /* not slower: the median over 11 interleaved rounds of the ratio of
-         * the two builds' times in the same round */
+        /* not slower: the median over KILN_TUNE_E2E_ROUNDS interleaved rounds
+         * of the ratio of the two builds' times in the same round */
         sum->layout_speedup = ratio;
         sum->layout_accepted = ratio >= 1.0;
         fprintf(s.log,

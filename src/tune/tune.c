@@ -486,7 +486,7 @@ kiln_status kiln_tune_time_builds(char *const so[2], int num_threads, double ms[
                                   kiln_error *err)
 {
     kiln_module_options mo = {.num_threads = num_threads, .bind_threads = -1};
-    enum { ROUNDS = 11 };
+    enum { ROUNDS = KILN_TUNE_E2E_ROUNDS };
     double med[2][ROUNDS];
     kiln_bench_options bo = {.repeat = 3, .min_repeat_ms = 50};
     kiln_bench_result *br = calloc(1, sizeof *br);

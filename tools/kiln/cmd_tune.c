@@ -247,9 +247,9 @@ static void print_summary(const char *model, const kiln_tune_options *o,
         printf("         measured end-to-end: not timed, 1.000x (no task's configuration "
                "differs from its default: the tuned build runs the untuned one's kernels)\n");
     else if (sum.e2e_speedup > 0)
-        printf("         measured end-to-end: %.3fx (median over 11 interleaved rounds of "
+        printf("         measured end-to-end: %.3fx (median over %d interleaved rounds of "
                "untuned/tuned in the round; medians untuned %.3f ms, tuned %.3f ms)\n",
-               sum.e2e_speedup, sum.e2e_untuned_ms, sum.e2e_tuned_ms);
+               sum.e2e_speedup, KILN_TUNE_E2E_ROUNDS, sum.e2e_untuned_ms, sum.e2e_tuned_ms);
     printf("Records: %s (apply with `kiln compile %s --records %s`)\n", o->records, model,
            o->records);
 }
