@@ -201,8 +201,9 @@ typedef struct kiln_task_info {
 } kiln_task_info;
 
 /* The unique tasks of graph g compiled with `opts` (NULL: defaults; target,
- * verbose and print_ir_after are used), in the order the model first runs
- * them. Runs the passes and lowering, compiles nothing. The graph must have
+ * verbose, print_ir_after and the block lines of records are used: the
+ * tasks of the blocks they choose, with their analytic default knobs), in
+ * the order the model first runs them. Runs the passes and lowering, compiles nothing. The graph must have
  * weights (the conv templates choose layouts by them). */
 kiln_status kiln_tasks_extract(const kiln_graph *g, const kiln_compile_options *opts,
                                kiln_tasks **out, kiln_error *err);

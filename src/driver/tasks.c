@@ -192,6 +192,8 @@ kiln_status kiln_tasks_extract(const kiln_graph *g, const kiln_compile_options *
         o.target = opts->target;
         o.verbose = opts->verbose;
         o.print_ir_after = opts->print_ir_after;
+        o.records = opts->records; /* its block lines decide the convs' blocks: the tasks
+                                      `kiln compile --records` builds */
     }
     kiln_build *b = NULL;
     kiln_tasks *ts = NULL;

@@ -576,6 +576,17 @@ static void test_block_records(void **state)
         assert_int_equal(kiln_build_configure(b, &err), KILN_OK);
         assert_int_equal(kiln_build_tuned_tasks(b), 0);
         kiln_build_destroy(b);
+        /* the tuner's task stage extracts the tasks of the same blocks */
+        kiln_tasks *ts = NULL;
+        assert_int_equal(kiln_tasks_extract(g, &co, &ts, &err), KILN_OK);
+        int eight = 0;
+        for (int i = 0; i < kiln_tasks_count(ts); i++) {
+            kiln_task_info ti;
+            assert_int_equal(kiln_tasks_info(ts, i, &ti, &err), KILN_OK);
+            eight += strstr(ti.workload, "conv2d_nchwc") && strstr(ti.workload, "->NCHW8c");
+        }
+        assert_true(v == 0 ? eight > 0 : eight == 0);
+        kiln_tasks_destroy(ts);
     }
     kiln_graph_destroy(g);
 }
