@@ -82,16 +82,21 @@ static long cache_size_from_sys(int level)
     return total;
 }
 
+/* /sys first: it gives the cache CPU 0 uses (an AMD EPYC VM's L3 is its
+ * CCD's 32 MiB), where glibc's sysconf reads CPUID leaves that on such a VM
+ * add up the host's L3 (384 MiB): a network of 100 MB of weights then
+ * "fitted" the LLC, and the tuner timed its convs with their weights in the
+ * LLC where the network reads them from memory. */
 long kiln_cache_bytes(int level)
 {
-    long v = 0;
+    long v = cache_size_from_sys(level);
 #ifdef _SC_LEVEL2_CACHE_SIZE
-    if (level == 2)
+    if (v <= 0 && level == 2)
         v = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    else if (level == 3)
+    else if (v <= 0 && level == 3)
         v = sysconf(_SC_LEVEL3_CACHE_SIZE);
 #endif
-    return v > 0 ? v : cache_size_from_sys(level);
+    return v > 0 ? v : 0;
 }
 
 /* Bytes to write over to evict the caches: 2 x (L2 + LLC), at least 8 MiB and

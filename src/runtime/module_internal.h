@@ -47,7 +47,7 @@ static inline kiln_status kiln_module_exec_step(kiln_module *m, int s, kiln_erro
     return kiln_ref_step_run(m->ref[s], err);
 }
 
-/* Bytes of the level-`level` cache of CPU 0 (2, 3: sysconf, else /sys); 0
+/* Bytes of the level-`level` cache of CPU 0 (2, 3: /sys, else sysconf); 0
  * when unknown. bench.c. */
 long kiln_cache_bytes(int level);
 

@@ -14,6 +14,7 @@
 
 #include "kiln/runtime.h"
 #include "rt_models.h"
+#include "runtime/module_internal.h"
 #include "test_support.h"
 #include "util/error.h"
 
@@ -238,6 +239,40 @@ static void test_preproc(void **state)
     kiln_module_destroy(m);
 }
 
+/* The cache sizes the tuner's cold-weights rule and the evictions use are
+ * CPU 0's own, as /sys gives them when it does: an AMD EPYC VM's L3 read
+ * 384 MiB through sysconf (the host's CCDs added up) where /sys said its
+ * CCD's 32 MiB. */
+static void test_cache_bytes(void **state)
+{
+    (void)state;
+    for (int level = 2; level <= 3; level++) {
+        long want = 0;
+        for (int idx = 0; idx < 16 && !want; idx++) {
+            char path[128], buf[64];
+            int lv = 0;
+            snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", idx);
+            FILE *f = fopen(path, "r");
+            if (!f)
+                break;
+            bool ok = fscanf(f, "%d", &lv) == 1 && lv == level;
+            fclose(f);
+            snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", idx);
+            if (ok && (f = fopen(path, "r"))) {
+                char *end = buf;
+                if (fgets(buf, sizeof buf, f))
+                    want = strtol(buf, &end, 10);
+                want *= *end == 'K' ? 1024 : *end == 'M' ? 1024 * 1024 : 1;
+                fclose(f);
+            }
+        }
+        long got = kiln_cache_bytes(level);
+        assert_true(got >= 0);
+        if (want > 0)
+            assert_int_equal(got, want);
+    }
+}
+
 int main(void)
 {
     unsetenv("KILN_NUM_THREADS");
@@ -247,6 +282,7 @@ int main(void)
         cmocka_unit_test(test_cooldown_flush),
         cmocka_unit_test(test_function_and_errors),
         cmocka_unit_test(test_preproc),
+        cmocka_unit_test(test_cache_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
