@@ -66,15 +66,19 @@ kiln_status kiln_module_run_step(kiln_module *m, int i);
  * from every cache level, as they are in a run of a network whose other
  * layers read far more than the caches hold since these weights were last
  * read: clflush on x86-64, `dc civac` on AArch64, nothing elsewhere. The
- * arena (activations) stays where it is. A kiln_bench_fn, for
- * kiln_bench_options.preproc with the module as ctx; always KILN_OK. */
+ * arena (activations) stays where it is. Then the module's worker threads,
+ * asleep while the calling thread evicted, are woken (within 20 ms), so the
+ * call timed next starts with them running, as a kernel inside a network
+ * does. A kiln_bench_fn, for kiln_bench_options.preproc with the module as
+ * ctx; always KILN_OK. */
 kiln_status kiln_module_evict_weights(void *module, kiln_error *err);
 /* The same for a network whose weights all fit the last-level cache (then a
  * run reads them from there, not from memory): the weights are evicted from
  * every level, read once by the calling thread, and pushed out of its L1
  * and L2 by writing over a buffer of twice the L2 (allocated by the first
  * call, freed with the module), so the next call finds them in the LLC
- * only. KILN_ERR_OUT_OF_MEMORY when that buffer cannot be allocated. */
+ * only; the workers are woken as above. KILN_ERR_OUT_OF_MEMORY when that
+ * buffer cannot be allocated. */
 kiln_status kiln_module_evict_weights_to_llc(void *module, kiln_error *err);
 
 /* Physical cores this process may run on (the default number of threads). */

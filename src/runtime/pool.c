@@ -322,6 +322,47 @@ void kiln_pool_parallel_for(void *pool, int64_t n, int64_t grain, kiln_task_fn f
     atomic_store(&p->caller_sleeping, 0);
 }
 
+/* ---- waking the workers before a timed call ------------------------------ */
+
+typedef struct wake_ctx {
+    _Atomic uint64_t arrived[(KILN_MAX_THREADS + 63) / 64];
+} wake_ctx;
+
+/* One chunk of a wake job: marks its thread and stays ~2 us, so that a
+ * worker that has just seen the job finds its own chunk unclaimed. */
+static void wake_task(void *ctx, int64_t begin, int64_t end, int thread)
+{
+    (void)begin;
+    (void)end;
+    wake_ctx *c = ctx;
+    atomic_fetch_or(&c->arrived[thread / 64], (uint64_t)1 << (thread % 64));
+    int64_t until = now_ns() + 2000;
+    for (unsigned i = 1; now_ns() < until; i++)
+        if (spin_pause(i, until))
+            break;
+}
+
+int kiln_pool_wake(kiln_pool *p, int64_t timeout_us)
+{
+    if (!p || p->n_started == 0 || tls_pool == p)
+        return 1;
+    wake_ctx c;
+    for (int w = 0; w < (KILN_MAX_THREADS + 63) / 64; w++)
+        atomic_init(&c.arrived[w], 0);
+    const int want = p->n_started + 1;
+    int64_t deadline = now_ns() + (timeout_us > 0 ? timeout_us : 0) * 1000;
+    for (;;) {
+        kiln_pool_parallel_for(p, p->n_threads, 1, wake_task, &c);
+        int n = 0;
+        for (int w = 0; w < (p->n_threads + 63) / 64; w++)
+            n += __builtin_popcountll(atomic_load(&c.arrived[w]));
+        if (n >= want)
+            return 1;
+        if (now_ns() > deadline)
+            return 0;
+    }
+}
+
 /* ---- CPU topology ---------------------------------------------------------- */
 
 static int read_int_file(const char *path, long *out)

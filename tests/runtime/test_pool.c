@@ -169,6 +169,28 @@ static void test_workers_participate(void **state)
     kiln_pool_destroy(p);
 }
 
+/* kiln_pool_wake brings workers asleep on their futex (idle far longer than
+ * the spin) into a job, for every pool size; NULL and one-thread pools have
+ * nothing to wake. */
+static void test_wake(void **state)
+{
+    (void)state;
+    assert_int_equal(kiln_pool_wake(NULL, 0), 1);
+    for (int threads = 1; threads <= 4; threads++) {
+        kiln_pool *p = NULL;
+        assert_int_equal(kiln_pool_create(threads, 0, 50, &p, NULL), KILN_OK);
+        for (int round = 0; round < 3; round++) {
+            struct timespec ts = {0, 5000000}; /* 100x the spin: the workers sleep */
+            nanosleep(&ts, NULL);
+            assert_int_equal(kiln_pool_wake(p, 5000000), 1);
+            _Atomic unsigned seen = 0; /* the pool still runs jobs after it */
+            kiln_pool_parallel_for(p, 8, 1, mark_task, &seen);
+            assert_int_not_equal(seen, 0);
+        }
+        kiln_pool_destroy(p);
+    }
+}
+
 typedef struct owner_ctx {
     int owner[64];
 } owner_ctx;
@@ -299,7 +321,7 @@ int main(void)
         cmocka_unit_test(test_cover),         cmocka_unit_test(test_nested),
         cmocka_unit_test(test_back_to_back),  cmocka_unit_test(test_workers_participate),
         cmocka_unit_test(test_bad_args),      cmocka_unit_test(test_runs_per_thread),
-        cmocka_unit_test(test_overhead),
+        cmocka_unit_test(test_overhead),      cmocka_unit_test(test_wake),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
