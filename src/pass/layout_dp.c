@@ -240,12 +240,13 @@ static kiln_status dp_chain(const kiln_pass_ctx *ctx, const kiln_layout_eval *ev
      * margins of layout_dp.h): keep the defaults otherwise */
     double need = 0;
     if (ctx->layout_hints && ctx->layout_hints->n_times > 0) {
-        double chain_us = 0;
+        double moved_us = 0; /* the convs the best path moves, at their walk's choices */
         for (int j = 0; j < m; j++)
-            chain_us += ev0->node_us ? ev0->node_us[dn[j]] : 0;
+            if (path[bb * m + j] != 0)
+                moved_us += ev0->node_us ? ev0->node_us[dn[j]] : 0;
         need = fmax(KILN_LAYOUT_MEASURED_MIN_FLOOR * base,
                     fmin(KILN_LAYOUT_MEASURED_MIN_GAIN * base,
-                         KILN_LAYOUT_MEASURED_MIN_CHAIN_GAIN * chain_us));
+                         KILN_LAYOUT_MEASURED_MIN_CHAIN_GAIN * moved_us));
     }
     if (best[bb] < base - need - 1e-9) {
         bool differs = false;
