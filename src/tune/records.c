@@ -399,6 +399,12 @@ kiln_status kiln_records_append_batch(kiln_records *r, int i, int batch, const k
         if (t->status == KILN_TRIAL_OK)
             cJSON_AddNumberToObject(o, "median_us", kiln_tune_median(t->samples_us, t->n_samples));
         add_samples(o, "samples_us", t);
+        if (t->status == KILN_TRIAL_OK) { /* slow requests' samples, kept raw (often none) */
+            cJSON *a = cJSON_CreateArray();
+            for (int k = 0; k < t->n_dropped && k < KILN_TUNE_MAX_SAMPLES; k++)
+                cJSON_AddItemToArray(a, cJSON_CreateNumber(t->dropped_us[k]));
+            cJSON_AddItemToObject(o, "dropped_us", a);
+        }
         if (t->status != KILN_TRIAL_OK)
             cJSON_AddStringToObject(o, "error", t->error);
         if (!put_line(&sb, o)) {

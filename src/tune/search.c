@@ -68,6 +68,37 @@ bool kiln_tune_beats(const kiln_trial *c, const kiln_trial *i)
     return mc < mi - fmax(0.02 * mi, 2 * mad);
 }
 
+int kiln_tune_drop_slow_requests(kiln_trial *t, const int *req_len, int n_req)
+{
+    double med[KILN_TUNE_MAX_SAMPLES];
+    int total = 0, n = 0;
+    for (int r = 0; r < n_req && n < KILN_TUNE_MAX_SAMPLES; r++) {
+        if (req_len[r] <= 0 || total + req_len[r] > t->n_samples)
+            return 0; /* the lengths do not describe the samples: keep them all */
+        med[n++] = kiln_tune_median(t->samples_us + total, req_len[r]);
+        total += req_len[r];
+    }
+    if (n < 2 || total != t->n_samples)
+        return 0;
+    double fastest = med[0];
+    for (int r = 1; r < n; r++)
+        fastest = fmin(fastest, med[r]);
+    int kept = 0, dropped = 0;
+    for (int r = 0, at = 0; r < n; at += req_len[r], r++) {
+        bool slow = med[r] > KILN_TUNE_SLOW_REQUEST * fastest;
+        for (int k = 0; k < req_len[r]; k++) {
+            double v = t->samples_us[at + k];
+            if (!slow)
+                t->samples_us[kept++] = v; /* kept <= at + k: read before written */
+            else if (t->n_dropped < KILN_TUNE_MAX_SAMPLES)
+                t->dropped_us[t->n_dropped++] = v;
+        }
+        dropped += slow;
+    }
+    t->n_samples = kept;
+    return dropped;
+}
+
 bool kiln_tune_cfg_equal(const kiln_tune_cfg *a, const kiln_tune_cfg *b)
 {
     if (a->n != b->n)

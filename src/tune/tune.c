@@ -195,11 +195,14 @@ static void measure_batch(run *r, const task *t, kiln_measurer *m, kiln_trial *l
                           int trial_from, int rounds)
 {
     bool alive[MAX_BATCH + 1];
+    int req_len[MAX_BATCH + 1][KILN_TUNE_MAX_SAMPLES], n_req[MAX_BATCH + 1];
     for (int j = 0; j < n; j++) {
         alive[j] = true;
         list[j].status = KILN_TRIAL_OK;
         list[j].n_samples = 0;
+        list[j].n_dropped = 0;
         list[j].error[0] = 0;
+        n_req[j] = 0;
     }
     const kiln_tune_exec *ex = r->o->exec;
     if (ex && ex->build && trial_from < n) {
@@ -235,9 +238,15 @@ static void measure_batch(run *r, const task *t, kiln_measurer *m, kiln_trial *l
                 snprintf(list[j].error, sizeof list[j].error, "%s", one.error);
                 continue;
             }
+            int before = list[j].n_samples;
             add_samples(&list[j], &one);
+            if (n_req[j] < KILN_TUNE_MAX_SAMPLES && list[j].n_samples > before)
+                req_len[j][n_req[j]++] = list[j].n_samples - before;
             list[j].max_abs_diff = fmax(list[j].max_abs_diff, one.max_abs_diff);
         }
+    for (int j = 0; j < n; j++)
+        if (alive[j])
+            r->sum.slow_requests += kiln_tune_drop_slow_requests(&list[j], req_len[j], n_req[j]);
 }
 
 static bool in_seen(const kiln_tune_cfg *seen, int n, const kiln_tune_cfg *c)

@@ -66,6 +66,8 @@ typedef struct kiln_trial {
     kiln_trial_status status;
     int n_samples;
     double samples_us[KILN_TUNE_MAX_SAMPLES];
+    int n_dropped; /* samples of slow requests (kiln_tune_drop_slow_requests) */
+    double dropped_us[KILN_TUNE_MAX_SAMPLES];
     double max_abs_diff;
     char error[256];
 } kiln_trial;
@@ -186,6 +188,15 @@ double kiln_tune_mad(const double *v, int n); /* median absolute deviation */
 /* The acceptance rule: challenger c beats incumbent i when
  * median(c) < median(i) - max(2% of median(i), 2 x max(MAD(i), MAD(c))). */
 bool kiln_tune_beats(const kiln_trial *c, const kiln_trial *i);
+/* t's samples are n_req requests' in order, request r holding req_len[r] of
+ * them. A request whose median exceeds KILN_TUNE_SLOW_REQUEST x the median
+ * of t's fastest request ran at a fraction of the machine (on the 2-vCPU
+ * VMs whole requests read twice their time, the two threads at one's
+ * speed, in phases: docs/TUNING.md): its samples move to t->dropped_us,
+ * before the rule compares. The fastest request always stays. Returns the
+ * number of requests dropped. */
+#define KILN_TUNE_SLOW_REQUEST 1.5
+int kiln_tune_drop_slow_requests(kiln_trial *t, const int *req_len, int n_req);
 
 /* A task's knob space: the knobs of kind "block" are fixed (a model decides
  * them with the neighbouring kernels), as are knobs with one choice. */
@@ -258,6 +269,7 @@ typedef struct kiln_tune_options {
 typedef struct kiln_tune_summary {
     int tasks, tunable, tuned, improved, resumed, skipped;
     int trials, failed;
+    int slow_requests; /* measurement requests dropped as slow (kiln_tune_drop_slow_requests) */
     double seconds;
     double est_gain;     /* estimated end-to-end speedup from the tasks' times */
     double e2e_speedup;  /* measured: the paired median of untuned/tuned time per round

@@ -153,6 +153,44 @@ static void test_search_and_rule(void **state)
     assert_false(kiln_tune_beats(&bad, &inc));
 }
 
+/* A request whose samples all read twice the others' (the VM's two threads
+ * at one's speed) is dropped before the rule compares: the default's two
+ * slow requests of three made a neighbour of the same speed read 1.8x
+ * faster (a real batch of resnet-50's conv1, 2026-12-04); with them
+ * dropped it does not beat the default. The fastest request always stays,
+ * lengths that do not add up keep every sample, and a 1.3x request is not
+ * slow. */
+static void test_slow_requests(void **state)
+{
+    (void)state;
+    kiln_trial d = {.status = KILN_TRIAL_OK, .n_samples = 9,
+                    .samples_us = {1037, 987, 991, 526, 510, 509, 1506, 957, 974}};
+    kiln_trial c = {.status = KILN_TRIAL_OK, .n_samples = 9,
+                    .samples_us = {1029, 1014, 1040, 506, 522, 501, 508, 561, 539}};
+    assert_true(kiln_tune_beats(&c, &d)); /* learned noise */
+    const int three[3] = {3, 3, 3};
+    assert_int_equal(kiln_tune_drop_slow_requests(&d, three, 3), 2);
+    assert_int_equal(d.n_samples, 3);
+    assert_int_equal(d.n_dropped, 6);
+    assert_true(d.samples_us[0] == 526 && d.samples_us[1] == 510 && d.samples_us[2] == 509);
+    assert_true(d.dropped_us[0] == 1037 && d.dropped_us[5] == 974);
+    assert_int_equal(kiln_tune_drop_slow_requests(&c, three, 3), 1);
+    assert_int_equal(c.n_samples, 6);
+    assert_false(kiln_tune_beats(&c, &d));
+    assert_false(kiln_tune_beats(&d, &c));
+
+    kiln_trial m = {.status = KILN_TRIAL_OK, .n_samples = 6, .samples_us = {100, 101, 130, 131, 99, 100}};
+    const int two[3] = {2, 2, 2};
+    assert_int_equal(kiln_tune_drop_slow_requests(&m, two, 3), 0);
+    assert_int_equal(m.n_samples, 6);
+    const int wrong[2] = {2, 2};
+    assert_int_equal(kiln_tune_drop_slow_requests(&m, wrong, 2), 0); /* 4 of 6 samples */
+    assert_int_equal(m.n_samples, 6);
+    kiln_trial one = {.status = KILN_TRIAL_OK, .n_samples = 3, .samples_us = {900, 950, 1000}};
+    assert_int_equal(kiln_tune_drop_slow_requests(&one, three, 1), 0);
+    assert_int_equal(one.n_samples, 3);
+}
+
 static kiln_tune_options base_opts(const char *records, FILE *log)
 {
     return (kiln_tune_options){.records = records,
@@ -773,6 +811,7 @@ int main(void)
     g_dir = kt_tempdir();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_search_and_rule),
+        cmocka_unit_test(test_slow_requests),
         cmocka_unit_test(test_compile_applies_tuned),
         cmocka_unit_test(test_shipped_records),
         cmocka_unit_test(test_warm_start),

@@ -240,6 +240,10 @@ static void print_summary(const char *model, const kiln_tune_options *o,
                                        : " (slower end to end: not applied)");
     printf("         %d trials (%d failed: crash, timeout, error or mismatch) in %.1f s\n",
            sum.trials, sum.failed, sum.seconds);
+    if (sum.slow_requests > 0)
+        printf("         %d measurement request%s dropped as slow (median over %.1fx its "
+               "configuration's fastest in the batch: the machine at a fraction of its speed)\n",
+               sum.slow_requests, sum.slow_requests == 1 ? "" : "s", KILN_TUNE_SLOW_REQUEST);
     printf("         estimated end-to-end: %.3fx (validated task speedups weighted by "
            "estimated time)\n",
            sum.est_gain);
