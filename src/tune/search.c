@@ -65,7 +65,18 @@ bool kiln_tune_beats(const kiln_trial *c, const kiln_trial *i)
     double mi = kiln_tune_median(i->samples_us, i->n_samples);
     double mad = fmax(kiln_tune_mad(c->samples_us, c->n_samples),
                       kiln_tune_mad(i->samples_us, i->n_samples));
-    return mc < mi - fmax(0.02 * mi, 2 * mad);
+    if (!(mc < mi - fmax(0.02 * mi, 2 * mad)))
+        return false;
+    if (c->n_rounds >= 2 && c->n_rounds == i->n_rounds) {
+        double ratio[KILN_TUNE_MAX_SAMPLES];
+        int n = 0;
+        for (int k = 0; k < c->n_rounds && k < KILN_TUNE_MAX_SAMPLES; k++)
+            if (c->round_us[k] > 0 && i->round_us[k] > 0)
+                ratio[n++] = c->round_us[k] / i->round_us[k];
+        if (n >= 2 && !(kiln_tune_median(ratio, n) < 0.98))
+            return false;
+    }
+    return true;
 }
 
 int kiln_tune_drop_slow_requests(kiln_trial *t, const int *req_len, int n_req)

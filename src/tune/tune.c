@@ -201,6 +201,7 @@ static void measure_batch(run *r, const task *t, kiln_measurer *m, kiln_trial *l
         list[j].status = KILN_TRIAL_OK;
         list[j].n_samples = 0;
         list[j].n_dropped = 0;
+        list[j].n_rounds = 0;
         list[j].error[0] = 0;
         n_req[j] = 0;
     }
@@ -242,6 +243,9 @@ static void measure_batch(run *r, const task *t, kiln_measurer *m, kiln_trial *l
             add_samples(&list[j], &one);
             if (n_req[j] < KILN_TUNE_MAX_SAMPLES && list[j].n_samples > before)
                 req_len[j][n_req[j]++] = list[j].n_samples - before;
+            if (list[j].n_rounds < KILN_TUNE_MAX_SAMPLES && one.n_samples > 0)
+                list[j].round_us[list[j].n_rounds++] =
+                    kiln_tune_median(one.samples_us, one.n_samples);
             list[j].max_abs_diff = fmax(list[j].max_abs_diff, one.max_abs_diff);
         }
     for (int j = 0; j < n; j++)

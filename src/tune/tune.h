@@ -68,6 +68,8 @@ typedef struct kiln_trial {
     double samples_us[KILN_TUNE_MAX_SAMPLES];
     int n_dropped; /* samples of slow requests (kiln_tune_drop_slow_requests) */
     double dropped_us[KILN_TUNE_MAX_SAMPLES];
+    int n_rounds;  /* rounds of its batch, each one request, all samples kept: */
+    double round_us[KILN_TUNE_MAX_SAMPLES]; /* that request's median, by round */
     double max_abs_diff;
     char error[256];
 } kiln_trial;
@@ -186,7 +188,11 @@ void kiln_tune_worker_measure(kiln_tune_worker *wk, const char *key, const char 
 double kiln_tune_median(const double *v, int n);
 double kiln_tune_mad(const double *v, int n); /* median absolute deviation */
 /* The acceptance rule: challenger c beats incumbent i when
- * median(c) < median(i) - max(2% of median(i), 2 x max(MAD(i), MAD(c))). */
+ * median(c) < median(i) - max(2% of median(i), 2 x max(MAD(i), MAD(c))),
+ * and, when both carry the same rounds (n_rounds >= 2), the median over
+ * the rounds of round_us(c) / round_us(i), each pair taken side by side,
+ * is below 0.98: a challenger that looks faster only because the
+ * incumbent's requests fell in a slow phase is not taken. */
 bool kiln_tune_beats(const kiln_trial *c, const kiln_trial *i);
 /* t's samples are n_req requests' in order, request r holding req_len[r] of
  * them. A request whose median exceeds KILN_TUNE_SLOW_REQUEST x the median

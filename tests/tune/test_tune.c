@@ -157,7 +157,9 @@ static void test_search_and_rule(void **state)
  * at one's speed) is dropped before the rule compares: the default's two
  * slow requests of three made a neighbour of the same speed read 1.8x
  * faster (a real batch of resnet-50's conv1, 2026-12-04); with them
- * dropped it does not beat the default. The fastest request always stays,
+ * dropped it does not beat the default; where every request of the
+ * incumbent was slow, the rounds compared side by side keep the rule from
+ * taking the challenger. The fastest request always stays,
  * lengths that do not add up keep every sample, and a 1.3x request is not
  * slow. */
 static void test_slow_requests(void **state)
@@ -178,6 +180,27 @@ static void test_slow_requests(void **state)
     assert_int_equal(c.n_samples, 6);
     assert_false(kiln_tune_beats(&c, &d));
     assert_false(kiln_tune_beats(&d, &c));
+
+    /* every request of the incumbent in a slow phase, one of the
+     * challenger's not (resnet-50's 14x14 3x3, the same day): dropping
+     * the challenger's slow ones leaves 530 against 1,000 us, and only
+     * the rounds side by side (ratios 0.54, 1.03, 1.05) show it is not
+     * faster */
+    kiln_trial inc = {.status = KILN_TRIAL_OK, .n_samples = 9,
+                      .samples_us = {982, 979, 994, 1015, 1008, 1003, 1004, 970, 1019},
+                      .n_rounds = 3, .round_us = {982, 1008, 1004}};
+    kiln_trial ch = {.status = KILN_TRIAL_OK, .n_samples = 9,
+                     .samples_us = {535, 525, 534, 1028, 1042, 1077, 1120, 1031, 1051},
+                     .n_rounds = 3, .round_us = {534, 1042, 1051}};
+    assert_int_equal(kiln_tune_drop_slow_requests(&inc, three, 3), 0);
+    assert_int_equal(kiln_tune_drop_slow_requests(&ch, three, 3), 2);
+    assert_false(kiln_tune_beats(&ch, &inc));
+    ch.n_rounds = 0; /* the pooled rule alone takes it */
+    assert_true(kiln_tune_beats(&ch, &inc));
+    ch.n_rounds = 3; /* faster in every round: taken */
+    ch.round_us[1] = 540;
+    ch.round_us[2] = 560;
+    assert_true(kiln_tune_beats(&ch, &inc));
 
     kiln_trial m = {.status = KILN_TRIAL_OK, .n_samples = 6, .samples_us = {100, 101, 130, 131, 99, 100}};
     const int two[3] = {2, 2, 2};
