@@ -67,7 +67,7 @@ kiln_status kiln_module_run_step(kiln_module *m, int i);
  * layers read far more than the caches hold since these weights were last
  * read: clflush on x86-64, `dc civac` on AArch64, nothing elsewhere. The
  * arena (activations) stays where it is. Then the module's worker threads,
- * asleep while the calling thread evicted, are woken (within 20 ms), so the
+ * asleep while the calling thread evicted, are woken (within 2 ms, when they sleep), so the
  * call timed next starts with them running, as a kernel inside a network
  * does. A kiln_bench_fn, for kiln_bench_options.preproc with the module as
  * ctx; always KILN_OK. */

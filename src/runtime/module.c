@@ -590,9 +590,11 @@ static void evict_range(const unsigned char *p, int64_t n)
  * them. An eviction outlasts the pool's spin and the workers sleep meanwhile;
  * a timed call that has to wake them starts on the calling thread alone (the
  * worker took 25-65 us to join the first wake job of a tuner's request, on
- * the 2-vCPU AMD EPYC VM: 5-10% of a 500 us conv). A worker still asleep
- * after the timeout (a machine busy with other work) is left to join late. */
-#define KILN_EVICT_WAKE_TIMEOUT_US 20000
+ * the 2-vCPU AMD EPYC VM: 5-10% of a 500 us conv). Nothing is waited for
+ * when no worker sleeps (a short eviction), and a worker still asleep after
+ * 2 ms (a machine busy with other work) is left to join late: a tiny task
+ * is timed hundreds of times per sample. */
+#define KILN_EVICT_WAKE_TIMEOUT_US 2000
 
 kiln_status kiln_module_evict_weights(void *module, kiln_error *err)
 {

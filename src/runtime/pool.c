@@ -346,6 +346,11 @@ int kiln_pool_wake(kiln_pool *p, int64_t timeout_us)
 {
     if (!p || p->n_started == 0 || tls_pool == p)
         return 1;
+    /* no worker asleep on the futex: they spin (or run), and one that is
+     * only descheduled is not helped by waiting for it (a tiny kernel timed
+     * hundreds of times on a busy machine waited for it before every run) */
+    if (atomic_load(&p->sleepers) == 0)
+        return 1;
     wake_ctx c;
     for (int w = 0; w < (KILN_MAX_THREADS + 63) / 64; w++)
         atomic_init(&c.arrived[w], 0);

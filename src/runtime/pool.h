@@ -30,10 +30,11 @@ int kiln_pool_num_bound(const kiln_pool *p);
 
 void kiln_pool_parallel_for(void *pool, int64_t n, int64_t grain, kiln_task_fn fn, void *ctx);
 
-/* Brings every worker out of its sleep: issues small jobs until each thread
- * has run a chunk of one (then the workers spin for spin_us, waiting for the
- * next job), or until timeout_us has passed. Returns 1 when all took part, 0
- * on the timeout. A kernel inside a network starts with the workers awake,
+/* Brings every worker out of its sleep: when some worker sleeps on the
+ * futex, issues small jobs until each thread has run a chunk of one (then
+ * the workers spin for spin_us, waiting for the next job), or until
+ * timeout_us has passed. Returns 1 when none slept or all took part, 0 on
+ * the timeout. A kernel inside a network starts with the workers awake,
  * kept so by the kernel before it; a kernel timed alone after work on the
  * calling thread (a cache eviction longer than spin_us) starts with them
  * asleep, and a worker that wakes late loses its chunks to the caller: the
