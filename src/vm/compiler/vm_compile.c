@@ -3,15 +3,13 @@
  * The VM (src/vm, in the runtime library) converts and runs data-dependent
  * nodes with the importer and the reference kernels; what it compiles (an
  * .onnx model's static part, a heavy Gemm/MatMul/Conv class) goes through
- * kiln_vm_options.compile. kiln_vm_compile_graph is libkiln's: kiln_compile
- * into a temporary .so (the object cache makes a graph compiled before a
- * load), then kiln_module_load. kiln_vm_create, kiln_vm_create_buffer and
+ * kiln_vm_options.compile. kiln_vm_compile_graph is libkiln's: a build
+ * into the model cache (a graph compiled before, by any process, is found
+ * there), then kiln_module_load. kiln_vm_create, kiln_vm_create_buffer and
  * kiln_vm_load are the runtime's kiln_vm_open, kiln_vm_open_buffer and
  * kiln_vm_open_so with it filled in. */
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "vm/vm.h"
 
@@ -19,18 +17,20 @@ kiln_status kiln_vm_compile_graph(const kiln_graph *g, const char *cache_dir, co
                                   const char *records, int num_threads, kiln_module **out,
                                   kiln_error *err)
 {
-    const char *tmp = getenv("TMPDIR");
-    char path[4096];
-    static _Atomic int counter;
-    snprintf(path, sizeof path, "%s/kiln-vm-%ld-%d.so", tmp && *tmp ? tmp : "/tmp",
-             (long)getpid(), counter++);
+    /* through the model cache (<cache>/models/<build id>.so, as
+     * kiln_compile_cached): a graph compiled before, in this process or
+     * another, costs its passes and codegen, not $CC, the weights' assembly
+     * and the link (a BERT-base class: about 8 of 17 s) */
     kiln_compile_options co = {.cache_dir = cache_dir, .target = target, .records = records};
-    kiln_status s = kiln_compile(g, &co, path, err);
+    kiln_build *b = NULL;
+    kiln_status s = kiln_build_create(g, &co, &b, err);
+    if (s == KILN_OK)
+        s = kiln_build_link(b, NULL, err);
     if (s == KILN_OK) {
         kiln_module_options mo = {.num_threads = num_threads, .bind_threads = -1};
-        s = kiln_module_load(path, &mo, out, err);
+        s = kiln_module_load(kiln_build_output(b), &mo, out, err);
     }
-    unlink(path);
+    kiln_build_destroy(b);
     return s;
 }
 
