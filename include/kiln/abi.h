@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 2
+#define KILN_ABI_VERSION 3
 
 /* ---- what a kernel sees ---------------------------------------------------- */
 
@@ -37,7 +37,7 @@ typedef struct kiln_rt {
     void *pool;
     void (*parallel_for)(void *pool, int64_t n, int64_t grain, kiln_task_fn fn, void *ctx);
     int32_t num_threads;
-    int32_t reserved;
+    int32_t extent;     /* the running step's kiln_abi_step.extent */
     void *workspace;
     int64_t workspace_bytes;
 } kiln_rt;
@@ -76,7 +76,8 @@ typedef struct kiln_abi_step {
                                fallback step */
     kiln_kernel_fn fn;      /* NULL for a fallback step */
     int32_t n_args;
-    int32_t reserved;
+    int32_t extent;         /* > 0: the kernel takes its rows at run time (rt->extent), this
+                               step's count; 0: the kernel's extents are all in its code */
     const int32_t *args;    /* tensor ids, inputs first then outputs */
     const char *workload;   /* workload key (op, shapes, dtypes, attrs, layouts, target) */
     uint64_t workload_hash; /* hash of `workload` */

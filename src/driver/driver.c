@@ -27,7 +27,11 @@
 #include "codegen/c/ref_node.h"
 #include "driver/driver.h"
 #include "lower/hash.h"
+#include "kiln/abi.h"
 #include "util/error.h"
+
+#define KILN_XSTR_(x) #x
+#define KILN_STR_(x) KILN_XSTR_(x)
 
 double kiln_driver_now(void)
 {
@@ -260,8 +264,13 @@ kiln_status kiln_build_codegen(kiln_build *b, kiln_error *err)
     const char *dump = b->dump_code_dir;
     if (dump && ((s = kiln_mkdirs(dump, err)) != KILN_OK || (s = kiln_write_headers(dump, err)) != KILN_OK))
         return s;
+    if ((s = kiln_codegen_name_by_source(b->low, err)) != KILN_OK)
+        return s;
     kiln_hash bid;
     kiln_hash_init(&bid, 11);
+    /* model.c names the ABI version, not its value: a cached model of
+     * another ABI must not be found */
+    kiln_hash_str(&bid, "abi " KILN_STR_(KILN_ABI_VERSION));
     /* kernels: one per unique (workload, config); fallback steps have none */
     for (int i = 0; i < low->n_tasks; i++) {
         const kiln_task *t = &low->tasks[i];

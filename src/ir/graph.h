@@ -89,6 +89,11 @@ struct kiln_graph {
     int n_inputs, cap_inputs;
     int *outputs; /* value ids of graph outputs, in order */
     int n_outputs, cap_outputs;
+    /* The input shapes were bound from symbolic dims (a VM specialization
+     * of one input-shape class): a kernel may take an extent that varies
+     * with them at run time (kiln_abi_step.extent: the dense template's
+     * rows), so that the next class finds it in the object cache. */
+    bool shapes_bound;
 };
 
 /* ---- construction (all return -1 / an error status when out of memory) -- */

@@ -66,6 +66,9 @@ typedef struct kiln_task {
     double flops;
     int64_t workspace;     /* per-thread scratch bytes */
     int kernel;            /* first task with the same kernel (itself when unique) */
+    int64_t extent;        /* > 0: its kernel takes this extent at run time (its template's
+                              space() sets it: the dense rows); the kernel's name is then
+                              its source's hash (kiln_codegen_name_by_source) */
     int epi_from;          /* index in the group's node list where the epilogue starts */
     int residual_arg;      /* arg index of the residual, or -1 */
     char *shapes, *layouts; /* for reports */

@@ -78,6 +78,9 @@ typedef struct kiln_pass_ctx {
     const struct kiln_layout_hints *layout_hints;
     struct kiln_layout_decision *layout_decisions;
     int n_layout_decisions, layout_measured;
+    /* the graph's shapes_bound (its copies' too): templates may take the
+     * extents that vary with the symbolic dims at run time */
+    bool shapes_bound;
     /* statistics for reports */
     int stat_bn_folded, stat_const_folded, stat_removed, stat_transforms, stat_inplace;
 } kiln_pass_ctx;

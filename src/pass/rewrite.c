@@ -123,6 +123,7 @@ kiln_status kiln_pass_ctx_create(const kiln_graph *g, const kiln_target *t,
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     ctx->target = *t;
     ctx->dump = stderr;
+    ctx->shapes_bound = g->shapes_bound;
     kiln_rewrite rw;
     kiln_status s = kiln_rewrite_begin(&rw, g, err);
     if (s != KILN_OK) {

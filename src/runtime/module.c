@@ -157,6 +157,9 @@ static kiln_status validate(const char *path, const kiln_abi_model *d, kiln_erro
         if (st->n_args < 0 || st->n_args > MAX_ARGS_PER_STEP || (st->n_args > 0 && !st->args))
             return kiln_errorf(err, KILN_ERR_PARSE, "%s: step %d '%s': invalid argument list (%d)",
                                path, s, nm, (int)st->n_args);
+        if (st->extent < 0)
+            return kiln_errorf(err, KILN_ERR_PARSE, "%s: step %d '%s': negative extent %d", path,
+                               s, nm, (int)st->extent);
         for (int a = 0; a < st->n_args; a++)
             if (st->args[a] < 0 || st->args[a] >= d->n_tensors)
                 return kiln_errorf(err, KILN_ERR_PARSE,

@@ -40,6 +40,7 @@ static inline kiln_status kiln_module_exec_step(kiln_module *m, int s, kiln_erro
     const kiln_abi_step *st = &m->desc->steps[s];
     if (st->fn) {
         unsigned csr = kiln_fp_flush_begin(); /* runtime/fpenv.h */
+        m->rt.extent = st->extent;
         st->fn((void *const *)m->step_args[s], &m->rt);
         kiln_fp_restore(csr);
         return KILN_OK;

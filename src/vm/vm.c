@@ -229,6 +229,9 @@ kiln_status kiln_vm_split(kiln_vm *vm, bool *dyn, kiln_error *err)
     if (s == KILN_OK) {
         kiln_onnx_failure f = {.node = -1, .input = -1};
         s = import_static(vm, dyn, &f, node_map, &vm->sg, err);
+        /* a specialization: the next class's kernels may be these */
+        if (s == KILN_OK && vm->sg && vm->bind)
+            vm->sg->shapes_bound = true;
     }
     free(node_map);
     return s;
@@ -927,6 +930,9 @@ static kiln_status find_class(kiln_vm *vm, vm_node *n, const kiln_tensor *const 
         kiln_status cs = KILN_OK;
         /* without a compiler (the runtime alone) heavy classes run on
          * reference kernels too, as documented; nothing is said */
+        /* its shapes come from run-time values: the next class's kernels
+         * may be these */
+        c->g->shapes_bound = true;
         if (!vm->reference && vm->compile && !kiln_vm_root(vm)->no_cc &&
             c->flops >= HEAVY_FLOPS &&
             (cs = compile_graph(vm, c->g, &c->mod, err)) != KILN_OK) {

@@ -165,7 +165,12 @@ void kiln_emit_prologue(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
         kiln_sb_printf(b, " %s%s", i ? "+ " : "", kiln_op_name(ctx->g->nodes[gr->nodes[i]]->op));
     /* the knobs, not their "source": the kernel's text (and so its object in
      * the cache) is the same whether the defaults or equal records chose them */
-    kiln_sb_printf(b, "\n * workload: %s\n * knobs:", t->workload);
+    /* a kernel taking its rows at run time: the workload names them; the
+     * source must not (kiln_codegen_name_by_source) */
+    if (t->extent > 0)
+        kiln_sb_puts(b, "\n * rows: at run time (kiln_rt.extent)\n * knobs:");
+    else
+        kiln_sb_printf(b, "\n * workload: %s\n * knobs:", t->workload);
     for (int i = 0; i < t->n_knobs; i++)
         kiln_sb_printf(b, " %s=%d", t->knobs[i].name, t->knobs[i].value);
     kiln_sb_puts(b, "\n */\n");

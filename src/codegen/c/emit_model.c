@@ -163,8 +163,9 @@ kiln_status kiln_codegen_model(const kiln_lowered *l, const char *name, const ch
         } else {
             cstr(&b, t->tpl->name);
         }
-        kiln_sb_printf(&b, ", %s, %d, 0, args_%d,\n     ",
-                       ref ? "NULL" : l->tasks[t->kernel].fn_name, t->n_args, i);
+        kiln_sb_printf(&b, ", %s, %d, %lld, args_%d,\n     ",
+                       ref ? "NULL" : l->tasks[t->kernel].fn_name, t->n_args,
+                       ref ? 0LL : (long long)t->extent, i);
         cstr(&b, t->workload);
         kiln_sb_printf(&b, ", 0x%016llxULL, %.17g,\n     ", (unsigned long long)t->workload_hash,
                        t->flops);

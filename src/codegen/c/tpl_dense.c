@@ -20,7 +20,16 @@
  * one reload, against a K-long dot product. Should a later node read an
  * intermediate value of the prefix (fuse.c's generic groups read only the
  * previous node's output today), the prefix ends where that value is its
- * last. Zero-sized dimensions are left to the reference fallback. */
+ * last. Zero-sized dimensions are left to the reference fallback.
+ *
+ * Rows at run time. In a graph whose input shapes were bound from symbolic
+ * dims (pass ctx shapes_bound: a VM specialization of one input-shape
+ * class), the rows M are the kernel's one run-time extent: the task's
+ * extent (the step's kiln_abi_step.extent, read from kiln_rt.extent), the
+ * knobs the defaults for RT_ROWS rows, every row-tile width up to m_tile
+ * compiled, and M written nowhere in the source, so that the same layer
+ * at another sequence length or image size is the same kernel, found in
+ * the object cache (its name is its source's hash). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +39,11 @@
 #include "lower/geom.h"
 #include "lower/knobs.h"
 #include "util/error.h"
+
+/* The rows whose analytic knobs a rows-at-run-time kernel takes: a
+ * transformer's usual sequence length; the knobs are within 1-2% of a
+ * specialized kernel's from 32 to 512 rows (docs/VM.md). */
+#define RT_ROWS 128
 
 static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
                   kiln_epi_kind *epi)
@@ -184,7 +198,12 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     header_epilogue(l, t, &d, p);
     if (!kiln_dense_supported(p))
         return kiln_errorf(err, KILN_ERR_INTERNAL, "dense '%s': the header rejects it", n->name);
+    if (l->ctx->shapes_bound) { /* rows at run time (see the top) */
+        t->extent = d.M;
+        p->m = RT_ROWS;
+    }
     kiln_dense_default_params(p, tg->l1_bytes, tg->l2_bytes, 2);
+    p->m = (int)d.M;
     int64_t nbn = (d.N + p->nb - 1) / p->nb;
     int max_t = kiln_conv_max_t(kiln_conv_model_isa(p->nb), 1);
     kiln_knob *k = kiln_knob_add(t, "m_tile", KILN_KNOB_TILE, p->m_tile,
@@ -257,8 +276,14 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     kiln_geom_dense(g, n, &d);
     /* only the tile widths the loops take are instantiated (the header's
      * KILN_DENSE_TILES_*) */
+    const bool rt = t->extent > 0;
     uint32_t tm, om;
-    kiln_dense_tile_sets(p, kiln_conv_model_isa(p->nb), &tm, &om);
+    kiln_dense_params ps = *p;
+    if (rt)
+        ps.m = RT_ROWS;
+    kiln_dense_tile_sets(&ps, kiln_conv_model_isa(p->nb), &tm, &om);
+    if (rt) /* any remainder of any row count */
+        tm = (uint32_t)((1ull << (kiln_dense_plan_isa(&ps, kiln_conv_model_isa(p->nb)).T + 1)) - 2);
     kiln_emit_prologue_tiles(b, l, t, "KILN_DENSE", tm, om, 0, "kiln_kernels_dense.h");
     kiln_sb_printf(b,
                    "static const kiln_dense_params P_ = {\n"
@@ -266,7 +291,8 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                    "    .epilogue = %d, .bias_kind = %d, .beta = %af, .clip_min = %af, .clip_max = %af,\n"
                    "    .m_tile = %d, .n_tile = %d, .m_group = %d, .n_group = %d, .order = %d,\n"
                    "    .k_block = %d,\n};\n\n",
-                   p->m, p->k, p->n, p->nb, p->w_kn, (double)p->alpha, p->epilogue, p->bias_kind,
+                   rt ? 0 : p->m, p->k, p->n, p->nb, p->w_kn, (double)p->alpha, p->epilogue,
+                   p->bias_kind,
                    (double)p->beta, (double)p->clip_min, (double)p->clip_max, p->m_tile,
                    p->n_tile, p->m_group, p->n_group, p->order, p->k_block);
     bool hook = kiln_task_has_epilogue(l, t);
@@ -279,11 +305,26 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     int xa = kiln_task_arg(t, n->inputs[0]), wa = kiln_task_arg(t, n->inputs[1]);
     kiln_sb_puts(b, KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
-    kiln_sb_printf(b, "    kiln_dense_run_epi(&P_, a%d, a%d, ", xa, wa);
+    if (rt) /* the rows: the step's extent */
+        kiln_sb_puts(b, "    kiln_dense_params P = P_;\n    P.m = k_->rt->extent;\n");
+    kiln_sb_printf(b, "    kiln_dense_run_epi(%s, a%d, a%d, ", rt ? "&P" : "&P_", xa, wa);
     kiln_emit_arg_or_null(b, ba, false);
     kiln_sb_puts(b, ", ");
     kiln_emit_arg_or_null(b, t->residual_arg, false);
     kiln_sb_printf(b, ", o0, begin_, end_, %s, (void *)args);\n}\n", hook ? "epi_" : "NULL");
+    if (rt) {
+        kiln_sb_printf(b,
+                       "\nvoid %s(void *const *args, const kiln_rt *rt)\n{\n"
+                       "    kiln_dense_params P = P_;\n"
+                       "    P.m = rt->extent;\n"
+                       "    if (P.m < 1)\n        return;\n"
+                       "    const int64_t n_ = kiln_dense_tasks(&P);\n"
+                       "    kiln_kctx_ k_ = {args, rt};\n"
+                       "    rt->parallel_for(rt->pool, n_, KILN_MAX_(1, n_ / (2 * KILN_MAX_(1, "
+                       "rt->num_threads))), task_, &k_);\n}\n",
+                       t->fn_name);
+        return KILN_OK;
+    }
     /* chunks of several tasks, two per thread (the pool's default is four
      * one-task chunks): a thread runs adjacent tasks, each prefetching its
      * successor's first weights (kiln_dense_cols), and the pool still

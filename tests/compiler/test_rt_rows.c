@@ -1,0 +1,166 @@
+/* tests/compiler/test_rt_rows.c: dense kernels that take their rows at run
+ * time (tpl_dense.c, "Rows at run time"). In a graph whose shapes were
+ * bound from symbolic dims (shapes_bound: a VM specialization), the same
+ * layers at 1, 3, 17 and 40 rows are the same kernels, by name and by
+ * source, each step carries its rows as its extent, and every build
+ * matches the reference executor. Without shapes_bound the kernels are
+ * specialized per row count, as before (so the comparison can fail). */
+#include "codegen/c/codegen.h"
+#include "compiler_test.h"
+#include "kiln/abi.h"
+#include "lower/lower.h"
+#include "runtime/module_internal.h"
+
+#include <unistd.h>
+
+static char g_dir[256];
+
+/* x [1, M, 32] -> SiLU(x W1 + b1) [1, M, 40] -> (. W2 + b2) + r [1, M, 24]:
+ * a generated epilogue (SiLU), a header bias and residual, a partial
+ * column block (24 is 16 + 8 at AVX-512). */
+static kiln_graph *two_layers(int64_t M, bool bound)
+{
+    kiln_graph *g = NULL;
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    int x = kiln_graph_add_input(g, "x", KILN_DTYPE_FLOAT32, &(kiln_shape){3, {1, M, 32}});
+    int r = kiln_graph_add_input(g, "r", KILN_DTYPE_FLOAT32, &(kiln_shape){3, {1, M, 24}});
+    int w1 = ct_param(g, "W1", (kiln_shape){2, {32, 40}}, 1, -0.3f, 0.3f);
+    int b1 = ct_param(g, "b1", (kiln_shape){1, {40}}, 2, -0.5f, 0.5f);
+    int w2 = ct_param(g, "W2", (kiln_shape){2, {40, 24}}, 3, -0.3f, 0.3f);
+    int b2 = ct_param(g, "b2", (kiln_shape){1, {24}}, 4, -0.5f, 0.5f);
+#define OUT(op, name, ...)                                                                        \
+    kiln_graph_node_output(                                                                        \
+        g, kiln_graph_add_node(g, op, name, (int[]){__VA_ARGS__}, sizeof((int[]){__VA_ARGS__}) / sizeof(int), 1), 0)
+    int m1 = OUT(KILN_OP_MATMUL, "mm1", x, w1);
+    int a1 = OUT(KILN_OP_ADD, "a1", m1, b1);
+    int s1 = OUT(KILN_OP_SIGMOID, "s1", a1);
+    int y1 = OUT(KILN_OP_MUL, "y1", a1, s1);
+    int m2 = OUT(KILN_OP_MATMUL, "mm2", y1, w2);
+    int a2 = OUT(KILN_OP_ADD, "a2", m2, b2);
+    int y = OUT(KILN_OP_ADD, "y", a2, r);
+#undef OUT
+    assert_int_equal(kiln_graph_add_output(g, y), KILN_OK);
+    kiln_error err = {0};
+    assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+    g->shapes_bound = bound;
+    return g;
+}
+
+/* The dense kernels' names (sorted by task) and sources of g's build,
+ * joined; *n_dense: the dense tasks; each one's extent is checked. */
+static char *dense_kernels(const kiln_graph *g, int64_t M, bool bound, int *n_dense)
+{
+    kiln_error err = {0};
+    kiln_compile_options opts = {.jobs = 2};
+    kiln_build *b = NULL;
+    assert_int_equal(kiln_build_create(g, &opts, &b, &err), KILN_OK);
+    if (kiln_build_codegen(b, &err) != KILN_OK)
+        fail_msg("M %lld: %s", (long long)M, err.msg);
+    size_t cap = 1 << 20, len = 0;
+    char *all = calloc(1, cap);
+    assert_non_null(all);
+    *n_dense = 0;
+    for (int i = 0; i < b->low->n_tasks; i++) {
+        const kiln_task *t = &b->low->tasks[i];
+        if (strcmp(t->tpl->name, "dense") != 0)
+            continue;
+        (*n_dense)++;
+        assert_int_equal(t->extent, bound ? M : 0);
+        char *src = NULL;
+        assert_int_equal(kiln_codegen_kernel(b->low, &b->low->tasks[t->kernel], &src, &err),
+                         KILN_OK);
+        int w = snprintf(all + len, cap - len, "%s\n%s\n", b->low->tasks[t->kernel].fn_name, src);
+        assert_true(w > 0 && (size_t)w < cap - len);
+        len += (size_t)w;
+        free(src);
+    }
+    kiln_build_destroy(b);
+    return all;
+}
+
+static void test_same_kernels_any_rows(void **state)
+{
+    (void)state;
+    static const int64_t rows[] = {1, 3, 17, 40};
+    char *first = NULL;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        kiln_graph *g = two_layers(rows[i], true);
+        int n_dense = 0;
+        char *k = dense_kernels(g, rows[i], true, &n_dense);
+        assert_int_equal(n_dense, 2);
+        assert_null(strstr(k, " * workload:")); /* the rows are in no source */
+        if (!first)
+            first = k;
+        else {
+            if (strcmp(first, k) != 0)
+                fail_msg("rows %lld: the dense kernels differ from those of %lld rows",
+                         (long long)rows[i], (long long)rows[0]);
+            free(k);
+        }
+        char tag[32];
+        snprintf(tag, sizeof tag, "rt%lld", (long long)rows[i]);
+        ct_check_graph(g, g_dir, tag, 0, 7 + (uint64_t)i, 1e-4, 1e-5);
+        kiln_graph_destroy(g);
+    }
+    free(first);
+}
+
+/* The steps of the .so carry the rows; a run with a step's extent set to
+ * another count would compute that many rows (the kernels read it). */
+static void test_steps_carry_rows(void **state)
+{
+    (void)state;
+    kiln_graph *g = two_layers(17, true);
+    char path[512];
+    snprintf(path, sizeof path, "%s/steps.so", g_dir);
+    kiln_error err = {0};
+    kiln_compile_options opts = {.jobs = 2};
+    assert_int_equal(kiln_compile(g, &opts, path, &err), KILN_OK);
+    kiln_module *m = NULL;
+    assert_int_equal(kiln_module_load(path, NULL, &m, &err), KILN_OK);
+    const kiln_abi_model *d = m->desc;
+    assert_non_null(d);
+    int dense = 0;
+    for (int s = 0; s < d->n_steps; s++)
+        if (!strcmp(d->steps[s].op, "dense")) {
+            assert_int_equal(d->steps[s].extent, 17);
+            dense++;
+        } else {
+            assert_int_equal(d->steps[s].extent, 0);
+        }
+    assert_int_equal(dense, 2);
+    kiln_module_destroy(m);
+    kiln_graph_destroy(g);
+}
+
+static void test_static_graphs_specialize(void **state)
+{
+    (void)state;
+    int n3 = 0, n17 = 0;
+    kiln_graph *g3 = two_layers(3, false), *g17 = two_layers(17, false);
+    char *k3 = dense_kernels(g3, 3, false, &n3), *k17 = dense_kernels(g17, 17, false, &n17);
+    assert_int_equal(n3, 2);
+    assert_int_equal(n17, 2);
+    assert_true(strcmp(k3, k17) != 0);
+    assert_non_null(strstr(k3, " * workload:"));
+    free(k3);
+    free(k17);
+    kiln_graph_destroy(g3);
+    kiln_graph_destroy(g17);
+}
+
+int main(void)
+{
+    snprintf(g_dir, sizeof g_dir, "/tmp/kiln_test_rt_rows_%d", (int)getpid());
+    kiln_error err = {0};
+    if (kiln_mkdirs(g_dir, &err) != KILN_OK)
+        return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_same_kernels_any_rows),
+        cmocka_unit_test(test_steps_carry_rows),
+        cmocka_unit_test(test_static_graphs_specialize),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    kiln_rmtree(g_dir);
+    return rc;
+}
