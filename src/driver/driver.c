@@ -353,12 +353,20 @@ kiln_status kiln_build_link(kiln_build *b, const char *out_path, kiln_error *err
     b->out_path = path;
     if (!out_path && kiln_tc_have(path) && !b->dump_code_dir) {
         b->from_cache = true; /* the model cache has it */
+        kiln_tc_touch(path);
     } else {
         if ((s = write_model(b, err)) != KILN_OK)
             return s;
         b->t_compile = kiln_driver_now();
         if ((s = kiln_tc_link(b->tc, path, b->opts.jobs, err)) != KILN_OK)
             return s;
+        /* the model cache stays within its bound (toolchain/modelcache.c) */
+        int64_t limit = kiln_tc_model_cache_limit();
+        int gone = out_path ? 0 : kiln_tc_prune_models(path, limit);
+        if (gone && b->opts.verbose)
+            fprintf(stderr, "kiln compile: %d least recently used model(s) deleted from the cache "
+                            "(KILN_MODEL_CACHE_MB=%lld)\n",
+                    gone, (long long)(limit >> 20));
     }
     b->t_link = kiln_driver_now();
     b->stage = BUILD_LINKED;

@@ -79,6 +79,14 @@ kiln_status kiln_tc_add_source(kiln_tc_build *b, const char *name, const char *s
 char *kiln_tc_model_path(const kiln_tc_build *b, const char *build_id, kiln_error *err);
 /* A regular, non-empty file exists at path. */
 bool kiln_tc_have(const char *path);
+/* ---- the bound on <cache>/models (modelcache.c) ---- */
+/* Marks a cached model used now (its mtime). */
+void kiln_tc_touch(const char *path);
+/* $KILN_MODEL_CACHE_MB in bytes (default 4096 MB). */
+int64_t kiln_tc_model_cache_limit(void);
+/* Deletes the least recently used .so files beside `keep` (never it) until
+ * they and it fit `limit` bytes; returns how many it deleted. */
+int kiln_tc_prune_models(const char *keep, int64_t limit);
 /* Compiles what is queued (`parallel` at a time; <= 0: the cores), links
  * everything into out_path (written beside and renamed). */
 kiln_status kiln_tc_link(kiln_tc_build *b, const char *out_path, int parallel, kiln_error *err);

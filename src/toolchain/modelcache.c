@@ -1,0 +1,105 @@
+/* toolchain/modelcache.c: the bound on <cache>/models (toolchain.h).
+ *
+ * Compiled models are kept there by build id (kiln_compile_cached, and every
+ * shape class of a model with symbolic input dims that the VM builds), each
+ * holding its weights: a BERT-base class is 435 MB. A model found there is
+ * touched (its mtime set to now); after a new one is published, the least
+ * recently used others are deleted until the folder's .so files fit
+ * $KILN_MODEL_CACHE_MB (default 4096). A process that has one loaded keeps
+ * its mapping (unlink only drops the name). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "toolchain/toolchain.h"
+
+#define DEFAULT_MB 4096
+
+typedef struct model_file {
+    char *path;
+    int64_t bytes;
+    struct timespec mtime;
+} model_file;
+
+void kiln_tc_touch(const char *path)
+{
+    utimensat(AT_FDCWD, path, NULL, 0);
+}
+
+int64_t kiln_tc_model_cache_limit(void)
+{
+    const char *e = getenv("KILN_MODEL_CACHE_MB");
+    if (e && *e) {
+        char *end = NULL;
+        long long mb = strtoll(e, &end, 10);
+        if (end && *end == 0 && mb >= 0)
+            return (int64_t)mb << 20;
+    }
+    return (int64_t)DEFAULT_MB << 20;
+}
+
+static int older_first(const void *a, const void *b)
+{
+    const model_file *x = a, *y = b;
+    if (x->mtime.tv_sec != y->mtime.tv_sec)
+        return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+    return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : x->mtime.tv_nsec > y->mtime.tv_nsec;
+}
+
+int kiln_tc_prune_models(const char *keep, int64_t limit)
+{
+    char dir[4096];
+    const char *slash = keep ? strrchr(keep, '/') : NULL;
+    if (!slash || (size_t)(slash - keep) >= sizeof dir)
+        return 0;
+    memcpy(dir, keep, (size_t)(slash - keep));
+    dir[slash - keep] = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    model_file *f = NULL;
+    int n = 0, cap = 0;
+    int64_t total = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || strcmp(e->d_name + len - 3, ".so") != 0)
+            continue;
+        char p[4096 + 256];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (stat(p, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        total += st.st_size;
+        if (strcmp(p, keep) == 0)
+            continue;
+        if (n == cap) {
+            int nc = cap ? 2 * cap : 16;
+            model_file *g = realloc(f, sizeof *g * (size_t)nc);
+            if (!g)
+                break;
+            f = g;
+            cap = nc;
+        }
+        if (!(f[n].path = strdup(p)))
+            break;
+        f[n].bytes = st.st_size;
+        f[n].mtime = st.st_mtim;
+        n++;
+    }
+    closedir(d);
+    qsort(f, (size_t)n, sizeof *f, older_first);
+    int removed = 0;
+    for (int i = 0; i < n; i++) {
+        if (total > limit && unlink(f[i].path) == 0) {
+            total -= f[i].bytes;
+            removed++;
+        }
+        free(f[i].path);
+    }
+    free(f);
+    return removed;
+}
