@@ -88,20 +88,13 @@ static void decl_type(const Onnx__ValueInfoProto *vi, kiln_dtype *dt, kiln_shape
     }
 }
 
-/* Packs m and imports it (bindings as given); *failure says where it stopped. */
+/* Imports m in place (bindings as given); *failure says where it stopped. */
 static kiln_status import_model(const kiln_vm *vm, Onnx__ModelProto *m,
                                 const kiln_onnx_binding *b, int nb, kiln_onnx_failure *failure,
                                 kiln_graph **g, kiln_error *err)
 {
-    size_t size = onnx__model_proto__get_packed_size(m);
-    uint8_t *buf = malloc(size ? size : 1);
-    if (!buf)
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    onnx__model_proto__pack(m, buf);
     kiln_onnx_options o = {.bindings = b, .n_bindings = nb, .failure = failure};
-    kiln_status s = kiln_onnx_load_buffer_ex(buf, size, vm->base_dir, &o, g, err);
-    free(buf);
-    return s;
+    return kiln_onnx_load_proto(m, vm->base_dir, &o, g, err);
 }
 
 /* ---- the static part ---------------------------------------------------------- */
@@ -213,18 +206,9 @@ kiln_status kiln_vm_split(kiln_vm *vm, bool *dyn, kiln_error *err)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     for (size_t i = 0; i < og->n_node; i++)
         dyn[i] = kiln_vm_flow_op(og->node[i]->op_type);
-    size_t size = onnx__model_proto__get_packed_size(vm->m);
-    uint8_t *buf = malloc(size ? size : 1);
-    kiln_status s = KILN_OK;
-    if (!buf) {
-        free(node_map);
-        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-    onnx__model_proto__pack(vm->m, buf);
     kiln_onnx_options o = {.split = dyn, .bindings = vm->bind, .n_bindings = vm->n_bind};
     kiln_graph *g = NULL;
-    s = kiln_onnx_load_buffer_ex(buf, size, vm->base_dir, &o, &g, err);
-    free(buf);
+    kiln_status s = kiln_onnx_load_proto(vm->m, vm->base_dir, &o, &g, err);
     kiln_graph_destroy(g);
     if (s == KILN_OK) {
         kiln_onnx_failure f = {.node = -1, .input = -1};

@@ -463,7 +463,8 @@ kiln_status onnx_decode_graph_inputs(onnx_ctx *c, kiln_error *err)
             return err ? err->status : KILN_ERR_OUT_OF_MEMORY;
         if (!onnx_map_put(&c->names, tp->name, id))
             return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-        release_tensor_data((Onnx__TensorProto *)tp);
+        if (!c->borrowed)
+            release_tensor_data((Onnx__TensorProto *)tp);
     }
     if (gp->n_sparse_initializer)
         return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "sparse initializers are not supported");

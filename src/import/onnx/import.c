@@ -816,11 +816,14 @@ static kiln_status import_model(onnx_ctx *c, kiln_error *err)
 static const kiln_onnx_options default_opts = {0};
 
 /* Converts an unpacked model (and frees it). */
-static kiln_status import_decoded(Onnx__ModelProto *model, size_t size, const char *base_dir,
-                                  const kiln_onnx_options *opts, kiln_graph **out,
-                                  kiln_error *err)
+/* Imports model; `borrowed`: it stays the caller's, whole (else its
+ * initializers' bytes are released as they are copied). */
+static kiln_status import_proto(const Onnx__ModelProto *model, size_t size, bool borrowed,
+                                const char *base_dir, const kiln_onnx_options *opts,
+                                kiln_graph **out, kiln_error *err)
 {
-    onnx_ctx c = {.base_dir = base_dir, .opts = opts, .model = model, .model_size = size};
+    onnx_ctx c = {.base_dir = base_dir, .opts = opts, .model = model, .model_size = size,
+                  .borrowed = borrowed};
     kiln_status s = KILN_OK;
     c.scratch = kiln_arena_create();
     if (!c.scratch || kiln_graph_create(&c.g) != KILN_OK) {
@@ -835,10 +838,29 @@ done:
     }
     onnx_map_free(&c.names);
     kiln_arena_destroy(c.scratch);
-    onnx_free_model(model);
     if (s == KILN_OK)
         *out = c.g;
     return s;
+}
+
+static kiln_status import_decoded(Onnx__ModelProto *model, size_t size, const char *base_dir,
+                                  const kiln_onnx_options *opts, kiln_graph **out,
+                                  kiln_error *err)
+{
+    kiln_status s = import_proto(model, size, false, base_dir, opts, out, err);
+    onnx_free_model(model);
+    return s;
+}
+
+kiln_status kiln_onnx_load_proto(const Onnx__ModelProto *model, const char *base_dir,
+                                 const kiln_onnx_options *opts, kiln_graph **out, kiln_error *err)
+{
+    if (!model || !out)
+        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "no model or output graph pointer");
+    if (!opts)
+        opts = &default_opts;
+    return import_proto(model, onnx__model_proto__get_packed_size(model), true, base_dir, opts,
+                        out, err);
 }
 
 static size_t max_size(const kiln_onnx_options *opts)

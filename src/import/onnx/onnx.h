@@ -71,6 +71,12 @@ kiln_status kiln_onnx_load_ex(const char *path, const kiln_onnx_options *opts, k
 kiln_status kiln_onnx_load_buffer_ex(const void *buf, size_t size, const char *base_dir,
                                      const kiln_onnx_options *opts, kiln_graph **out,
                                      kiln_error *err);
+/* kiln_onnx_load_buffer_ex of a model already decoded (by onnx_decode_model;
+ * the VM's pieces of one), which stays the caller's and must outlive nothing
+ * here: no pack and decode round trip (a BERT-base specialization: two of
+ * 435 MB each). */
+kiln_status kiln_onnx_load_proto(const Onnx__ModelProto *model, const char *base_dir,
+                                 const kiln_onnx_options *opts, kiln_graph **out, kiln_error *err);
 
 /* ---- name -> value id map (import.c) ------------------------------------ */
 
@@ -98,6 +104,8 @@ typedef struct onnx_ctx {
     kiln_arena *scratch;           /* per-import temporaries */
     size_t model_size;
     size_t folded_bytes; /* constants created by folding so far */
+    bool borrowed;       /* the model is the caller's (kiln_onnx_load_proto): its
+                            initializers' bytes are kept, not released once copied */
 
     /* the node being converted */
     const Onnx__NodeProto *node;
