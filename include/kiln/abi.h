@@ -50,6 +50,8 @@ typedef void (*kiln_kernel_fn)(void *const *args, const kiln_rt *rt);
 enum {
     KILN_STORAGE_ARENA = 0,   /* activations, inputs, outputs: arena + offset */
     KILN_STORAGE_WEIGHTS = 1, /* constants: weights blob + offset */
+    KILN_STORAGE_FILE = 2,    /* constants: the file `file` beside the .so, mapped at load
+                                 (a model in the cache whose large weights are shared) */
 };
 
 typedef struct kiln_abi_tensor {
@@ -62,6 +64,8 @@ typedef struct kiln_abi_tensor {
     int32_t reserved;
     int64_t offset;      /* bytes into the arena or the weights blob (64-byte aligned) */
     int64_t nbytes;      /* bytes of storage (blocked layouts may pad) */
+    const char *file;    /* KILN_STORAGE_FILE: a file name (no '/') in the .so's folder,
+                            nbytes long or longer; NULL otherwise */
 } kiln_abi_tensor;
 
 /* A step is a generated kernel (fn) or, for a node no kernel template

@@ -110,6 +110,11 @@ void kiln_build_set_knob_seed(kiln_build *b, uint64_t knob_seed)
     b->knob_seed = knob_seed;
 }
 
+void kiln_build_share_weights(kiln_build *b)
+{
+    b->share_weights = true;
+}
+
 kiln_status kiln_build_passes(kiln_build *b, kiln_error *err)
 {
     if (b->stage >= BUILD_PASSES)
@@ -289,12 +294,26 @@ kiln_status kiln_build_codegen(kiln_build *b, kiln_error *err)
             return s;
         kiln_hash_str(&bid, hex);
     }
-    /* the build id: kernels, weights, and the model tables */
+    /* the large weights' files are named by their bytes (shared weights) */
+    for (int i = 0; i < low->n_tensors && b->share_weights; i++) {
+        kiln_tensor_entry *e = &b->low->tensors[i];
+        if (!e->weights || e->nbytes < KILN_SHARE_MIN_BYTES)
+            continue;
+        kiln_hash fh;
+        kiln_hash_init(&fh, 19);
+        kiln_hash_update(&fh, &e->nbytes, sizeof e->nbytes);
+        kiln_hash_update(&fh, e->data, (size_t)e->nbytes);
+        char hex[33];
+        kiln_hash_hex(&fh, hex);
+        snprintf(e->file, sizeof e->file, "%s.w", hex);
+    }
+    /* the build id: kernels, weights (a file's name is its bytes' hash, in
+     * model.c), and the model tables */
     int64_t wbytes = 0;
     if ((s = kiln_codegen_weights(b->low, NULL, &wbytes, err)) != KILN_OK)
         return s;
     for (int i = 0; i < low->n_tensors; i++)
-        if (low->tensors[i].weights)
+        if (low->tensors[i].weights && !low->tensors[i].file[0])
             kiln_hash_update(&bid, low->tensors[i].data, (size_t)low->tensors[i].nbytes);
     b->meta = metadata(b, kiln_tc_cc(b->tc));
     if (!b->meta)
@@ -309,6 +328,39 @@ kiln_status kiln_build_codegen(kiln_build *b, kiln_error *err)
     kiln_hash_hex(&bid, b->build_id);
     b->t_codegen = kiln_driver_now();
     b->stage = BUILD_GENERATED;
+    return KILN_OK;
+}
+
+/* The shared weights' files beside the model's cache path `model`: each one
+ * there is marked used (mtime), each missing one written (beside, then
+ * renamed: a reader never sees half a file). A model found in the cache
+ * whose files the cache bound deleted gets them back here. */
+static kiln_status weight_files(kiln_build *b, const char *model, kiln_error *err)
+{
+    const char *slash = strrchr(model, '/');
+    int dl = slash ? (int)(slash - model) : 1;
+    const char *dir = slash ? model : ".";
+    for (int i = 0; i < b->low->n_tensors; i++) {
+        const kiln_tensor_entry *e = &b->low->tensors[i];
+        if (!e->weights || !e->file[0])
+            continue;
+        char p[4300], tmp[4400];
+        snprintf(p, sizeof p, "%.*s/%s", dl, dir, e->file);
+        if (kiln_tc_have(p)) {
+            kiln_tc_touch(p);
+            continue;
+        }
+        snprintf(tmp, sizeof tmp, "%s.tmp-%ld", p, (long)getpid());
+        FILE *f = fopen(tmp, "wb");
+        bool ok = f && fwrite(e->data, 1, (size_t)e->nbytes, f) == (size_t)e->nbytes;
+        if (f && fclose(f) != 0)
+            ok = false;
+        if (!ok || rename(tmp, p) != 0) {
+            unlink(tmp);
+            return kiln_errorf(err, KILN_ERR_IO, "cannot write the weights file '%s' (disk full?)",
+                               p);
+        }
+    }
     return KILN_OK;
 }
 
@@ -351,6 +403,12 @@ kiln_status kiln_build_link(kiln_build *b, const char *out_path, kiln_error *err
     if (!path)
         return out_path ? kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory") : KILN_ERR_IO;
     b->out_path = path;
+    if (out_path && b->share_weights)
+        return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
+                           "kiln_build_link: shared weights are for the model cache only");
+    time_t since = time(NULL) - 1; /* what this build touches is newer */
+    if (b->share_weights && (s = weight_files(b, path, err)) != KILN_OK)
+        return s;
     if (!out_path && kiln_tc_have(path) && !b->dump_code_dir) {
         b->from_cache = true; /* the model cache has it */
         kiln_tc_touch(path);
@@ -362,7 +420,7 @@ kiln_status kiln_build_link(kiln_build *b, const char *out_path, kiln_error *err
             return s;
         /* the model cache stays within its bound (toolchain/modelcache.c) */
         int64_t limit = kiln_tc_model_cache_limit();
-        int gone = out_path ? 0 : kiln_tc_prune_models(path, limit);
+        int gone = out_path ? 0 : kiln_tc_prune_models(path, since, limit);
         if (gone && b->opts.verbose)
             fprintf(stderr, "kiln compile: %d least recently used model(s) deleted from the cache "
                             "(KILN_MODEL_CACHE_MB=%lld)\n",

@@ -46,6 +46,8 @@ struct kiln_build {
     char *meta;          /* the metadata JSON */
     char *out_path;      /* where link put the .so */
     bool from_cache;     /* the model cache had it: nothing compiled */
+    /* kiln_build_share_weights: large weights in files of their own */
+    bool share_weights;
     double t_start, t_passes, t_lower, t_config, t_codegen, t_compile, t_link;
 };
 
@@ -97,6 +99,16 @@ double kiln_driver_now(void);
 /* Knob values drawn at random from each template's space (nonzero seed;
  * before lower): tests of the spaces. */
 void kiln_build_set_knob_seed(kiln_build *b, uint64_t knob_seed);
+/* Before codegen, for a link into the model cache (out_path NULL): every
+ * weights tensor of KILN_SHARE_MIN_BYTES or more is kept as a file of its
+ * own, <cache>/models/<hash of its bytes>.w, which the runtime maps at load
+ * (KILN_STORAGE_FILE), not in the .so: models holding the same tensor (a
+ * VM's shape classes: BERT's packed weights at every sequence length)
+ * share its file, written once, and nothing assembles or links it. The
+ * .so is then not a single deployable file: the VM's builds only, never
+ * `kiln compile`'s (an output path refuses it). */
+void kiln_build_share_weights(kiln_build *b);
+#define KILN_SHARE_MIN_BYTES (64 << 10)
 /* kiln_compile with kiln_build_set_knob_seed. */
 kiln_status kiln_compile_ex(const kiln_graph *g, const kiln_compile_options *opts,
                             uint64_t knob_seed, const char *out_path, kiln_error *err);

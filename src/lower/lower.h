@@ -85,6 +85,8 @@ typedef struct kiln_tensor_entry {
     void *owned;          /* packed copy made by lowering */
     int64_t nbytes;
     int64_t offset;       /* arena offset (plan) or weights offset (assigned by codegen) */
+    char file[40];        /* weights kept as a file of their own (KILN_STORAGE_FILE): its
+                             name, "<hash of the bytes>.w"; "" in the blob */
 } kiln_tensor_entry;
 
 typedef struct kiln_lowered {

@@ -19,16 +19,16 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <emmintrin.h> /* _mm_clflush, _mm_mfence (SSE2) */
-#endif
-#ifdef __linux__
-#include <sys/mman.h>
 #endif
 
 #include "kiln/abi.h"
@@ -76,9 +76,22 @@ static kiln_status check_tensor(const char *path, const kiln_abi_model *d, int i
         numel *= t->dims[k];
     }
     int64_t min_bytes = numel * (int64_t)kiln_dtype_size((kiln_dtype)t->dtype);
-    if (t->storage != KILN_STORAGE_ARENA && t->storage != KILN_STORAGE_WEIGHTS)
+    if (t->storage != KILN_STORAGE_ARENA && t->storage != KILN_STORAGE_WEIGHTS &&
+        t->storage != KILN_STORAGE_FILE)
         return kiln_errorf(err, KILN_ERR_PARSE, "%s: tensor %d '%s': invalid storage kind %d",
                            path, i, nm, (int)t->storage);
+    if (t->storage == KILN_STORAGE_FILE) { /* a plain name in the .so's folder */
+        if (!t->file || !t->file[0] || t->file[0] == '.' || strchr(t->file, '/') ||
+            strlen(t->file) > 255)
+            return kiln_errorf(err, KILN_ERR_PARSE, "%s: tensor %d '%s': invalid weights file name",
+                               path, i, nm);
+        if (t->offset != 0 || t->nbytes < min_bytes)
+            return kiln_errorf(err, KILN_ERR_PARSE,
+                               "%s: tensor %d '%s': %lld bytes of storage for %lld elements of %s",
+                               path, i, nm, (long long)t->nbytes, (long long)numel,
+                               kiln_dtype_name((kiln_dtype)t->dtype));
+        return KILN_OK;
+    }
     int64_t limit = t->storage == KILN_STORAGE_ARENA ? d->arena_bytes : d->weights_bytes;
     const char *where = t->storage == KILN_STORAGE_ARENA ? "arena" : "weights";
     if (t->offset < 0 || t->nbytes < 0 || t->offset > limit || t->nbytes > limit - t->offset)
@@ -219,6 +232,11 @@ void kiln_module_destroy(kiln_module *m)
     if (!m)
         return;
     kiln_pool_destroy(m->pool);
+    for (int i = 0; m->fmap && i < m->desc->n_tensors; i++)
+        if (m->fmap[i])
+            munmap(m->fmap[i], m->fmap_len[i]);
+    free(m->fmap);
+    free(m->fmap_len);
     free(m->arena);
     free(m->weights);
     free(m->workspace);
@@ -276,6 +294,46 @@ kiln_status kiln_so_complete(const char *path, kiln_error *err)
 done:
     fclose(f);
     return s;
+}
+
+/* Maps the KILN_STORAGE_FILE tensors' files (beside the .so), read-only. */
+static kiln_status map_files(kiln_module *m, const char *path, kiln_error *err)
+{
+    const kiln_abi_model *d = m->desc;
+    const char *slash = strrchr(path, '/');
+    for (int i = 0; i < d->n_tensors; i++) {
+        const kiln_abi_tensor *t = &d->tensors[i];
+        if (t->storage != KILN_STORAGE_FILE)
+            continue;
+        if (!m->fmap) {
+            m->fmap = calloc((size_t)d->n_tensors, sizeof *m->fmap);
+            m->fmap_len = calloc((size_t)d->n_tensors, sizeof *m->fmap_len);
+            if (!m->fmap || !m->fmap_len)
+                return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        }
+        char p[4400];
+        snprintf(p, sizeof p, "%.*s/%s", slash ? (int)(slash - path) : 1, slash ? path : ".",
+                 t->file);
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        struct stat sb;
+        if (fd < 0 || fstat(fd, &sb) != 0 || sb.st_size < t->nbytes) {
+            kiln_status s = kiln_errorf(
+                err, KILN_ERR_IO, "%s: weights file %s of tensor '%s' %s: compile the model again",
+                path, p, t->name ? t->name : "", fd < 0 ? "is missing" : "is too short");
+            if (fd >= 0)
+                close(fd);
+            return s;
+        }
+        size_t len = t->nbytes > 0 ? (size_t)t->nbytes : 1;
+        void *a = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+        close(fd);
+        if (a == MAP_FAILED)
+            return kiln_errorf(err, KILN_ERR_IO, "%s: cannot map %s: %s", path, p,
+                               strerror(errno));
+        m->fmap[i] = a;
+        m->fmap_len[i] = len;
+    }
+    return KILN_OK;
 }
 
 kiln_status kiln_module_load(const char *path, const kiln_module_options *opts, kiln_module **out,
@@ -338,6 +396,8 @@ kiln_status kiln_module_load(const char *path, const kiln_module_options *opts, 
     if ((st = validate(path, d, err)) != KILN_OK)
         goto fail;
     m->desc = d;
+    if ((st = map_files(m, path, err)) != KILN_OK)
+        goto fail;
 
     /* memory: arena, workspace (one 64-byte-aligned slice per thread) */
     int64_t arena = round_up(d->arena_bytes > 0 ? d->arena_bytes : ALIGN, ALIGN);
@@ -430,6 +490,8 @@ fail:
 void *kiln_module_tensor_data(const kiln_module *m, int id)
 {
     const kiln_abi_tensor *t = &m->desc->tensors[id];
+    if (t->storage == KILN_STORAGE_FILE)
+        return m->fmap[id];
     if (t->storage == KILN_STORAGE_WEIGHTS)
         return m->weights ? m->weights + t->offset
                           : (void *)(uintptr_t)(m->desc->weights + t->offset);

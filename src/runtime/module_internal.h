@@ -25,6 +25,8 @@ struct kiln_module {
     int num_threads;
     unsigned char *spill;       /* kiln_module_evict_weights_to_llc's buffer, or NULL */
     size_t spill_bytes;
+    void **fmap;                /* per tensor: a KILN_STORAGE_FILE tensor's mapping, else NULL */
+    size_t *fmap_len;           /* ... and its length */
 };
 
 /* Whether the ELF file at path holds every byte its program and section

@@ -223,7 +223,7 @@ static kiln_status check_infer(const char *path, int s, kiln_ref_step *r, const 
             continue;
         const kiln_tensor *t = is_in ? r->in[k] : r->out[k - n->n_inputs];
         v->name = d->tensors[st->args[slot]].name;
-        v->kind = d->tensors[st->args[slot]].storage == KILN_STORAGE_WEIGHTS ? KILN_VALUE_CONST
+        v->kind = d->tensors[st->args[slot]].storage != KILN_STORAGE_ARENA ? KILN_VALUE_CONST
                                                                               : KILN_VALUE_INPUT;
         if (is_in) {
             v->dtype = t->dtype;

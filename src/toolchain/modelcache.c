@@ -4,15 +4,19 @@
  * shape class of a model with symbolic input dims that the VM builds), each
  * holding its weights: a BERT-base class is 435 MB. A model found there is
  * touched (its mtime set to now); after a new one is published, the least
- * recently used others are deleted until the folder's .so files fit
- * $KILN_MODEL_CACHE_MB (default 4096). A process that has one loaded keeps
- * its mapping (unlink only drops the name). */
+ * recently used others are deleted until the folder's .so files and
+ * shared weights files (*.w, kiln_build_share_weights) fit
+ * $KILN_MODEL_CACHE_MB (default 4096); never the new model, nor anything
+ * the build that wrote it touched. A process that has one loaded keeps its
+ * mapping (unlink only drops the name); a model whose weights files went
+ * gets them back at its next build (driver.c). */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "toolchain/toolchain.h"
@@ -50,7 +54,7 @@ static int older_first(const void *a, const void *b)
     return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : x->mtime.tv_nsec > y->mtime.tv_nsec;
 }
 
-int kiln_tc_prune_models(const char *keep, int64_t limit)
+int kiln_tc_prune_models(const char *keep, time_t since, int64_t limit)
 {
     char dir[4096];
     const char *slash = keep ? strrchr(keep, '/') : NULL;
@@ -66,7 +70,8 @@ int kiln_tc_prune_models(const char *keep, int64_t limit)
     int64_t total = 0;
     for (struct dirent *e; (e = readdir(d));) {
         size_t len = strlen(e->d_name);
-        if (len < 4 || strcmp(e->d_name + len - 3, ".so") != 0)
+        if (!(len > 3 && strcmp(e->d_name + len - 3, ".so") == 0) &&
+            !(len > 2 && strcmp(e->d_name + len - 2, ".w") == 0))
             continue;
         char p[4096 + 256];
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
@@ -74,7 +79,7 @@ int kiln_tc_prune_models(const char *keep, int64_t limit)
         if (stat(p, &st) != 0 || !S_ISREG(st.st_mode))
             continue;
         total += st.st_size;
-        if (strcmp(p, keep) == 0)
+        if (strcmp(p, keep) == 0 || st.st_mtim.tv_sec >= since)
             continue;
         if (n == cap) {
             int nc = cap ? 2 * cap : 16;

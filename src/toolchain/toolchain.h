@@ -12,6 +12,7 @@
 #define KILN_TOOLCHAIN_TOOLCHAIN_H
 
 #include <stddef.h>
+#include <time.h>
 
 #include "kiln/kiln.h"
 #include "pass/pass.h"
@@ -84,9 +85,10 @@ bool kiln_tc_have(const char *path);
 void kiln_tc_touch(const char *path);
 /* $KILN_MODEL_CACHE_MB in bytes (default 4096 MB). */
 int64_t kiln_tc_model_cache_limit(void);
-/* Deletes the least recently used .so files beside `keep` (never it) until
- * they and it fit `limit` bytes; returns how many it deleted. */
-int kiln_tc_prune_models(const char *keep, int64_t limit);
+/* Deletes the least recently used .so and .w files beside `keep` (never
+ * it, nor any whose mtime is `since` or later) until they all fit `limit`
+ * bytes; returns how many it deleted. */
+int kiln_tc_prune_models(const char *keep, time_t since, int64_t limit);
 /* Compiles what is queued (`parallel` at a time; <= 0: the cores), links
  * everything into out_path (written beside and renamed). */
 kiln_status kiln_tc_link(kiln_tc_build *b, const char *out_path, int parallel, kiln_error *err);

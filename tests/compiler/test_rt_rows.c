@@ -4,13 +4,18 @@
  * layers at 1, 3, 17 and 40 rows are the same kernels, by name and by
  * source, each step carries its rows as its extent, and every build
  * matches the reference executor. Without shapes_bound the kernels are
- * specialized per row count, as before (so the comparison can fail). */
+ * specialized per row count, as before (so the comparison can fail).
+ * Shared weights (kiln_build_share_weights, the VM's builds): the large
+ * weights of two row counts' models are the same files in the model cache,
+ * a model found in the cache gets a deleted file back, a missing one is a
+ * clear load error, and an output path refuses shared weights. */
 #include "codegen/c/codegen.h"
 #include "compiler_test.h"
 #include "kiln/abi.h"
 #include "lower/lower.h"
 #include "runtime/module_internal.h"
 
+#include <dirent.h>
 #include <unistd.h>
 
 static char g_dir[256];
@@ -149,6 +154,123 @@ static void test_static_graphs_specialize(void **state)
     kiln_graph_destroy(g17);
 }
 
+/* x [1, M, 256] . W [256, 256] + b: a 256 KB weight (a file when shared). */
+static kiln_graph *big_layer(int64_t M)
+{
+    kiln_graph *g = NULL;
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    int x = kiln_graph_add_input(g, "x", KILN_DTYPE_FLOAT32, &(kiln_shape){3, {1, M, 256}});
+    int w = ct_param(g, "W", (kiln_shape){2, {256, 256}}, 5, -0.1f, 0.1f);
+    int b = ct_param(g, "b", (kiln_shape){1, {256}}, 6, -0.5f, 0.5f);
+    int mm = kiln_graph_node_output(
+        g, kiln_graph_add_node(g, KILN_OP_MATMUL, "mm", (int[]){x, w}, 2, 1), 0);
+    int y = kiln_graph_node_output(
+        g, kiln_graph_add_node(g, KILN_OP_ADD, "y", (int[]){mm, b}, 2, 1), 0);
+    assert_int_equal(kiln_graph_add_output(g, y), KILN_OK);
+    kiln_error err = {0};
+    assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+    g->shapes_bound = true;
+    return g;
+}
+
+/* The *.w files in dir; *last gets one's path. */
+static int weight_files(const char *dir, char *last, size_t cap)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len > 2 && strcmp(e->d_name + len - 2, ".w") == 0) {
+            n++;
+            snprintf(last, cap, "%s/%s", dir, e->d_name);
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+/* Builds g into the model cache `cache` with shared weights; *so: its path. */
+static kiln_status shared_build(const kiln_graph *g, const char *cache, char *so, size_t cap,
+                                kiln_error *err)
+{
+    kiln_compile_options opts = {.jobs = 2, .cache_dir = cache};
+    kiln_build *b = NULL;
+    kiln_status s = kiln_build_create(g, &opts, &b, err);
+    if (s == KILN_OK) {
+        kiln_build_share_weights(b);
+        s = kiln_build_link(b, NULL, err);
+    }
+    if (s == KILN_OK)
+        snprintf(so, cap, "%s", kiln_build_output(b));
+    kiln_build_destroy(b);
+    return s;
+}
+
+/* Runs the .so at `so` and the reference executor on g; asserts they agree. */
+static void check_so(const kiln_graph *g, const char *so)
+{
+    kiln_error err = {0};
+    kiln_module *m = NULL;
+    kiln_ref_executor *ex = NULL;
+    if (kiln_module_load(so, NULL, &m, &err) != KILN_OK)
+        fail_msg("load: %s", err.msg);
+    assert_int_equal(kiln_ref_executor_create(g, &ex, &err), KILN_OK);
+    const kiln_value *v = g->values[g->inputs[0]];
+    kiln_tensor t;
+    assert_int_equal(kiln_tensor_alloc(&t, v->dtype, &v->shape, &err), KILN_OK);
+    kt_fill_random(t.data, kiln_shape_numel(&v->shape), 9, -1.0f, 1.0f);
+    assert_int_equal(kiln_module_set_input(m, 0, &t, &err), KILN_OK);
+    assert_int_equal(kiln_ref_executor_set_input(ex, 0, &t, &err), KILN_OK);
+    kiln_tensor_release(&t);
+    assert_int_equal(kiln_module_run(m, &err), KILN_OK);
+    assert_int_equal(kiln_ref_executor_run(ex, &err), KILN_OK);
+    const kiln_tensor *a = kiln_module_output(m, 0), *r = kiln_ref_executor_output(ex, 0);
+    ct_result c = ct_compare(a->data, r->data, kiln_shape_numel(&r->shape), 1e-4, 1e-5);
+    if (c.bad)
+        fail_msg("%s: %lld elements differ (max |d| %g)", so, (long long)c.bad, c.max_abs);
+    kiln_module_destroy(m);
+    kiln_ref_executor_destroy(ex);
+}
+
+static void test_shared_weight_files(void **state)
+{
+    (void)state;
+    char cache[300], models[320], so3[600], so17[600], wf[600];
+    snprintf(cache, sizeof cache, "%s/cache", g_dir);
+    snprintf(models, sizeof models, "%s/models", cache);
+    kiln_error err = {0};
+    kiln_graph *g3 = big_layer(3), *g17 = big_layer(17);
+    assert_int_equal(shared_build(g3, cache, so3, sizeof so3, &err), KILN_OK);
+    int n = weight_files(models, wf, sizeof wf);
+    assert_int_equal(n, 1); /* the packed W; the bias stays in the .so */
+    assert_int_equal(shared_build(g17, cache, so17, sizeof so17, &err), KILN_OK);
+    assert_true(strcmp(so3, so17) != 0);
+    assert_int_equal(weight_files(models, wf, sizeof wf), 1); /* the same file */
+    check_so(g3, so3);
+    check_so(g17, so17);
+    /* the file gone: loading says so; the next build puts it back */
+    assert_int_equal(unlink(wf), 0);
+    kiln_module *m = NULL;
+    assert_int_not_equal(kiln_module_load(so3, NULL, &m, &err), KILN_OK);
+    assert_null(m);
+    assert_non_null(strstr(err.msg, "is missing"));
+    assert_int_equal(shared_build(g3, cache, so3, sizeof so3, &err), KILN_OK);
+    assert_int_equal(weight_files(models, wf, sizeof wf), 1);
+    check_so(g3, so3);
+    /* an output path of its own: refused */
+    kiln_compile_options opts = {.jobs = 2, .cache_dir = cache};
+    kiln_build *b = NULL;
+    assert_int_equal(kiln_build_create(g3, &opts, &b, &err), KILN_OK);
+    kiln_build_share_weights(b);
+    char out[600];
+    snprintf(out, sizeof out, "%s/own.so", g_dir);
+    assert_int_equal(kiln_build_link(b, out, &err), KILN_ERR_INVALID_ARGUMENT);
+    kiln_build_destroy(b);
+    kiln_graph_destroy(g3);
+    kiln_graph_destroy(g17);
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "/tmp/kiln_test_rt_rows_%d", (int)getpid());
@@ -159,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_same_kernels_any_rows),
         cmocka_unit_test(test_steps_carry_rows),
         cmocka_unit_test(test_static_graphs_specialize),
+        cmocka_unit_test(test_shared_weight_files),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kiln_rmtree(g_dir);

@@ -1,7 +1,8 @@
 /* tests/unit/test_modelcache.c: the bound on <cache>/models
- * (toolchain/modelcache.c): the least recently used .so files go first, the
- * model just published never does, other files are left alone, a touch makes
- * a model the most recent, and $KILN_MODEL_CACHE_MB sets the bound. */
+ * (toolchain/modelcache.c): the least recently used .so and .w files go
+ * first, the model just published and what its build touched never do,
+ * other files are left alone, a touch makes a model the most recent, and
+ * $KILN_MODEL_CACHE_MB sets the bound. */
 #include "test_support.h"
 
 #include <fcntl.h>
@@ -61,18 +62,27 @@ static void test_prune_oldest_first(void **state)
     char keep[512];
     snprintf(keep, sizeof keep, "%s/keep.so", g_dir);
     /* 4000 bytes of models: a bound of 2500 deletes the two oldest others */
-    assert_int_equal(kiln_tc_prune_models(keep, 2500), 2);
+    assert_int_equal(kiln_tc_prune_models(keep, time(NULL) + 10, 2500), 2);
     assert_false(there("old.so"));
     assert_false(there("mid.so"));
     assert_true(there("new.so"));
     assert_true(there("keep.so"));
     assert_true(there("notes.txt"));
     /* within the bound: nothing */
-    assert_int_equal(kiln_tc_prune_models(keep, 2500), 0);
+    assert_int_equal(kiln_tc_prune_models(keep, time(NULL) + 10, 2500), 0);
     /* a bound of 0 leaves only the one kept */
-    assert_int_equal(kiln_tc_prune_models(keep, 0), 1);
+    assert_int_equal(kiln_tc_prune_models(keep, time(NULL) + 10, 0), 1);
     assert_true(there("keep.so"));
     assert_false(there("new.so"));
+    /* weights files count too; what the build touched (mtime since) stays */
+    put("a.w", 1000, 900);
+    put("b.w", 1000, 800);
+    put("c.so", 1000, 0);
+    assert_int_equal(kiln_tc_prune_models(keep, time(NULL) - 60, 0), 2);
+    assert_false(there("a.w"));
+    assert_false(there("b.w"));
+    assert_true(there("c.so"));
+    assert_true(there("keep.so"));
 }
 
 static void test_touch_makes_recent(void **state)
@@ -86,7 +96,7 @@ static void test_touch_makes_recent(void **state)
     snprintf(a, sizeof a, "%s/a.so", g_dir);
     snprintf(keep, sizeof keep, "%s/k.so", g_dir);
     kiln_tc_touch(a); /* a cache hit on a: b is now the least recently used */
-    assert_int_equal(kiln_tc_prune_models(keep, 2000), 1);
+    assert_int_equal(kiln_tc_prune_models(keep, time(NULL) + 10, 2000), 1);
     assert_true(there("a.so"));
     assert_false(there("b.so"));
 }

@@ -39,7 +39,7 @@ kiln_status kiln_codegen_weights(kiln_lowered *l, const char *path, int64_t *tot
     int64_t off = 0;
     for (int i = 0; i < l->n_tensors; i++) {
         kiln_tensor_entry *e = &l->tensors[i];
-        if (!e->weights)
+        if (!e->weights || e->file[0]) /* not in the blob */
             continue;
         e->offset = off;
         off += (e->nbytes + WALIGN - 1) / WALIGN * WALIGN;
@@ -55,7 +55,7 @@ kiln_status kiln_codegen_weights(kiln_lowered *l, const char *path, int64_t *tot
     bool ok = true;
     for (int i = 0; i < l->n_tensors && ok; i++) {
         const kiln_tensor_entry *e = &l->tensors[i];
-        if (!e->weights)
+        if (!e->weights || e->file[0]) /* not in the blob */
             continue;
         if (e->nbytes > 0 && fwrite(e->data, 1, (size_t)e->nbytes, f) != (size_t)e->nbytes)
             ok = false;
@@ -130,7 +130,13 @@ kiln_status kiln_codegen_model(const kiln_lowered *l, const char *name, const ch
                            (long long)(d < v->shape.rank ? v->shape.dims[d] : 0));
         kiln_sb_puts(&b, "}, ");
         cstr(&b, e->layout);
-        kiln_sb_printf(&b, ", %s, 0, %lld, %lld},\n",
+        if (e->weights && e->file[0]) { /* a file of its own */
+            kiln_sb_printf(&b, ", KILN_STORAGE_FILE, 0, 0, %lld, ", (long long)e->nbytes);
+            cstr(&b, e->file);
+            kiln_sb_puts(&b, "},\n");
+            continue;
+        }
+        kiln_sb_printf(&b, ", %s, 0, %lld, %lld, NULL},\n",
                        e->weights ? "KILN_STORAGE_WEIGHTS" : "KILN_STORAGE_ARENA",
                        (long long)e->offset, (long long)e->nbytes);
     }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "driver/driver.h"
 #include "vm/vm.h"
 
 kiln_status kiln_vm_compile_graph(const kiln_graph *g, const char *cache_dir, const char *target,
@@ -24,8 +25,11 @@ kiln_status kiln_vm_compile_graph(const kiln_graph *g, const char *cache_dir, co
     kiln_compile_options co = {.cache_dir = cache_dir, .target = target, .records = records};
     kiln_build *b = NULL;
     kiln_status s = kiln_build_create(g, &co, &b, err);
-    if (s == KILN_OK)
+    if (s == KILN_OK) {
+        /* large weights in files the shape classes share */
+        kiln_build_share_weights(b);
         s = kiln_build_link(b, NULL, err);
+    }
     if (s == KILN_OK) {
         kiln_module_options mo = {.num_threads = num_threads, .bind_threads = -1};
         s = kiln_module_load(kiln_build_output(b), &mo, out, err);
