@@ -162,23 +162,13 @@ static inline void ct_template_of(const kiln_graph *g, int case_no,
     kiln_pass_ctx_destroy(ctx);
 }
 
-/* Compiles g (knob_seed 0: defaults) for `target` (NULL: the host's; the
- * host must run its code) into dir/<tag>.so, runs it and the reference
+/* Loads the .so at path (compiled from g), runs it and the reference
  * executor on inputs uniform in [-1, 1) from `seed`, and asserts every
- * float output matches within rtol/atol (the test fails otherwise). */
-static inline void ct_check_graph_on(const kiln_graph *g, const char *dir, const char *tag,
-                                     const char *target, uint64_t knob_seed, uint64_t seed,
-                                     double rtol, double atol)
+ * float output matches within rtol/atol (tag names the case). */
+static inline void ct_check_so(const kiln_graph *g, const char *path, const char *tag,
+                               uint64_t seed, double rtol, double atol)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s.so", dir, tag);
     kiln_error err = {0};
-    kiln_compile_options opts = {0};
-    opts.jobs = 2;
-    opts.target = target;
-    kiln_status s = kiln_compile_ex(g, &opts, knob_seed, path, &err);
-    if (s != KILN_OK)
-        fail_msg("%s: compile failed: %s", tag, err.msg);
     kiln_module *m = NULL;
     if (kiln_module_load(path, NULL, &m, &err) != KILN_OK)
         fail_msg("%s: load failed: %s", tag, err.msg);
@@ -219,6 +209,24 @@ static inline void ct_check_graph_on(const kiln_graph *g, const char *dir, const
     }
     kiln_module_destroy(m);
     kiln_ref_executor_destroy(ex);
+}
+
+/* Compiles g (knob_seed 0: defaults) for `target` (NULL: the host's; the
+ * host must run its code) into dir/<tag>.so and checks it (ct_check_so). */
+static inline void ct_check_graph_on(const kiln_graph *g, const char *dir, const char *tag,
+                                     const char *target, uint64_t knob_seed, uint64_t seed,
+                                     double rtol, double atol)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.so", dir, tag);
+    kiln_error err = {0};
+    kiln_compile_options opts = {0};
+    opts.jobs = 2;
+    opts.target = target;
+    kiln_status s = kiln_compile_ex(g, &opts, knob_seed, path, &err);
+    if (s != KILN_OK)
+        fail_msg("%s: compile failed: %s", tag, err.msg);
+    ct_check_so(g, path, tag, seed, rtol, atol);
 }
 
 /* ct_check_graph_on for the host's target. */

@@ -34,25 +34,7 @@ static int dense_task(const kiln_build *b)
  * outputs agree. */
 static void check_so(const kiln_graph *g, const char *path)
 {
-    kiln_error err = {0};
-    kiln_module *m = NULL;
-    kiln_ref_executor *ex = NULL;
-    assert_int_equal(kiln_module_load(path, NULL, &m, &err), KILN_OK);
-    assert_int_equal(kiln_ref_executor_create(g, &ex, &err), KILN_OK);
-    const kiln_value *v = g->values[g->inputs[0]];
-    kiln_tensor t;
-    assert_int_equal(kiln_tensor_alloc(&t, v->dtype, &v->shape, &err), KILN_OK);
-    kt_fill_random(t.data, kiln_shape_numel(&v->shape), 7, -1.0f, 1.0f);
-    assert_int_equal(kiln_module_set_input(m, 0, &t, &err), KILN_OK);
-    assert_int_equal(kiln_ref_executor_set_input(ex, 0, &t, &err), KILN_OK);
-    kiln_tensor_release(&t);
-    assert_int_equal(kiln_module_run(m, &err), KILN_OK);
-    assert_int_equal(kiln_ref_executor_run(ex, &err), KILN_OK);
-    const kiln_tensor *a = kiln_module_output(m, 0), *b = kiln_ref_executor_output(ex, 0);
-    ct_result r = ct_compare(a->data, b->data, kiln_shape_numel(&b->shape), 1e-4, 1e-5);
-    assert_int_equal(r.bad, 0);
-    kiln_module_destroy(m);
-    kiln_ref_executor_destroy(ex);
+    ct_check_so(g, path, path, 7, 1e-4, 1e-5);
 }
 
 /* A configuration moving every knob of t with a choice to its first

@@ -207,32 +207,6 @@ static kiln_status shared_build(const kiln_graph *g, const char *cache, char *so
     return s;
 }
 
-/* Runs the .so at `so` and the reference executor on g; asserts they agree. */
-static void check_so(const kiln_graph *g, const char *so)
-{
-    kiln_error err = {0};
-    kiln_module *m = NULL;
-    kiln_ref_executor *ex = NULL;
-    if (kiln_module_load(so, NULL, &m, &err) != KILN_OK)
-        fail_msg("load: %s", err.msg);
-    assert_int_equal(kiln_ref_executor_create(g, &ex, &err), KILN_OK);
-    const kiln_value *v = g->values[g->inputs[0]];
-    kiln_tensor t;
-    assert_int_equal(kiln_tensor_alloc(&t, v->dtype, &v->shape, &err), KILN_OK);
-    kt_fill_random(t.data, kiln_shape_numel(&v->shape), 9, -1.0f, 1.0f);
-    assert_int_equal(kiln_module_set_input(m, 0, &t, &err), KILN_OK);
-    assert_int_equal(kiln_ref_executor_set_input(ex, 0, &t, &err), KILN_OK);
-    kiln_tensor_release(&t);
-    assert_int_equal(kiln_module_run(m, &err), KILN_OK);
-    assert_int_equal(kiln_ref_executor_run(ex, &err), KILN_OK);
-    const kiln_tensor *a = kiln_module_output(m, 0), *r = kiln_ref_executor_output(ex, 0);
-    ct_result c = ct_compare(a->data, r->data, kiln_shape_numel(&r->shape), 1e-4, 1e-5);
-    if (c.bad)
-        fail_msg("%s: %lld elements differ (max |d| %g)", so, (long long)c.bad, c.max_abs);
-    kiln_module_destroy(m);
-    kiln_ref_executor_destroy(ex);
-}
-
 static void test_shared_weight_files(void **state)
 {
     (void)state;
@@ -247,8 +221,8 @@ static void test_shared_weight_files(void **state)
     assert_int_equal(shared_build(g17, cache, so17, sizeof so17, &err), KILN_OK);
     assert_true(strcmp(so3, so17) != 0);
     assert_int_equal(weight_files(models, wf, sizeof wf), 1); /* the same file */
-    check_so(g3, so3);
-    check_so(g17, so17);
+    ct_check_so(g3, so3, "shared 3", 9, 1e-4, 1e-5);
+    ct_check_so(g17, so17, "shared 17", 9, 1e-4, 1e-5);
     /* the file gone: loading says so; the next build puts it back */
     assert_int_equal(unlink(wf), 0);
     kiln_module *m = NULL;
@@ -257,7 +231,7 @@ static void test_shared_weight_files(void **state)
     assert_non_null(strstr(err.msg, "is missing"));
     assert_int_equal(shared_build(g3, cache, so3, sizeof so3, &err), KILN_OK);
     assert_int_equal(weight_files(models, wf, sizeof wf), 1);
-    check_so(g3, so3);
+    ct_check_so(g3, so3, "shared 3 again", 9, 1e-4, 1e-5);
     /* an output path of its own: refused */
     kiln_compile_options opts = {.jobs = 2, .cache_dir = cache};
     kiln_build *b = NULL;
