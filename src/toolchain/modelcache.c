@@ -96,7 +96,8 @@ int kiln_tc_prune_models(const char *keep, time_t since, int64_t limit)
         n++;
     }
     closedir(d);
-    qsort(f, (size_t)n, sizeof *f, older_first);
+    if (n > 1)
+        qsort(f, (size_t)n, sizeof *f, older_first);
     int removed = 0;
     for (int i = 0; i < n; i++) {
         if (total > limit && unlink(f[i].path) == 0) {
