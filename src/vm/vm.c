@@ -300,7 +300,17 @@ static kiln_status load_static(kiln_vm *vm, const kiln_vm_options *o, kiln_error
                            "the model's static part (%d nodes) needs compiling: open it through "
                            "libkiln (kiln_vm_create), or on reference kernels",
                            g->n_nodes);
-    return compile_graph(vm, g, &vm->smod, err);
+    kiln_status s = compile_graph(vm, g, &vm->smod, err);
+    /* a specialization compiled needs its graph no more (no export takes
+     * one): its constants, the weights as imported, were most of a class's
+     * memory (BERT-base: 434 MB each); the outputs' names are the module's */
+    if (s == KILN_OK && vm->bind && vm->smod) {
+        for (int i = 0; i < vm->s_n_out; i++)
+            kiln_module_output_info(vm->smod, i, &vm->s_out_names[i], NULL, NULL);
+        kiln_graph_destroy(vm->sg);
+        vm->sg = NULL;
+    }
+    return s;
 }
 
 kiln_status kiln_vm_build_dynamic(kiln_vm *vm, const bool *dyn, kiln_error *err)
