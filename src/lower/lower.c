@@ -237,10 +237,22 @@ kiln_status kiln_lowered_finalize(kiln_lowered *l, kiln_error *err)
     if (repacked && !compact_weights(l))
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     for (int i = 0; i < l->n_tasks; i++) {
-        kiln_task *t = &l->tasks[i];
-        kiln_status s = name_task(l, t, err);
+        kiln_status s = name_task(l, &l->tasks[i], err);
         if (s != KILN_OK)
             return s;
+    }
+    kiln_lowered_share_kernels(l);
+    l->workspace = 0;
+    for (int i = 0; i < l->n_tasks; i++)
+        if (l->tasks[i].workspace > l->workspace)
+            l->workspace = l->tasks[i].workspace;
+    return KILN_OK;
+}
+
+void kiln_lowered_share_kernels(kiln_lowered *l)
+{
+    for (int i = 0; i < l->n_tasks; i++) {
+        kiln_task *t = &l->tasks[i];
         t->kernel = i;
         for (int j = 0; j < i; j++)
             if (strcmp(l->tasks[j].fn_name, t->fn_name) == 0) {
@@ -248,11 +260,6 @@ kiln_status kiln_lowered_finalize(kiln_lowered *l, kiln_error *err)
                 break;
             }
     }
-    l->workspace = 0;
-    for (int i = 0; i < l->n_tasks; i++)
-        if (l->tasks[i].workspace > l->workspace)
-            l->workspace = l->tasks[i].workspace;
-    return KILN_OK;
 }
 
 bool kiln_task_set_knob(kiln_task *t, const char *name, int value)

@@ -125,5 +125,7 @@ bool kiln_task_set_knob(kiln_task *t, const char *name, int value);
 /* After knob values changed: copies them into each task's params, packs the
  * weights again, recomputes workload/config strings, kernel names and dedupe. */
 kiln_status kiln_lowered_finalize(kiln_lowered *l, kiln_error *err);
+/* Tasks of one kernel name share its kernel (t->kernel: the first such). */
+void kiln_lowered_share_kernels(kiln_lowered *l);
 
 #endif

@@ -2,7 +2,6 @@
  * the names of kernels that take an extent at run time. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "codegen/c/codegen.h"
 #include "codegen/c/ref_node.h"
@@ -49,14 +48,6 @@ kiln_status kiln_codegen_name_by_source(kiln_lowered *l, kiln_error *err)
         any = true;
     }
     if (any) /* tasks of one source share its kernel, whatever their extents */
-        for (int i = 0; i < l->n_tasks; i++) {
-            kiln_task *t = &l->tasks[i];
-            t->kernel = i;
-            for (int j = 0; j < i; j++)
-                if (strcmp(l->tasks[j].fn_name, t->fn_name) == 0) {
-                    t->kernel = l->tasks[j].kernel;
-                    break;
-                }
-        }
+        kiln_lowered_share_kernels(l);
     return KILN_OK;
 }

@@ -181,13 +181,14 @@ kiln_status kiln_codegen_kernel(const kiln_lowered *l, const kiln_task *t, char 
                                 kiln_error *err);
 
 /* ---- the model (emit_model.c) ---------------------------------------------------- */
-/* Lays the weights out (64-byte aligned offsets into the blob) and writes the
- * blob to `path` (NULL: only the layout). */
 /* Names each task whose kernel takes an extent at run time (t->extent > 0)
  * by the hash of its source, and shares kernels by name again: the same
  * layer at another extent is the same kernel (object cache). After the
  * last kiln_lowered_finalize, before the kernels are generated. */
 kiln_status kiln_codegen_name_by_source(kiln_lowered *l, kiln_error *err);
+/* Lays the weights out (64-byte aligned offsets into the blob; not the
+ * tensors kept as files) and writes the blob to `path` (NULL: only the
+ * layout). */
 kiln_status kiln_codegen_weights(kiln_lowered *l, const char *path, int64_t *total,
                                  kiln_error *err);
 /* model.c: tensors, steps, kiln_model_get(). */

@@ -815,7 +815,6 @@ static kiln_status import_model(onnx_ctx *c, kiln_error *err)
 
 static const kiln_onnx_options default_opts = {0};
 
-/* Converts an unpacked model (and frees it). */
 /* Imports model; `borrowed`: it stays the caller's, whole (else its
  * initializers' bytes are released as they are copied). */
 static kiln_status import_proto(const Onnx__ModelProto *model, size_t size, bool borrowed,
@@ -843,6 +842,7 @@ done:
     return s;
 }
 
+/* Converts an unpacked model (and frees it). */
 static kiln_status import_decoded(Onnx__ModelProto *model, size_t size, const char *base_dir,
                                   const kiln_onnx_options *opts, kiln_graph **out,
                                   kiln_error *err)
