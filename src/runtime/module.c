@@ -35,6 +35,7 @@
 #include "kiln/runtime.h"
 #include "runtime/module_internal.h"
 #include "runtime/pool.h"
+#include "util/bigmem.h"
 #include "util/error.h"
 
 /* sanity limits on descriptor fields (far above any real model) */
@@ -199,13 +200,7 @@ static void tensor_shape(const kiln_abi_tensor *t, kiln_shape *s)
  * and with 4 KiB pages each page of them costs a TLB miss and a page walk,
  * and the hardware prefetchers stop at every page boundary. Aligned to 2 MiB
  * and advised MADV_HUGEPAGE; KILN_HUGE_PAGES=0 turns it off. */
-#define HUGE_BYTES ((int64_t)2 << 20)
-
-static bool want_huge(int64_t bytes)
-{
-    const char *e = getenv("KILN_HUGE_PAGES");
-    return bytes >= HUGE_BYTES && !(e && strcmp(e, "0") == 0);
-}
+#define HUGE_BYTES ((int64_t)KILN_HUGE_PAGE_BYTES)
 
 /* *huge (may be NULL): whether the kernel accepted the advice */
 static void *big_alloc(int64_t bytes, bool *huge)
@@ -215,7 +210,7 @@ static void *big_alloc(int64_t bytes, bool *huge)
         huge = &dummy;
     *huge = false;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (want_huge(bytes)) {
+    if (kiln_huge_pages_wanted((size_t)bytes)) {
         int64_t size = round_up(bytes, HUGE_BYTES);
         void *p = aligned_alloc((size_t)HUGE_BYTES, (size_t)size);
         if (p) {
@@ -403,7 +398,7 @@ kiln_status kiln_module_load(const char *path, const kiln_module_options *opts, 
     int64_t arena = round_up(d->arena_bytes > 0 ? d->arena_bytes : ALIGN, ALIGN);
     m->arena = big_alloc(arena, NULL);
     /* the weights: copied out of the .so onto huge pages when it pays */
-    if (want_huge(d->weights_bytes)) {
+    if (kiln_huge_pages_wanted((size_t)d->weights_bytes)) {
         bool huge;
         m->weights = big_alloc(d->weights_bytes, &huge);
         if (m->weights && huge)

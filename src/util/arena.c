@@ -3,6 +3,8 @@
  * block keeps serving small requests. */
 #include "util/arena.h"
 
+#include "util/bigmem.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +27,8 @@ static block *block_new(size_t size)
 {
     if (size > SIZE_MAX - sizeof(block) - ARENA_ALIGN)
         return NULL;
-    block *b = malloc(sizeof(block) + size + ARENA_ALIGN);
+    /* a large constant (a model's weights) lands on huge pages */
+    block *b = kiln_big_malloc(sizeof(block) + size + ARENA_ALIGN, NULL);
     if (!b)
         return NULL;
     uintptr_t p = (uintptr_t)(b + 1);

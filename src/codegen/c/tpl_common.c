@@ -7,6 +7,7 @@
 #include "codegen/c/codegen.h"
 #include "codegen/c/kernels/kiln_kernels_common.h"
 #include "lower/geom.h"
+#include "util/bigmem.h"
 
 bool kiln_tpl_f32(const kiln_graph *g, int v)
 {
@@ -211,7 +212,7 @@ void kiln_emit_epilogue_span(kiln_sb *b, const kiln_lowered *l, const kiln_task 
 
 kiln_status kiln_tpl_pack_buffer(const kiln_node *n, int64_t floats, float **out, kiln_error *err)
 {
-    *out = malloc(sizeof(float) * (size_t)floats + 1); /* + 1: never malloc(0) */
+    *out = kiln_big_malloc(sizeof(float) * (size_t)floats, NULL);
     if (!*out)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory packing '%s'", n->name);
     return KILN_OK;
