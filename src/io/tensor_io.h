@@ -30,6 +30,17 @@ int32_t kiln_dtype_to_onnx(kiln_dtype t);
 kiln_status kiln_tensor_from_onnx(const Onnx__TensorProto *tp, kiln_tensor *out,
                                   kiln_error *err);
 
+/* kiln_tensor_from_onnx with the data written straight into a buffer that
+ * alloc(ctx, t) returns for t's dtype and shape (NULL: out of memory), so a
+ * caller that keeps the tensor elsewhere (the importer: the graph's
+ * constant) copies it once. The buffer is the caller's: it is not freed when
+ * the decode then fails. alloc may return tp->raw_data.data itself when the
+ * caller uses the raw bytes in place (little-endian, not BOOL): nothing is
+ * copied then. alloc NULL: kiln_tensor_from_onnx. */
+typedef void *(*kiln_tensor_alloc_fn)(void *ctx, const kiln_tensor *t);
+kiln_status kiln_tensor_from_onnx_into(const Onnx__TensorProto *tp, kiln_tensor_alloc_fn alloc,
+                                       void *ctx, kiln_tensor *out, kiln_error *err);
+
 /* ---- internal to src/io ------------------------------------------------ */
 
 /* Copies n elements of esize bytes between little-endian file order and host

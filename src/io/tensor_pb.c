@@ -14,6 +14,7 @@
 
 #include "io/tensor_io.h"
 #include "kiln/kiln.h"
+#include "util/bigmem.h"
 #include "util/error.h"
 #include "util/file.h"
 
@@ -127,6 +128,18 @@ static kiln_status decode_int32_field(const Onnx__TensorProto *tp, kiln_dtype dt
 kiln_status kiln_tensor_from_onnx(const Onnx__TensorProto *tp, kiln_tensor *out,
                                   kiln_error *err)
 {
+    return kiln_tensor_from_onnx_into(tp, NULL, NULL, out, err);
+}
+
+static void drop(kiln_tensor_alloc_fn alloc, void *data)
+{
+    if (!alloc)
+        free(data);
+}
+
+kiln_status kiln_tensor_from_onnx_into(const Onnx__TensorProto *tp, kiln_tensor_alloc_fn alloc,
+                                       void *ctx, kiln_tensor *out, kiln_error *err)
+{
     if (!tp || !out)
         return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "kiln_tensor_from_onnx: NULL argument");
     if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
@@ -196,13 +209,14 @@ kiln_status kiln_tensor_from_onnx(const Onnx__TensorProto *tp, kiln_tensor *out,
     }
 
     /* Every size is now backed by bytes present in the message. */
-    t.data = malloc(nbytes ? (size_t)nbytes : 1);
+    t.data = alloc ? alloc(ctx, &t) : kiln_big_malloc((size_t)nbytes, NULL);
     if (!t.data)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "cannot allocate %lld bytes",
                            (long long)nbytes);
     size_t n = (size_t)numel;
     if (tp->has_raw_data) {
-        kiln_io_copy_le(t.data, tp->raw_data.data, n, esize);
+        if (t.data != tp->raw_data.data) /* else alloc lent the bytes in place */
+            kiln_io_copy_le(t.data, tp->raw_data.data, n, esize);
         if (dt == KILN_DTYPE_BOOL)
             for (size_t i = 0; i < n; i++)
                 ((uint8_t *)t.data)[i] = ((uint8_t *)t.data)[i] != 0;
@@ -219,7 +233,7 @@ kiln_status kiln_tensor_from_onnx(const Onnx__TensorProto *tp, kiln_tensor *out,
             }
             for (size_t i = 0; i < n; i++) {
                 if (tp->uint64_data[i] > UINT32_MAX) {
-                    free(t.data);
+                    drop(alloc, t.data);
                     return kiln_errorf(err, KILN_ERR_PARSE,
                                        "uint64_data[%zu] = %llu is out of range for uint32", i,
                                        (unsigned long long)tp->uint64_data[i]);
@@ -229,7 +243,7 @@ kiln_status kiln_tensor_from_onnx(const Onnx__TensorProto *tp, kiln_tensor *out,
             break;
         case F_INT32:
             if (decode_int32_field(tp, dt, t.data, n, err) != KILN_OK) {
-                free(t.data);
+                drop(alloc, t.data);
                 return KILN_ERR_PARSE;
             }
             break;

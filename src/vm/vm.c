@@ -535,10 +535,9 @@ fail:
 kiln_status kiln_vm_open(const char *path, const kiln_vm_options *opts, kiln_vm **out,
                          kiln_error *err)
 {
-    void *data = NULL;
-    size_t size = 0;
+    kiln_file_bytes fb;
     char *dir = NULL;
-    kiln_status s = kiln_file_read(path, (size_t)INT32_MAX, &data, &size, err);
+    kiln_status s = kiln_file_map(path, (size_t)INT32_MAX, &fb, err);
     if (s == KILN_OK && !(dir = strdup(path)))
         s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     if (s == KILN_OK) {
@@ -549,9 +548,10 @@ kiln_status kiln_vm_open(const char *path, const kiln_vm_options *opts, kiln_vm 
             slash[1] = '\0';
         else
             *slash = '\0';
-        s = create(data, size, dir, opts, out, err);
+        s = create(fb.data, fb.size, dir, opts, out, err);
     }
-    free(data);
+    if (fb.data)
+        kiln_file_release(&fb);
     free(dir);
     if (s != KILN_OK)
         kiln_error_prefix(err, s, "%s: ", path);

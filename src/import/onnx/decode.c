@@ -23,6 +23,7 @@
 
 #include "import/onnx/onnx.h"
 #include "io/tensor_io.h"
+#include "util/bigmem.h"
 #include "util/error.h"
 
 #define ONNX_MAX_DEPTH 64
@@ -117,7 +118,7 @@ static void *budget_alloc(void *data, size_t size)
         return NULL;
     }
     b->used += size;
-    return malloc(size ? size : 1);
+    return kiln_big_malloc(size, NULL); /* a large raw_data on huge pages */
 }
 
 static void budget_free(void *data, void *p)
@@ -225,7 +226,8 @@ static kiln_status resolve_location(const char *base_dir, const char *tname, con
 }
 
 static kiln_status load_external(const onnx_ctx *c, const Onnx__TensorProto *tp,
-                                 kiln_tensor *out, kiln_error *err)
+                                 kiln_tensor_alloc_fn alloc, void *ctx, kiln_tensor *out,
+                                 kiln_error *err)
 {
     const char *tname = tp->name ? tp->name : "";
     const char *loc = NULL;
@@ -318,17 +320,59 @@ static kiln_status load_external(const onnx_ctx *c, const Onnx__TensorProto *tp,
     copy.external_data = NULL;
     copy.n_float_data = copy.n_int32_data = copy.n_int64_data = 0;
     copy.n_double_data = copy.n_uint64_data = copy.n_string_data = 0;
-    s = kiln_tensor_from_onnx(&copy, out, err);
+    s = kiln_tensor_from_onnx_into(&copy, alloc, ctx, out, err);
     free(data);
     return s;
+}
+
+static kiln_status tensor_load(const onnx_ctx *c, const Onnx__TensorProto *tp,
+                               kiln_tensor_alloc_fn alloc, void *ctx, kiln_tensor *out,
+                               kiln_error *err)
+{
+    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        return load_external(c, tp, alloc, ctx, out, err);
+    return kiln_tensor_from_onnx_into(tp, alloc, ctx, out, err);
 }
 
 kiln_status onnx_tensor_load(const onnx_ctx *c, const Onnx__TensorProto *tp, kiln_tensor *out,
                              kiln_error *err)
 {
-    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
-        return load_external(c, tp, out, err);
-    return kiln_tensor_from_onnx(tp, out, err);
+    return tensor_load(c, tp, NULL, NULL, out, err);
+}
+
+/* An initializer decoded straight into its graph constant: one copy of the
+ * weights, not a tensor and then the constant. A model that stays the
+ * caller's (kiln_onnx_load_proto: the VM's, imported once per shape class)
+ * lends its large raw_data in place instead, as the passes' rewrites lend
+ * constants from graph to graph: no copy at all. */
+typedef struct const_dst {
+    onnx_ctx *c;
+    const Onnx__TensorProto *tp;
+    int id;
+} const_dst;
+
+#define LEND_MIN_BYTES KILN_BIG_ALIGN_MIN /* decoded 64-byte aligned (budget_alloc) */
+
+static bool host_little_endian(void)
+{
+    const uint16_t one = 1;
+    return *(const uint8_t *)&one == 1;
+}
+
+static void *alloc_const(void *ctx, const kiln_tensor *t)
+{
+    const_dst *d = ctx;
+    const Onnx__TensorProto *tp = d->tp;
+    bool lend = d->c->borrowed && tp->has_raw_data && tp->raw_data.len >= LEND_MIN_BYTES &&
+                (uintptr_t)tp->raw_data.data % 64 == 0 && t->dtype != KILN_DTYPE_BOOL &&
+                host_little_endian();
+    void *data = NULL;
+    d->id = kiln_graph_add_const_uninit(d->c->g, tp->name, t->dtype, &t->shape, !lend, &data);
+    if (d->id < 0)
+        return NULL;
+    if (lend)
+        data = d->c->g->values[d->id]->data = tp->raw_data.data;
+    return data;
 }
 
 /* ---- graph inputs ---------------------------------------------------------- */
@@ -443,31 +487,20 @@ static void release_tensor_data(Onnx__TensorProto *tp)
     tp->n_uint64_data = 0;
 }
 
-kiln_status onnx_decode_graph_inputs(onnx_ctx *c, kiln_error *err)
+static bool is_initializer(const Onnx__GraphProto *gp, const char *name)
+{
+    for (size_t i = 0; i < gp->n_initializer; i++)
+        if (gp->initializer[i]->name && strcmp(gp->initializer[i]->name, name) == 0)
+            return true;
+    return false;
+}
+
+/* The bindings' names and the data inputs' types, checked before any
+ * initializer is copied: a model with a symbolic input dim (which the VM
+ * then opens) fails in microseconds, not after copying its weights. */
+static kiln_status check_input_types(const onnx_ctx *c, kiln_error *err)
 {
     const Onnx__GraphProto *gp = c->model->graph;
-    kiln_status s;
-    for (size_t i = 0; i < gp->n_initializer; i++) {
-        const Onnx__TensorProto *tp = gp->initializer[i];
-        if (!tp->name || !*tp->name)
-            return kiln_errorf(err, KILN_ERR_PARSE, "initializer %zu has no name", i);
-        if (onnx_map_get(&c->names, tp->name) >= 0)
-            return kiln_errorf(err, KILN_ERR_PARSE, "two initializers are named '%s'", tp->name);
-        kiln_tensor t;
-        s = onnx_tensor_load(c, tp, &t, err);
-        if (s != KILN_OK)
-            return kiln_error_prefix(err, s, "initializer '%s': ", tp->name);
-        int id = onnx_add_const(c, tp->name, &t, err);
-        kiln_tensor_release(&t);
-        if (id < 0)
-            return err ? err->status : KILN_ERR_OUT_OF_MEMORY;
-        if (!onnx_map_put(&c->names, tp->name, id))
-            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-        if (!c->borrowed)
-            release_tensor_data((Onnx__TensorProto *)tp);
-    }
-    if (gp->n_sparse_initializer)
-        return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "sparse initializers are not supported");
     for (int i = 0; i < c->opts->n_bindings; i++) {
         const char *bn = c->opts->bindings[i].name;
         bool found = false;
@@ -477,6 +510,147 @@ kiln_status onnx_decode_graph_inputs(onnx_ctx *c, kiln_error *err)
             return kiln_errorf(err, KILN_ERR_NOT_FOUND, "the model has no graph input named '%s'",
                                bn ? bn : "(null)");
     }
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = gp->input[i];
+        if (!vi->name || !*vi->name || is_initializer(gp, vi->name))
+            continue;
+        const kiln_onnx_binding *bind = find_binding(c, vi->name);
+        if (bind && bind->value)
+            continue;
+        kiln_dtype dt;
+        kiln_shape sh;
+        kiln_status s = input_type(vi, bind, &dt, &sh, err);
+        if (s != KILN_OK)
+            return s;
+    }
+    return KILN_OK;
+}
+
+/* ---- the inputs' check before the decode ------------------------------------ */
+
+/* Appends the field at [at, end) of a message to *o (a buffer of the wire
+ * form's size: a skeleton is never larger). */
+static void put(uint8_t **o, const uint8_t *at, const uint8_t *end)
+{
+    memcpy(*o, at, (size_t)(end - at));
+    *o += end - at;
+}
+
+static uint8_t *put_varint(uint8_t *o, uint64_t v)
+{
+    do {
+        uint8_t b = v & 0x7f;
+        v >>= 7;
+        *o++ = (uint8_t)(b | (v ? 0x80 : 0));
+    } while (v);
+    return o;
+}
+
+/* Copies message [p, end) into *o with, at `level` 0 (a ModelProto), the
+ * graph (field 7) filtered at level 1, and at level 1 (a GraphProto) every
+ * field but the initializers' (field 5) kept, which keep their name (field
+ * 8) only: a skeleton that decodes in microseconds whatever the weights.
+ * False on a malformed message. */
+static bool skeleton(const uint8_t *p, const uint8_t *end, int level, uint8_t **o)
+{
+    while (p < end) {
+        const uint8_t *at = p;
+        uint64_t tag, v;
+        if (!read_varint(&p, end, &tag))
+            return false;
+        uint32_t field = (uint32_t)(tag >> 3);
+        switch (tag & 7) {
+        case 0:
+            if (!read_varint(&p, end, &v))
+                return false;
+            break;
+        case 1:
+        case 5: {
+            size_t w = (tag & 7) == 1 ? 8 : 4;
+            if ((size_t)(end - p) < w)
+                return false;
+            p += w;
+            break;
+        }
+        case 2: {
+            if (!read_varint(&p, end, &v) || v > (uint64_t)(end - p))
+                return false;
+            const uint8_t *body = p;
+            p += v;
+            bool graph = level == 0 && field == 7, init = level == 1 && field == 5;
+            bool name = level == 2 && field == 8;
+            if (level == 2) {
+                if (name)
+                    put(o, at, p);
+                continue;
+            }
+            if (!graph && !init)
+                break;
+            /* the filtered body first, then its tag and length before it */
+            uint8_t *tmp = malloc(v ? v : 1);
+            uint8_t *t = tmp;
+            if (!tmp || !skeleton(body, p, level + 1, &t)) {
+                free(tmp);
+                return false;
+            }
+            *o = put_varint(put_varint(*o, tag), (uint64_t)(t - tmp));
+            put(o, tmp, t);
+            free(tmp);
+            continue;
+        }
+        default:
+            return false;
+        }
+        if (level < 2)
+            put(o, at, p);
+    }
+    return true;
+}
+
+kiln_status onnx_check_inputs_early(const void *buf, size_t size, const kiln_onnx_options *opts,
+                                    kiln_error *err)
+{
+    uint8_t *sk = malloc(size ? size : 1), *o = sk;
+    Onnx__ModelProto *m = NULL;
+    kiln_status s = KILN_OK;
+    /* the scan bounds the nesting depth protobuf-c's unpack recurses to */
+    if (sk && skeleton(buf, (const uint8_t *)buf + size, 0, &o) &&
+        scan_message(sk, sk, o, &onnx__model_proto__descriptor, 0, NULL) == KILN_OK &&
+        (m = onnx__model_proto__unpack(NULL, (size_t)(o - sk), sk)) && m->graph) {
+        onnx_ctx c = {.model = m, .opts = opts};
+        s = check_input_types(&c, err);
+    }
+    if (m)
+        onnx__model_proto__free_unpacked(m, NULL);
+    free(sk);
+    return s;
+}
+
+kiln_status onnx_decode_graph_inputs(onnx_ctx *c, kiln_error *err)
+{
+    const Onnx__GraphProto *gp = c->model->graph;
+    kiln_status s = check_input_types(c, err);
+    if (s != KILN_OK)
+        return s;
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *tp = gp->initializer[i];
+        if (!tp->name || !*tp->name)
+            return kiln_errorf(err, KILN_ERR_PARSE, "initializer %zu has no name", i);
+        if (onnx_map_get(&c->names, tp->name) >= 0)
+            return kiln_errorf(err, KILN_ERR_PARSE, "two initializers are named '%s'", tp->name);
+        kiln_tensor t;
+        const_dst dst = {.c = c, .tp = tp, .id = -1};
+        s = tensor_load(c, tp, alloc_const, &dst, &t, err);
+        if (s != KILN_OK)
+            return kiln_error_prefix(err, s, "initializer '%s': ", tp->name);
+        int id = dst.id;
+        if (!onnx_map_put(&c->names, tp->name, id))
+            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!c->borrowed)
+            release_tensor_data((Onnx__TensorProto *)tp);
+    }
+    if (gp->n_sparse_initializer)
+        return kiln_errorf(err, KILN_ERR_UNSUPPORTED, "sparse initializers are not supported");
     onnx_map seen = {0};
     s = KILN_OK;
     for (size_t i = 0; i < gp->n_input && s == KILN_OK; i++) {

@@ -881,7 +881,9 @@ kiln_status kiln_onnx_load_buffer_ex(const void *buf, size_t size, const char *b
                            "the model is %zu bytes, above the %zu-byte limit", size,
                            max_size(opts));
     Onnx__ModelProto *model = NULL;
-    kiln_status s = onnx_decode_model(buf, size, &model, err);
+    kiln_status s = onnx_check_inputs_early(buf, size, opts, err);
+    if (s == KILN_OK)
+        s = onnx_decode_model(buf, size, &model, err);
     if (s != KILN_OK)
         return s;
     return import_decoded(model, size, base_dir, opts, out, err);
@@ -894,16 +896,18 @@ kiln_status kiln_onnx_load_ex(const char *path, const kiln_onnx_options *opts, k
         return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "no model path or output pointer");
     if (!opts)
         opts = &default_opts;
-    void *data = NULL;
-    size_t size = 0;
-    kiln_status s = kiln_file_read(path, max_size(opts), &data, &size, err);
+    kiln_file_bytes fb;
+    kiln_status s = kiln_file_map(path, max_size(opts), &fb, err);
     if (s != KILN_OK)
         return s;
-    /* the file's bytes are not needed once unpacked: free them before the
-     * conversion copies the weights into the graph */
+    /* the file's bytes are not needed once unpacked: release them before
+     * the conversion copies the weights into the graph */
     Onnx__ModelProto *model = NULL;
-    s = onnx_decode_model(data, size, &model, err);
-    free(data);
+    size_t size = fb.size;
+    s = onnx_check_inputs_early(fb.data, size, opts, err);
+    if (s == KILN_OK)
+        s = onnx_decode_model(fb.data, size, &model, err);
+    kiln_file_release(&fb);
     if (s != KILN_OK)
         return kiln_error_prefix(err, s, "%s: ", path);
     /* the directory holding the model, for external data */

@@ -72,9 +72,10 @@ kiln_status kiln_onnx_load_buffer_ex(const void *buf, size_t size, const char *b
                                      const kiln_onnx_options *opts, kiln_graph **out,
                                      kiln_error *err);
 /* kiln_onnx_load_buffer_ex of a model already decoded (by onnx_decode_model;
- * the VM's pieces of one), which stays the caller's and must outlive nothing
- * here: no pack and decode round trip (a BERT-base specialization: two of
- * 435 MB each). */
+ * the VM's pieces of one), which stays the caller's: no pack and decode
+ * round trip (a BERT-base specialization: two of 435 MB each). The graph's
+ * large constants are the model's raw_data, lent in place, so the model
+ * must outlive the graph and whatever borrows its constants. */
 kiln_status kiln_onnx_load_proto(const Onnx__ModelProto *model, const char *base_dir,
                                  const kiln_onnx_options *opts, kiln_graph **out, kiln_error *err);
 
@@ -287,6 +288,13 @@ kiln_status onnx_tensor_load(const onnx_ctx *c, const Onnx__TensorProto *tp, kil
 kiln_status onnx_decode_model(const void *buf, size_t size, Onnx__ModelProto **model,
                               kiln_error *err);
 void onnx_free_model(Onnx__ModelProto *model);
+/* decode.c: the graph inputs' types and shapes (what the import checks
+ * first), read from the wire form without decoding the initializers: a
+ * model with a symbolic input dim fails before its weights are copied.
+ * KILN_OK when they pass or the bytes are malformed (the decode reports
+ * that). */
+kiln_status onnx_check_inputs_early(const void *buf, size_t size, const kiln_onnx_options *opts,
+                                    kiln_error *err);
 /* decode.c: initializers -> constants, graph inputs -> kiln inputs. */
 kiln_status onnx_decode_graph_inputs(onnx_ctx *c, kiln_error *err);
 /* decode.c: checks the declared type of graph outputs against the inferred. */
