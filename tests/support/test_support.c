@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "util/rng.h"
 
@@ -128,6 +129,38 @@ void kt_rmdir(const char *dir)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)
         fprintf(stderr, "warning: could not remove %s\n", dir);
+}
+
+static char **exit_dirs;
+static int n_exit_dirs;
+static pid_t exit_pid; /* a forked child that exits leaves them to its parent */
+
+static void remove_exit_dirs(void)
+{
+    for (int i = 0; i < n_exit_dirs && getpid() == exit_pid; i++) {
+        kt_rmdir(exit_dirs[i]);
+        free(exit_dirs[i]);
+    }
+    free(exit_dirs);
+    exit_dirs = NULL;
+    n_exit_dirs = 0;
+}
+
+const char *kt_tempdir_until_exit(void)
+{
+    char *d = kt_tempdir();
+    char **grown = d ? realloc(exit_dirs, sizeof *grown * (size_t)(n_exit_dirs + 1)) : NULL;
+    if (!grown) {
+        free(d);
+        return NULL;
+    }
+    if (!exit_dirs) {
+        exit_pid = getpid();
+        atexit(remove_exit_dirs);
+    }
+    exit_dirs = grown;
+    exit_dirs[n_exit_dirs++] = d;
+    return d;
 }
 
 char *kt_dir;

@@ -56,6 +56,9 @@ char *kt_expect_cli(int want_rc, const char *args, const char *const *strings, c
  * with kt_rmdir. */
 char *kt_tempdir(void);
 void kt_rmdir(const char *dir);
+/* A fresh temporary directory removed when the test process exits (its
+ * path stays valid until then; not to be freed). NULL on failure. */
+const char *kt_tempdir_until_exit(void);
 
 /* The cmocka group set-up and tear-down of a test that writes files:
  * kt_dir is a fresh kt_tempdir for the whole group, removed at the end. */

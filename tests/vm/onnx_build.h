@@ -166,8 +166,8 @@ static inline void kt_onnx_graph(Onnx__GraphProto *g, const char *name, Onnx__No
     g->output = outs;
 }
 
-/* Writes path[cap]: a file in a fresh temporary directory (left for the
- * system to clean), its name printf(fmt, ...); returns path. */
+/* Writes path[cap]: a file in a fresh temporary directory (removed when the
+ * test exits), its name printf(fmt, ...); returns path. */
 static inline char *kt_onnx_temp_path(char *path, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static inline char *kt_onnx_temp_path(char *path, size_t cap, const char *fmt, ...)
@@ -177,9 +177,9 @@ static inline char *kt_onnx_temp_path(char *path, size_t cap, const char *fmt, .
     va_start(ap, fmt);
     vsnprintf(file, sizeof file, fmt, ap);
     va_end(ap);
-    char *dir = kt_tempdir();
+    const char *dir = kt_tempdir_until_exit();
+    assert_non_null(dir);
     snprintf(path, cap, "%s/%s", dir, file);
-    free(dir);
     return path;
 }
 
