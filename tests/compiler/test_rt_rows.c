@@ -5,6 +5,8 @@
  * source, each step carries its rows as its extent, and every build
  * matches the reference executor. Without shapes_bound the kernels are
  * specialized per row count, as before (so the comparison can fail).
+ * The embedding lookup (gather_rows), LayerNorm and Cast kernels take
+ * their rows at run time the same way.
  * Shared weights (kiln_build_share_weights, the VM's builds): the large
  * weights of two row counts' models are the same files in the model cache,
  * a model found in the cache gets a deleted file back, a missing one is a
@@ -245,6 +247,132 @@ static void test_shared_weight_files(void **state)
     kiln_graph_destroy(g17);
 }
 
+/* ids [1, M] -> Gather(table [50, 32]) -> LayerNorm, and mask [1, M] ->
+ * Cast to float -> * -2: an embedding lookup, a LayerNorm and an
+ * attention-mask cast, whose rows come at run time too. */
+static kiln_graph *row_ops(int64_t M)
+{
+    kiln_graph *g = NULL;
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    int ids = kiln_graph_add_input(g, "ids", KILN_DTYPE_INT64, &(kiln_shape){2, {1, M}});
+    int mask = kiln_graph_add_input(g, "mask", KILN_DTYPE_INT64, &(kiln_shape){2, {1, M}});
+    int table = ct_param(g, "table", (kiln_shape){2, {50, 32}}, 11, -1.0f, 1.0f);
+    int scale = ct_param(g, "scale", (kiln_shape){1, {32}}, 12, 0.5f, 1.5f);
+    int bias = ct_param(g, "bias", (kiln_shape){1, {32}}, 13, -0.5f, 0.5f);
+    int two = ct_param(g, "two", (kiln_shape){1, {1}}, 14, -2.0f, -2.0f);
+    int ga = kiln_graph_add_node(g, KILN_OP_GATHER, "emb", (int[]){table, ids}, 2, 1);
+    assert_int_equal(kiln_node_set_int(g, ga, "axis", 0), KILN_OK);
+    int ln = kiln_graph_add_node(g, KILN_OP_LAYERNORM, "ln",
+                                 (int[]){kiln_graph_node_output(g, ga, 0), scale, bias}, 3, 1);
+    assert_int_equal(kiln_node_set_int(g, ln, "axis", -1), KILN_OK);
+    assert_int_equal(kiln_node_set_float(g, ln, "epsilon", 1e-5f), KILN_OK);
+    int ca = kiln_graph_add_node(g, KILN_OP_CAST, "cast", (int[]){mask}, 1, 1);
+    assert_int_equal(kiln_node_set_int(g, ca, "to", KILN_DTYPE_FLOAT32), KILN_OK);
+    int mu = kiln_graph_add_node(g, KILN_OP_MUL, "neg",
+                                 (int[]){kiln_graph_node_output(g, ca, 0), two}, 2, 1);
+    assert_int_equal(kiln_graph_add_output(g, kiln_graph_node_output(g, ln, 0)), KILN_OK);
+    assert_int_equal(kiln_graph_add_output(g, kiln_graph_node_output(g, mu, 0)), KILN_OK);
+    kiln_error err = {0};
+    assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+    g->shapes_bound = true;
+    return g;
+}
+
+/* Compiles g into g_dir/<tag>.so, runs it and the reference executor on ids
+ * (i * 7) % 50 with the first -1 (the last row, counted from the end) and a
+ * mask of alternating 0 and 1; the outputs must match. */
+static void check_row_ops(const kiln_graph *g, int64_t M, const char *tag)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s.so", g_dir, tag);
+    kiln_error err = {0};
+    kiln_compile_options opts = {.jobs = 2};
+    if (kiln_compile(g, &opts, path, &err) != KILN_OK)
+        fail_msg("%s: %s", tag, err.msg);
+    kiln_module *m = NULL;
+    kiln_ref_executor *ex = NULL;
+    assert_int_equal(kiln_module_load(path, NULL, &m, &err), KILN_OK);
+    assert_int_equal(kiln_ref_executor_create(g, &ex, &err), KILN_OK);
+    int64_t *ids = calloc((size_t)M, sizeof *ids), *mask = calloc((size_t)M, sizeof *mask);
+    assert_true(ids && mask);
+    for (int64_t i = 0; i < M; i++) {
+        ids[i] = i ? (i * 7) % 50 : -1;
+        mask[i] = i % 2;
+    }
+    kiln_tensor ti = {.dtype = KILN_DTYPE_INT64, .shape = {2, {1, M}}, .data = ids};
+    kiln_tensor tm = {.dtype = KILN_DTYPE_INT64, .shape = {2, {1, M}}, .data = mask};
+    assert_int_equal(kiln_module_set_input(m, 0, &ti, &err), KILN_OK);
+    assert_int_equal(kiln_module_set_input(m, 1, &tm, &err), KILN_OK);
+    assert_int_equal(kiln_ref_executor_set_input(ex, 0, &ti, &err), KILN_OK);
+    assert_int_equal(kiln_ref_executor_set_input(ex, 1, &tm, &err), KILN_OK);
+    assert_int_equal(kiln_module_run(m, &err), KILN_OK);
+    assert_int_equal(kiln_ref_executor_run(ex, &err), KILN_OK);
+    for (int o = 0; o < 2; o++) {
+        const kiln_tensor *a = kiln_module_output(m, o), *b = kiln_ref_executor_output(ex, o);
+        assert_true(a && b && kiln_shape_equal(&a->shape, &b->shape));
+        ct_result r = ct_compare(a->data, b->data, kiln_shape_numel(&b->shape), 1e-4, 1e-5);
+        if (r.bad)
+            fail_msg("%s: output %d: %lld elements differ; first at %lld: got %g, want %g", tag,
+                     o, (long long)r.bad, (long long)r.first_bad, (double)r.got,
+                     (double)r.want);
+    }
+    free(ids);
+    free(mask);
+    kiln_ref_executor_destroy(ex);
+    kiln_module_destroy(m);
+}
+
+static void test_row_ops_any_rows(void **state)
+{
+    (void)state;
+    static const int64_t rows[] = {1, 3, 17, 40};
+    static const char *const tpls[] = {"gather_rows", "layernorm", "cast"};
+    char *first = NULL;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        kiln_graph *g = row_ops(rows[i]);
+        kiln_error err = {0};
+        kiln_compile_options opts = {.jobs = 2};
+        kiln_build *b = NULL;
+        assert_int_equal(kiln_build_create(g, &opts, &b, &err), KILN_OK);
+        if (kiln_build_codegen(b, &err) != KILN_OK)
+            fail_msg("M %lld: %s", (long long)rows[i], err.msg);
+        kiln_sb all = {0};
+        for (size_t k = 0; k < sizeof tpls / sizeof tpls[0]; k++) {
+            int found = 0;
+            for (int j = 0; j < b->low->n_tasks; j++) {
+                const kiln_task *t = &b->low->tasks[j];
+                if (strcmp(t->tpl->name, tpls[k]) != 0)
+                    continue;
+                found++;
+                assert_int_equal(t->extent, rows[i]);
+                char *src = NULL;
+                assert_int_equal(kiln_codegen_kernel(b->low, t, &src, &err), KILN_OK);
+                kiln_sb_printf(&all, "%s\n%s\n", t->fn_name, src);
+                free(src);
+            }
+            if (found != 1)
+                fail_msg("M %lld: %d %s tasks", (long long)rows[i], found, tpls[k]);
+        }
+        kiln_build_destroy(b);
+        char *k = kiln_sb_take(&all);
+        assert_non_null(k);
+        assert_null(strstr(k, " * workload:"));
+        if (!first) {
+            first = k;
+        } else {
+            if (strcmp(first, k) != 0)
+                fail_msg("rows %lld: the kernels differ from those of %lld rows:\n%s\n---\n%s",
+                         (long long)rows[i], (long long)rows[0], k, first);
+            free(k);
+        }
+        char tag[32];
+        snprintf(tag, sizeof tag, "ops%lld", (long long)rows[i]);
+        check_row_ops(g, rows[i], tag);
+        kiln_graph_destroy(g);
+    }
+    free(first);
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "/tmp/kiln_test_rt_rows_%d", (int)getpid());
@@ -254,6 +382,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_kernels_any_rows),
         cmocka_unit_test(test_steps_carry_rows),
+        cmocka_unit_test(test_row_ops_any_rows),
         cmocka_unit_test(test_static_graphs_specialize),
         cmocka_unit_test(test_shared_weight_files),
     };

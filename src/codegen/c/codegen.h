@@ -57,6 +57,14 @@ bool kiln_task_has_epilogue(const kiln_lowered *l, const kiln_task *t);
 void kiln_emit_arg_ptrs(kiln_sb *b, const kiln_task *t);
 /* The task function's opening line. */
 #define KILN_TASK_SIG "static void task_(void *ctx_, int64_t begin_, int64_t end_, int thread_)\n{\n"
+/* Kernels that take their rows at run time (a shapes_bound graph: a VM
+ * specialization). The task's extent is the rows (kiln_task.extent, the
+ * step's kiln_rt.extent); the source never names them, so the same layer at
+ * another sequence length is the same kernel (kiln_codegen_name_by_source).
+ * Knobs that depend on the rows take KILN_RT_ROWS instead: a transformer's
+ * usual sequence length. KILN_RT_EXTENT reads the rows inside task_. */
+#define KILN_RT_ROWS 128
+#define KILN_RT_EXTENT "k_->rt->extent"
 /* Per-thread workspace pointer expression inside task_. */
 #define KILN_TASK_WS "((char *)k_->rt->workspace + (int64_t)thread_ * k_->rt->workspace_bytes)"
 
@@ -165,6 +173,8 @@ kiln_status kiln_emit_pool(kiln_sb *b, const kiln_lowered *l, const kiln_task *t
 kiln_status kiln_emit_global_pool(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
 kiln_status kiln_emit_softmax(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
 kiln_status kiln_emit_layernorm(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+/* A LayerNormalization's or InstanceNormalization's rows (emit_norm.c). */
+int64_t kiln_norm_rows(const kiln_graph *g, const kiln_node *n);
 kiln_status kiln_emit_reduce(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
 kiln_status kiln_emit_elemwise(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
 kiln_status kiln_emit_strided(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);

@@ -117,6 +117,23 @@ kiln_status kiln_emit_softmax(kiln_sb *b, const kiln_lowered *l, const kiln_task
     return KILN_OK;
 }
 
+/* A layer or instance norm's rows and their length. */
+static void norm_rows(const kiln_graph *g, const kiln_node *n, int64_t *rows, int64_t *size)
+{
+    const kiln_value *x = g->values[n->inputs[0]];
+    int ax = n->op == KILN_OP_INSTANCENORM ? 2
+                                           : norm_axis(kiln_attr_int(n, "axis", -1), x->shape.rank);
+    int64_t one;
+    kiln_geom_split(&x->shape, ax, x->shape.rank, rows, size, &one);
+}
+
+int64_t kiln_norm_rows(const kiln_graph *g, const kiln_node *n)
+{
+    int64_t rows, size;
+    norm_rows(g, n, &rows, &size);
+    return rows;
+}
+
 kiln_status kiln_emit_layernorm(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
 {
     const kiln_graph *g = l->ctx->g;
@@ -125,18 +142,22 @@ kiln_status kiln_emit_layernorm(kiln_sb *b, const kiln_lowered *l, const kiln_ta
     /* InstanceNormalization: a row per (n, c) over the spatial dims, its
      * scale and bias per channel (row % C) instead of per element */
     bool inst = n->op == KILN_OP_INSTANCENORM;
-    int ax = inst ? 2 : norm_axis(kiln_attr_int(n, "axis", -1), x->shape.rank);
-    int64_t rows, size, one, chans = inst ? x->shape.dims[1] : 0;
-    kiln_geom_split(&x->shape, ax, x->shape.rank, &rows, &size, &one);
+    int64_t rows, size, chans = inst ? x->shape.dims[1] : 0;
+    norm_rows(g, n, &rows, &size);
+    const bool rt = t->extent > 0; /* the rows at run time (codegen.h) */
     int rpt = kiln_task_knob(t, "rows_per_task", 1);
     double eps = kiln_attr_float(n, "epsilon", 1e-5f);
     int xa = kiln_task_arg(t, n->inputs[0]), sa = kiln_task_arg(t, n->inputs[1]);
     int ba = n->n_inputs > 2 && n->inputs[2] >= 0 ? kiln_task_arg(t, n->inputs[2]) : -1;
     kiln_emit_prologue(b, l, t, NULL, 0);
-    kiln_sb_printf(b, "enum { SIZE_ = %lld, ROWS_ = %lld, RPT_ = %d, CH_ = %lld };\n\n",
-                   (long long)size, (long long)rows, rpt, (long long)(chans > 0 ? chans : 1));
-    kiln_sb_puts(b, KILN_TASK_SIG);
+    kiln_sb_printf(b, "enum { SIZE_ = %lld, RPT_ = %d, CH_ = %lld };\n", (long long)size, rpt,
+                   (long long)(chans > 0 ? chans : 1));
+    if (!rt)
+        kiln_sb_printf(b, "enum { ROWS_ = %lld };\n", (long long)rows);
+    kiln_sb_puts(b, "\n" KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
+    if (rt)
+        kiln_sb_puts(b, "    const int64_t ROWS_ = " KILN_RT_EXTENT ";\n");
     kiln_sb_printf(b,
                    "    for (int64_t row = begin_ * RPT_; row < KILN_MIN_(end_ * RPT_, (int64_t)ROWS_); row++) {\n"
                    "        const float *xp = a%d + row * (int64_t)SIZE_;\n"
@@ -186,7 +207,10 @@ kiln_status kiln_emit_layernorm(kiln_sb *b, const kiln_lowered *l, const kiln_ta
     kiln_emit_epilogue_ch(b, l, t, "v", "idx", inst && row_major ? "ch_" : NULL);
     kiln_sb_puts(b, "            o0[idx] = v;\n        }\n    }\n}\n");
     char nt[64];
-    snprintf(nt, sizeof nt, "%lld", (long long)((rows + rpt - 1) / rpt));
+    if (rt)
+        snprintf(nt, sizeof nt, "(rt->extent + RPT_ - 1) / RPT_");
+    else
+        snprintf(nt, sizeof nt, "%lld", (long long)((rows + rpt - 1) / rpt));
     kiln_emit_entry(b, t, nt, 1);
     return KILN_OK;
 }

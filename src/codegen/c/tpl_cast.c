@@ -46,11 +46,17 @@ static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
     return true;
 }
 
+/* In a shapes_bound graph the element count comes at run time (codegen.h;
+ * the chunk knob still follows this class's count: a small cast, an
+ * attention mask, is one chunk at any length). */
 static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
 {
     (void)err;
     const kiln_value *y = l->ctx->g->values[l->ctx->g->nodes[t->anchor]->outputs[0]];
-    kiln_knobs_chunk(t, kiln_shape_numel(&y->shape));
+    int64_t total = kiln_shape_numel(&y->shape);
+    if (l->ctx->shapes_bound && total > 0)
+        t->extent = total;
+    kiln_knobs_chunk(t, total);
     return KILN_OK;
 }
 
@@ -119,11 +125,16 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     int chunk = kiln_task_knob(t, "chunk", 16384);
     const char *st = ctype(x->dtype), *dt = ctype(y->dtype);
     static const char *const headers[] = {"kiln_kernels_cast.h"};
+    const bool rt = t->extent > 0; /* the element count at run time (see space) */
     kiln_emit_prologue(b, l, t, headers, 1);
-    kiln_sb_printf(b, "/* %s -> %s */\nenum { CHUNK_ = %d };\nstatic const int64_t TOTAL_ = %lld;\n\n",
-                   kiln_dtype_name(x->dtype), kiln_dtype_name(y->dtype), chunk, (long long)total);
-    kiln_sb_puts(b, KILN_TASK_SIG);
+    kiln_sb_printf(b, "/* %s -> %s */\nenum { CHUNK_ = %d };\n", kiln_dtype_name(x->dtype),
+                   kiln_dtype_name(y->dtype), chunk);
+    if (!rt)
+        kiln_sb_printf(b, "static const int64_t TOTAL_ = %lld;\n", (long long)total);
+    kiln_sb_puts(b, "\n" KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
+    if (rt)
+        kiln_sb_puts(b, "    const int64_t TOTAL_ = " KILN_RT_EXTENT ";\n");
     kiln_sb_printf(b,
                    "    const %s *xp = (const %s *)a%d;\n"
                    "    %s *yp = (%s *)o0;\n"
@@ -143,7 +154,10 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     }
     kiln_sb_puts(b, "    }\n}\n");
     char nt[64];
-    snprintf(nt, sizeof nt, "%lld", (long long)((total + chunk - 1) / chunk));
+    if (rt)
+        snprintf(nt, sizeof nt, "(rt->extent + CHUNK_ - 1) / CHUNK_");
+    else
+        snprintf(nt, sizeof nt, "%lld", (long long)((total + chunk - 1) / chunk));
     kiln_emit_entry(b, t, nt, 1);
     return KILN_OK;
 }

@@ -40,10 +40,10 @@
 #include "lower/knobs.h"
 #include "util/error.h"
 
-/* The rows whose analytic knobs a rows-at-run-time kernel takes: a
- * transformer's usual sequence length; the knobs are within 1-2% of a
- * specialized kernel's from 32 to 512 rows (docs/VM.md). */
-#define RT_ROWS 128
+/* The rows whose analytic knobs a rows-at-run-time kernel takes: the
+ * knobs are within 1-2% of a specialized kernel's from 32 to 512 rows
+ * (docs/VM.md). */
+#define RT_ROWS KILN_RT_ROWS
 
 static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
                   kiln_epi_kind *epi)

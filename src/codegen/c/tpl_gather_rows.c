@@ -63,12 +63,18 @@ static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
     return true;
 }
 
+/* In a shapes_bound graph, a lookup along the first axis (outer 1: an
+ * embedding of a sequence's ids) takes its rows, the indices, at run time
+ * (codegen.h, KILN_RT_ROWS). */
 static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
 {
     (void)err;
     gather_geom gg;
     geom(l->ctx->g, l->ctx->g->nodes[t->anchor], &gg);
-    kiln_knobs_rows(t, gg.outer, gg.n_idx, gg.inner);
+    bool rt = l->ctx->shapes_bound && gg.outer == 1 && gg.n_idx > 0;
+    if (rt)
+        t->extent = gg.n_idx;
+    kiln_knobs_rows(t, gg.outer, rt ? KILN_RT_ROWS : gg.n_idx, gg.inner);
     return KILN_OK;
 }
 
@@ -84,18 +90,26 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     const char *ty = elem_type(kiln_dtype_size(x->dtype));
     const char *it = ix->dtype == KILN_DTYPE_INT64 ? "int64_t" : "int32_t";
     bool epi = kiln_task_has_epilogue(l, t);
+    const bool rt = t->extent > 0; /* the indices at run time (see space) */
     kiln_emit_prologue(b, l, t, NULL, 0);
+    kiln_sb_printf(b, "/* %s [%lld, %lld, %lld] by ", kiln_dtype_name(x->dtype),
+                   (long long)gg.outer, (long long)gg.dim, (long long)gg.inner);
+    if (rt)
+        kiln_sb_puts(b, "rt->extent");
+    else
+        kiln_sb_printf(b, "%lld", (long long)gg.n_idx);
     kiln_sb_printf(b,
-                   "/* %s [%lld, %lld, %lld] by %lld %s indices */\n"
-                   "static const int64_t DIM_ = %lld, NIDX_ = %lld, INNER_ = %lld, ROWS_ = %lld;\n"
-                   "enum { RPT_ = %d };\n\n",
-                   kiln_dtype_name(x->dtype), (long long)gg.outer, (long long)gg.dim,
-                   (long long)gg.inner, (long long)gg.n_idx, kiln_dtype_name(ix->dtype),
-                   (long long)gg.dim, (long long)(gg.n_idx ? gg.n_idx : 1), (long long)gg.inner,
-                   (long long)rows,
-                   rpt);
-    kiln_sb_puts(b, KILN_TASK_SIG);
+                   " %s indices */\n"
+                   "static const int64_t DIM_ = %lld, INNER_ = %lld;\n"
+                   "enum { RPT_ = %d };\n",
+                   kiln_dtype_name(ix->dtype), (long long)gg.dim, (long long)gg.inner, rpt);
+    if (!rt)
+        kiln_sb_printf(b, "static const int64_t NIDX_ = %lld, ROWS_ = %lld;\n",
+                       (long long)(gg.n_idx ? gg.n_idx : 1), (long long)rows);
+    kiln_sb_puts(b, "\n" KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
+    if (rt)
+        kiln_sb_puts(b, "    const int64_t ROWS_ = " KILN_RT_EXTENT ", NIDX_ = ROWS_;\n");
     kiln_sb_printf(b,
                    "    const %s *xp = (const %s *)a%d;\n"
                    "    const %s *ip = (const %s *)a%d;\n"
@@ -131,7 +145,10 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     }
     kiln_sb_puts(b, "    }\n}\n");
     char nt[64];
-    snprintf(nt, sizeof nt, "%lld", (long long)((rows + rpt - 1) / rpt));
+    if (rt)
+        snprintf(nt, sizeof nt, "(rt->extent + RPT_ - 1) / RPT_");
+    else
+        snprintf(nt, sizeof nt, "%lld", (long long)((rows + rpt - 1) / rpt));
     kiln_emit_entry(b, t, nt, 1);
     return KILN_OK;
 }

@@ -20,8 +20,19 @@ static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
     return true;
 }
 
+/* In a shapes_bound graph the rows come at run time (codegen.h,
+ * KILN_RT_ROWS): a row's length and the channels stay in the source. */
+static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
+{
+    (void)err;
+    if (l->ctx->shapes_bound)
+        t->extent = kiln_norm_rows(l->ctx->g, l->ctx->g->nodes[t->anchor]);
+    return KILN_OK;
+}
+
 const kiln_template kiln_tpl_layernorm = {
     .name = "layernorm",
     .match = match,
+    .space = space,
     .emit = kiln_emit_layernorm,
 };
