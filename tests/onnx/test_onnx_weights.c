@@ -54,22 +54,7 @@ static uint8_t *build(int64_t rows, bool list_w, size_t w_bytes, float *w, float
     kt_onnx_graph(&g, "weights", nodes, 2, ins, list_w ? 2 : 1, outs, 1);
     g.n_initializer = 2;
     g.initializer = inits;
-    Onnx__OperatorSetIdProto op = ONNX__OPERATOR_SET_ID_PROTO__INIT;
-    op.domain = "";
-    op.has_version = 1;
-    op.version = 17;
-    Onnx__OperatorSetIdProto *ops[1] = {&op};
-    Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
-    m.has_ir_version = 1;
-    m.ir_version = 8;
-    m.n_opset_import = 1;
-    m.opset_import = ops;
-    m.graph = &g;
-    *size = onnx__model_proto__get_packed_size(&m);
-    uint8_t *buf = malloc(*size);
-    assert_non_null(buf);
-    onnx__model_proto__pack(&m, buf);
-    return buf;
+    return kt_onnx_pack(&g, 17, size);
 }
 
 static float g_w[K * N], g_b[N];

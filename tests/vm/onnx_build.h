@@ -183,8 +183,9 @@ static inline char *kt_onnx_temp_path(char *path, size_t cap, const char *fmt, .
     return path;
 }
 
-/* Packs a model of graph g (default domain at `opset`, IR version 8) into path. */
-static inline void kt_onnx_write(const char *path, Onnx__GraphProto *g, int64_t opset)
+/* A model of graph g (default domain at `opset`, IR version 8), packed into
+ * a malloc'ed buffer of *size bytes. */
+static inline uint8_t *kt_onnx_pack(Onnx__GraphProto *g, int64_t opset, size_t *size)
 {
     Onnx__OperatorSetIdProto op = ONNX__OPERATOR_SET_ID_PROTO__INIT;
     op.domain = "";
@@ -197,10 +198,18 @@ static inline void kt_onnx_write(const char *path, Onnx__GraphProto *g, int64_t 
     m.n_opset_import = 1;
     m.opset_import = ops;
     m.graph = g;
-    size_t n = onnx__model_proto__get_packed_size(&m);
-    uint8_t *buf = malloc(n);
+    *size = onnx__model_proto__get_packed_size(&m);
+    uint8_t *buf = malloc(*size ? *size : 1);
     assert_non_null(buf);
     onnx__model_proto__pack(&m, buf);
+    return buf;
+}
+
+/* Packs a model of graph g (default domain at `opset`, IR version 8) into path. */
+static inline void kt_onnx_write(const char *path, Onnx__GraphProto *g, int64_t opset)
+{
+    size_t n = 0;
+    uint8_t *buf = kt_onnx_pack(g, opset, &n);
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
     assert_int_equal(fwrite(buf, 1, n, f), n);
