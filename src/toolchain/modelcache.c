@@ -9,9 +9,14 @@
  * $KILN_MODEL_CACHE_MB (default 4096); never the new model, nor anything
  * the build that wrote it touched. A process that has one loaded keeps its
  * mapping (unlink only drops the name); a model whose weights files went
- * gets them back at its next build (driver.c). */
+ * gets them back at its next build (driver.c). A temporary file a killed
+ * build left (<name>.tmp<pid> or .tmp-<pid>, written then renamed) is
+ * deleted by the next prune once its process is gone, or after a day. */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +59,33 @@ static int older_first(const void *a, const void *b)
     return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : x->mtime.tv_nsec > y->mtime.tv_nsec;
 }
 
+#define STALE_TMP_SECONDS (24 * 3600)
+
+/* Whether `name` is a temporary file (<name>.tmp<pid> or .tmp-<pid>); its
+ * writer's pid in *pid. */
+static bool temp_name(const char *name, long *pid)
+{
+    const char *t = strstr(name, ".tmp");
+    if (!t)
+        return false;
+    t += 4;
+    if (*t == '-')
+        t++;
+    if (*t < '0' || *t > '9')
+        return false;
+    char *end = NULL;
+    *pid = strtol(t, &end, 10);
+    return end && *end == 0 && *pid > 0;
+}
+
+/* A temporary file whose writer is gone (or a day old: its pid reused). */
+static bool stale_temp(const struct stat *st, long pid)
+{
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+        return true;
+    return time(NULL) - st->st_mtim.tv_sec > STALE_TMP_SECONDS;
+}
+
 int kiln_tc_prune_models(const char *keep, time_t since, int64_t limit)
 {
     char dir[4096];
@@ -68,8 +100,19 @@ int kiln_tc_prune_models(const char *keep, time_t since, int64_t limit)
     model_file *f = NULL;
     int n = 0, cap = 0;
     int64_t total = 0;
+    int removed = 0;
     for (struct dirent *e; (e = readdir(d));) {
         size_t len = strlen(e->d_name);
+        long pid = 0;
+        if (temp_name(e->d_name, &pid)) {
+            char p[4096 + 256];
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            struct stat st;
+            if (lstat(p, &st) == 0 && S_ISREG(st.st_mode) && stale_temp(&st, pid) &&
+                unlink(p) == 0)
+                removed++;
+            continue;
+        }
         if (!(len > 3 && strcmp(e->d_name + len - 3, ".so") == 0) &&
             !(len > 2 && strcmp(e->d_name + len - 2, ".w") == 0))
             continue;
@@ -98,7 +141,6 @@ int kiln_tc_prune_models(const char *keep, time_t since, int64_t limit)
     closedir(d);
     if (n > 1)
         qsort(f, (size_t)n, sizeof *f, older_first);
-    int removed = 0;
     for (int i = 0; i < n; i++) {
         if (total > limit && unlink(f[i].path) == 0) {
             total -= f[i].bytes;

@@ -87,7 +87,8 @@ void kiln_tc_touch(const char *path);
 int64_t kiln_tc_model_cache_limit(void);
 /* Deletes the least recently used .so and .w files beside `keep` (never
  * it, nor any whose mtime is `since` or later) until they all fit `limit`
- * bytes; returns how many it deleted. */
+ * bytes, and the temporary files (.tmp<pid>, .tmp-<pid>) of processes gone
+ * or a day old; returns how many it deleted. */
 int kiln_tc_prune_models(const char *keep, time_t since, int64_t limit);
 /* Compiles what is queued (`parallel` at a time; <= 0: the cores), links
  * everything into out_path (written beside and renamed). */

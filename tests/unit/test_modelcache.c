@@ -1,8 +1,9 @@
 /* tests/unit/test_modelcache.c: the bound on <cache>/models
  * (toolchain/modelcache.c): the least recently used .so and .w files go
  * first, the model just published and what its build touched never do,
- * other files are left alone, a touch makes a model the most recent, and
- * $KILN_MODEL_CACHE_MB sets the bound. */
+ * other files are left alone, a touch makes a model the most recent,
+ * temporaries of killed builds go, and $KILN_MODEL_CACHE_MB sets the
+ * bound. */
 #include "test_support.h"
 
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -101,6 +103,39 @@ static void test_touch_makes_recent(void **state)
     assert_false(there("b.so"));
 }
 
+/* Temporary files of killed builds go once their process is gone (or
+ * after a day); a live writer's fresh one stays, whatever the bound. */
+static void test_stale_temporaries(void **state)
+{
+    (void)state;
+    clear();
+    pid_t gone = fork();
+    assert_true(gone >= 0);
+    if (gone == 0)
+        _exit(0);
+    assert_int_equal(waitpid(gone, NULL, 0), gone);
+    char dead_w[64], dead_so[64], live_w[64], old_w[64];
+    snprintf(dead_w, sizeof dead_w, "a.w.tmp-%ld", (long)gone);
+    snprintf(dead_so, sizeof dead_so, "b.so.tmp%ld", (long)gone);
+    snprintf(live_w, sizeof live_w, "c.w.tmp-%ld", (long)getpid());
+    snprintf(old_w, sizeof old_w, "d.w.tmp-%ld", (long)getpid());
+    put(dead_w, 10, 0);
+    put(dead_so, 10, 0);
+    put(live_w, 10, 0);
+    put(old_w, 10, 2 * 24 * 3600);
+    put("e.tmp-notapid", 10, 0);
+    put("keep.so", 10, 0);
+    char keep[512];
+    snprintf(keep, sizeof keep, "%s/keep.so", g_dir);
+    assert_int_equal(kiln_tc_prune_models(keep, time(NULL) + 10, (int64_t)1 << 30), 3);
+    assert_false(there(dead_w));
+    assert_false(there(dead_so));
+    assert_false(there(old_w));
+    assert_true(there(live_w));
+    assert_true(there("e.tmp-notapid"));
+    assert_true(there("keep.so"));
+}
+
 static void test_limit_from_env(void **state)
 {
     (void)state;
@@ -122,6 +157,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prune_oldest_first),
         cmocka_unit_test(test_touch_makes_recent),
+        cmocka_unit_test(test_stale_temporaries),
         cmocka_unit_test(test_limit_from_env),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
