@@ -613,15 +613,14 @@ kiln_status onnx_check_inputs_early(const void *buf, size_t size, const kiln_onn
     uint8_t *sk = malloc(size ? size : 1), *o = sk;
     Onnx__ModelProto *m = NULL;
     kiln_status s = KILN_OK;
-    /* the scan bounds the nesting depth protobuf-c's unpack recurses to */
-    if (sk && skeleton(buf, (const uint8_t *)buf + size, 0, &o) &&
-        scan_message(sk, sk, o, &onnx__model_proto__descriptor, 0, NULL) == KILN_OK &&
-        (m = onnx__model_proto__unpack(NULL, (size_t)(o - sk), sk)) && m->graph) {
+    kiln_error ignored = {0}; /* a malformed file: the full decode says what */
+    /* decoded as a whole file is: the nesting depth and allocation bounds */
+    if (sk && skeleton(buf, (const uint8_t *)buf + size, 0, &o) && o > sk &&
+        onnx_decode_model(sk, (size_t)(o - sk), &m, &ignored) == KILN_OK && m->graph) {
         onnx_ctx c = {.model = m, .opts = opts};
         s = check_input_types(&c, err);
     }
-    if (m)
-        onnx__model_proto__free_unpacked(m, NULL);
+    onnx_free_model(m);
     free(sk);
     return s;
 }
