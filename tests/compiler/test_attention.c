@@ -7,7 +7,10 @@
  * nn.MultiheadAttention: rank 3, q / c), and masked_fill's Where with -inf
  * or float32's min (a constant causal mask, a run-time one). rtol 1e-3,
  * atol 1e-4. The Attention
- * reference kernel is checked the same way against the unfused graph's. */
+ * reference kernel is checked the same way against the unfused graph's. In
+ * a shapes_bound graph, self-attention's length comes at run time: one
+ * kernel for every length (test_rt_len). */
+#include "codegen/c/codegen.h"
 #include "compiler_test.h"
 #include "pass/pass.h"
 #include "target/target.h"
@@ -103,7 +106,8 @@ static void ref_vs_ref(const kiln_graph *g, const kiln_graph *f)
     free(b);
 }
 
-static void run_case(const acase *c)
+/* The unfused graph of case c, its shapes inferred. */
+static kiln_graph *build_case(const acase *c)
 {
     kiln_graph *g;
     assert_int_equal(kiln_graph_create(&g), KILN_OK);
@@ -201,6 +205,13 @@ static void run_case(const acase *c)
     kiln_error err = {0};
     if (kiln_graph_infer_shapes(g, &err) != KILN_OK)
         fail_msg("case %d: %s", case_no, err.msg);
+    return g;
+}
+
+static void run_case(const acase *c)
+{
+    kiln_graph *g = build_case(c);
+    kiln_error err = {0};
 
     /* the pass makes one Attention of it */
     kiln_pass_ctx *ctx = NULL;
@@ -283,12 +294,81 @@ static void test_random(void **state)
     }
 }
 
+/* The attention kernel of g's build (one task), its extent in *extent. */
+static char *attention_kernel(const kiln_graph *g, int64_t *extent)
+{
+    kiln_error err = {0};
+    kiln_compile_options opts = {.jobs = 2};
+    kiln_build *b = NULL;
+    assert_int_equal(kiln_build_create(g, &opts, &b, &err), KILN_OK);
+    if (kiln_build_codegen(b, &err) != KILN_OK)
+        fail_msg("case %d: %s", case_no, err.msg);
+    char *src = NULL;
+    for (int i = 0; i < b->low->n_tasks; i++) {
+        const kiln_task *t = &b->low->tasks[i];
+        if (strcmp(t->tpl->name, "attention") != 0)
+            continue;
+        assert_null(src);
+        *extent = t->extent;
+        assert_int_equal(kiln_codegen_kernel(b->low, t, &src, &err), KILN_OK);
+    }
+    assert_non_null(src);
+    kiln_build_destroy(b);
+    return src;
+}
+
+/* In a shapes_bound graph (a VM specialization), self-attention of one
+ * sequence takes its length at run time: one kernel source for every
+ * length from 5 (tail blocks of 1, 2 and 3 vectors, whole blocks), its
+ * extent the length, the values the reference executor's, for operands
+ * whose strides hold the length too (vit's [B, H, S, D] head stride, a
+ * causal mask's row stride: written as a multiple of the length). At
+ * length 1 a mask's last dim broadcasts (stride 0): its kernel differs,
+ * and is still right. */
+static void test_rt_len(void **state)
+{
+    (void)state;
+    static const int64_t lens[] = {1, 5, 17, 33, 64, 70}; /* lens[1]'s kernel: the reference */
+    static const acase forms[] = {
+        {1, 2, 0, 0, 16, 16, 1, 0}, /* bert's, a [1, 1, 1, S] mask */
+        {1, 3, 0, 0, 9, 20, 0, 1},  /* vit's, no mask */
+        {1, 2, 0, 0, 8, 8, 1, 2},   /* nn.MultiheadAttention's, a [1, S] mask */
+        {1, 2, 0, 0, 16, 16, 4, 0}, /* causal masked_fill: a [S, S] mask */
+    };
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        char *first = NULL;
+        for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+            acase c = forms[f];
+            c.Sq = c.Sk = lens[i];
+            kiln_graph *g = build_case(&c);
+            g->shapes_bound = true;
+            int64_t extent = -1;
+            char *src = attention_kernel(g, &extent);
+            assert_int_equal(extent, lens[i]);
+            if (first && strcmp(first, src) != 0)
+                fail_msg("form %zu: the kernel at length %lld differs from length %lld's", f,
+                         (long long)lens[i], (long long)lens[1]);
+            if (!first && i == 1)
+                first = src;
+            else
+                free(src);
+            char tag[32];
+            snprintf(tag, sizeof tag, "rt%zu_%lld", f, (long long)lens[i]);
+            ct_check_graph(g, dir, tag, 0, 700 + (uint64_t)i, 1e-3, 1e-4);
+            kiln_graph_destroy(g);
+            case_no++;
+        }
+        free(first);
+    }
+}
+
 int main(void)
 {
     dir = kt_tempdir();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixed),
         cmocka_unit_test(test_random),
+        cmocka_unit_test(test_rt_len),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kt_rmdir(dir);

@@ -96,6 +96,20 @@ static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
     return true;
 }
 
+/* The sequence length at run time (codegen.h, KILN_RT_ROWS): in a
+ * shapes_bound graph (a VM specialization), self-attention of one sequence
+ * (B 1, Sq = Sk) takes Sq = Sk from kiln_rt.extent. Its source then holds
+ * the heads, D, the knobs and the strides, the batch strides written as 0
+ * (B is 1): an exported transformer's head split reads rows of H x D
+ * floats whatever the length, so the same layer at any length is one
+ * kernel. A stride that does depend on the length (a causal mask
+ * [S, S], K stored as [D, S]) stays in the source as a number, so such a
+ * layer's kernel differs per length, as before. */
+static bool rt_len(const kiln_lowered *l, const kiln_attn_geom *a)
+{
+    return l->ctx->shapes_bound && a->B == 1 && a->Sq == a->Sk && a->Sq > 0;
+}
+
 static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
 {
     (void)err;
@@ -104,8 +118,14 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     t->flops = 2.0 * a.B * a.H * a.Sq * a.Sk * (a.D + a.Dv);
     /* rows per task: enough to amortize packing K^T (Sk x D) over them, while
      * leaving >= 8 tasks to share */
-    int rpt = a.Sq >= ATTN_R ? ATTN_R : 1;
-    while (rpt * 2 <= a.Sq && rpt < 32 && a.B * a.H * ((a.Sq + rpt * 2 - 1) / (rpt * 2)) >= 8)
+    /* self-attention of one sequence in a shapes_bound graph: its length
+     * at run time (see rt_len) */
+    const bool rt = rt_len(l, &a);
+    if (rt)
+        t->extent = a.Sq;
+    const int64_t sq = rt ? KILN_RT_ROWS : a.Sq;
+    int rpt = sq >= ATTN_R ? ATTN_R : 1;
+    while (rpt * 2 <= sq && rpt < 32 && a.B * a.H * ((sq + rpt * 2 - 1) / (rpt * 2)) >= 8)
         rpt *= 2;
     kiln_knob *k = kiln_knob_add(t, "rows_per_task", KILN_KNOB_TILE, rpt, -1);
     kiln_knob_pow2(k, (int)(a.Sq < 64 ? a.Sq : 64), false);
@@ -217,6 +237,38 @@ static void emit_pv_blocks(kiln_sb *b, int nv, int vw)
                     "        }\n");
 }
 
+/* #define <name>0..3: an operand's element strides of the logical dims
+ * [B, H, S, D] (the mask's: [B, H, Sq, Sk]). With the length S at run time
+ * (rt, S > 1), a stride holding the length, because a length dim (`len`: a
+ * bit per logical dim) lies physically inside it (a smaller, non-zero
+ * stride), is written as its coefficient times SQ_ once per such dim: a
+ * [B, H, S, D] operand's head stride S x D, a causal mask's row stride.
+ * The coefficient times S to that power is the stride exactly, so the
+ * kernel is right at this class's length whichever classes share its
+ * source. */
+static void emit_strides(kiln_sb *b, const char *name, const int64_t st[4], int64_t S, bool rt,
+                         unsigned len)
+{
+    for (int x = 0; x < 4; x++) {
+        int64_t coef = st[x];
+        int n_len = 0;
+        for (int d = 0; rt && S > 1 && d < 4; d++)
+            if (d != x && (len >> d & 1u) && st[d] > 0 && st[d] < st[x] && coef % S == 0) {
+                coef /= S;
+                n_len++;
+            }
+        kiln_sb_printf(b, "#define %s%d ", name, x);
+        if (!n_len) {
+            kiln_sb_printf(b, "%lldll\n", (long long)st[x]);
+            continue;
+        }
+        kiln_sb_printf(b, "(%lldll", (long long)coef);
+        for (int k = 0; k < n_len; k++)
+            kiln_sb_puts(b, " * SQ_");
+        kiln_sb_puts(b, ")\n");
+    }
+}
+
 static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
 {
     const kiln_graph *g = l->ctx->g;
@@ -225,6 +277,9 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     geom(g, n, &a);
     int rpt = kiln_task_knob(t, "rows_per_task", 1);
     int64_t mt = (a.Sq + rpt - 1) / rpt;
+    const bool rt = t->extent > 0; /* Sq = Sk at run time (rt_len) */
+    if (rt) /* B is 1: the batch strides are never multiplied by anything but 0 */
+        a.qs[0] = a.ks[0] = a.vs[0] = a.os[0] = a.ms[0] = 0;
     int qa = kiln_task_arg(t, n->inputs[0]), ka = kiln_task_arg(t, n->inputs[1]);
     int va = kiln_task_arg(t, n->inputs[2]);
     int ma = a.has_mask ? kiln_task_arg(t, n->inputs[3]) : -1;
@@ -234,21 +289,18 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     const int tail_nv = (int)(skp % bw / blk.vw); /* vectors past the last whole block */
     kiln_emit_prologue(b, l, t, NULL, 0);
     kiln_sb_printf(b,
-                   "enum { H_ = %lld, SQ_ = %lld, SK_ = %lld, SKP_ = %lld, D_ = %lld, DV_ = %lld, "
-                   "RPT_ = %d, RB_ = %d, MT_ = %lld, R_ = %d, JB_ = %d };\n",
-                   (long long)a.H, (long long)a.Sq, (long long)a.Sk, (long long)skp,
-                   (long long)a.D, (long long)a.Dv, rpt, rows_blocked(rpt), (long long)mt, ATTN_R,
-                   ATTN_JB);
-#define S4(name, s)                                                                               \
-    kiln_sb_printf(b, "#define " name "0 %lldll\n#define " name "1 %lldll\n#define " name          \
-                      "2 %lldll\n#define " name "3 %lldll\n",                                     \
-                   (long long)(s)[0], (long long)(s)[1], (long long)(s)[2], (long long)(s)[3])
-    S4("QS", a.qs);
-    S4("KS", a.ks);
-    S4("VS", a.vs);
-    S4("OS", a.os);
-    S4("MS", a.ms);
-#undef S4
+                   "enum { H_ = %lld, D_ = %lld, DV_ = %lld, RPT_ = %d, RB_ = %d, R_ = %d, "
+                   "JB_ = %d };\n",
+                   (long long)a.H, (long long)a.D, (long long)a.Dv, rpt, rows_blocked(rpt),
+                   ATTN_R, ATTN_JB);
+    if (!rt)
+        kiln_sb_printf(b, "enum { SQ_ = %lld, SK_ = %lld, SKP_ = %lld, MT_ = %lld };\n",
+                       (long long)a.Sq, (long long)a.Sk, (long long)skp, (long long)mt);
+    emit_strides(b, "QS", a.qs, a.Sq, rt, 1u << 2);
+    emit_strides(b, "KS", a.ks, a.Sq, rt, 1u << 2);
+    emit_strides(b, "VS", a.vs, a.Sq, rt, 1u << 2);
+    emit_strides(b, "OS", a.os, a.Sq, rt, 1u << 2);
+    emit_strides(b, "MS", a.ms, a.Sq, rt, 1u << 2 | 1u << 3);
     /* V and output as the P V loops read and write them: rows of DV_
      * contiguous floats, packed (V) or staged (output) when strided (a
      * diffusion UNet's [C, HW] attention: V and output channel-major) */
@@ -266,6 +318,9 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                    blk.vw, 4 * blk.vw, blk.vw, 4 * blk.vw);
     kiln_sb_puts(b, KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
+    if (rt)
+        kiln_sb_puts(b, "    const int64_t SQ_ = " KILN_RT_EXTENT ", SK_ = SQ_, SKP_ = (SK_ + 15) / 16 * 16,\n"
+                        "                  MT_ = (SQ_ + RPT_ - 1) / RPT_;\n");
     /* workspace: K^T of the current (batch, head) [D][SKP] (zero past Sk),
      * the scores of the task's rows [RB_][SKP], the partial sums of P V for
      * one 64-column block of the output [RB_][64]. Rows past the task's last
@@ -325,7 +380,12 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                           : "",
                    bw, qa, bw);
     emit_score_block(b, blk.nv, blk.vw);
-    if (tail_nv > 0 && tail_nv < blk.nv) {
+    if (rt) { /* the tail block's vectors follow SKP_: every width */
+        for (int nv = 1; nv < blk.nv; nv++) {
+            kiln_sb_printf(b, "                else if (SKP_ - j0 == %d)\n", nv * blk.vw);
+            emit_score_block(b, nv, blk.vw);
+        }
+    } else if (tail_nv > 0 && tail_nv < blk.nv) {
         kiln_sb_puts(b, "                else\n");
         emit_score_block(b, tail_nv, blk.vw);
     }
@@ -396,7 +456,10 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     kiln_sb_puts(b, "    }\n"
                     "}\n");
     char nt[64];
-    snprintf(nt, sizeof nt, "%lld", (long long)(a.B * a.H * mt));
+    if (rt)
+        snprintf(nt, sizeof nt, "H_ * ((rt->extent + RPT_ - 1) / RPT_)");
+    else
+        snprintf(nt, sizeof nt, "%lld", (long long)(a.B * a.H * mt));
     kiln_emit_entry(b, t, nt, 1);
     return KILN_OK;
 }
