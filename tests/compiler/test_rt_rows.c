@@ -247,6 +247,54 @@ static void test_shared_weight_files(void **state)
     kiln_graph_destroy(g17);
 }
 
+/* x [1, M, 3072] x W [3072, 768] + b (a BERT FFN output): a long K, so
+ * that a task's rows of X fit half the L2 at a few rows and not at many,
+ * and the kernel's loop order, chosen at run time from its rows, differs
+ * between them. */
+static kiln_graph *long_k(int64_t M)
+{
+    kiln_graph *g = NULL;
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    int x = kiln_graph_add_input(g, "x", KILN_DTYPE_FLOAT32, &(kiln_shape){3, {1, M, 3072}});
+    int w = ct_param(g, "W", (kiln_shape){2, {3072, 768}}, 21, -0.05f, 0.05f);
+    int bias = ct_param(g, "b", (kiln_shape){1, {768}}, 22, -0.5f, 0.5f);
+    int mm = kiln_graph_add_node(g, KILN_OP_MATMUL, "mm", (int[]){x, w}, 2, 1);
+    int ad = kiln_graph_add_node(g, KILN_OP_ADD, "add",
+                                 (int[]){kiln_graph_node_output(g, mm, 0), bias}, 2, 1);
+    assert_int_equal(kiln_graph_add_output(g, kiln_graph_node_output(g, ad, 0)), KILN_OK);
+    kiln_error err = {0};
+    assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+    g->shapes_bound = true;
+    return g;
+}
+
+/* One kernel at 3 and 150 rows of a 3072-long K (columns outer at few
+ * rows, rows outer at many, picked at run time), both right. */
+static void test_loop_order_by_rows(void **state)
+{
+    (void)state;
+    static const int64_t rows[] = {3, 150};
+    char *first = NULL;
+    for (size_t i = 0; i < 2; i++) {
+        kiln_graph *g = long_k(rows[i]);
+        int n_dense = 0;
+        char *k = dense_kernels(g, rows[i], true, &n_dense);
+        assert_int_equal(n_dense, 1);
+        assert_non_null(strstr(k, "P->order = "));
+        if (!first)
+            first = k;
+        else {
+            assert_string_equal(first, k);
+            free(k);
+        }
+        char tag[32];
+        snprintf(tag, sizeof tag, "longk%lld", (long long)rows[i]);
+        ct_check_graph(g, g_dir, tag, 0, 31 + (uint64_t)i, 1e-4, 1e-4);
+        kiln_graph_destroy(g);
+    }
+    free(first);
+}
+
 /* ids [1, M] -> Gather(table [50, 32]) -> LayerNorm, and mask [1, M] ->
  * Cast to float -> * -2: an embedding lookup, a LayerNorm and an
  * attention-mask cast, whose rows come at run time too. */
@@ -383,6 +431,7 @@ int main(void)
         cmocka_unit_test(test_same_kernels_any_rows),
         cmocka_unit_test(test_steps_carry_rows),
         cmocka_unit_test(test_row_ops_any_rows),
+        cmocka_unit_test(test_loop_order_by_rows),
         cmocka_unit_test(test_static_graphs_specialize),
         cmocka_unit_test(test_shared_weight_files),
     };
