@@ -15,7 +15,7 @@
  * Validation cannot defend against a .so that is malicious: loading one runs
  * its code. It guards against stale, truncated-by-a-bug or mismatched models.
  */
-#define _DEFAULT_SOURCE 1 /* MADV_HUGEPAGE */
+#define _DEFAULT_SOURCE 1
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -205,20 +205,14 @@ static void tensor_shape(const kiln_abi_tensor *t, kiln_shape *s)
 /* *huge (may be NULL): whether the kernel accepted the advice */
 static void *big_alloc(int64_t bytes, bool *huge)
 {
-    bool dummy;
-    if (!huge)
-        huge = &dummy;
-    *huge = false;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (huge)
+        *huge = false;
+    /* rounded up to whole huge pages: the tail of the arena on one too */
     if (kiln_huge_pages_wanted((size_t)bytes)) {
-        int64_t size = round_up(bytes, HUGE_BYTES);
-        void *p = aligned_alloc((size_t)HUGE_BYTES, (size_t)size);
-        if (p) {
-            *huge = madvise(p, (size_t)size, MADV_HUGEPAGE) == 0;
+        void *p = kiln_big_malloc((size_t)round_up(bytes, HUGE_BYTES), huge);
+        if (p)
             return p;
-        }
     }
-#endif
     return aligned_alloc(ALIGN, (size_t)round_up(bytes, ALIGN));
 }
 

@@ -550,8 +550,7 @@ kiln_status kiln_vm_open(const char *path, const kiln_vm_options *opts, kiln_vm 
             *slash = '\0';
         s = create(fb.data, fb.size, dir, opts, out, err);
     }
-    if (fb.data)
-        kiln_file_release(&fb);
+    kiln_file_release(&fb);
     free(dir);
     if (s != KILN_OK)
         kiln_error_prefix(err, s, "%s: ", path);

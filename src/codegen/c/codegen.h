@@ -83,6 +83,11 @@ void kiln_emit_prologue_tiles(kiln_sb *b, const kiln_lowered *l, const kiln_task
                               const char *header);
 /* The exported kernel function running `n_tasks` tasks of task_ with `grain`. */
 void kiln_emit_entry(kiln_sb *b, const kiln_task *t, const char *n_tasks, int64_t grain);
+/* kiln_emit_entry over `rows` in tasks of `per` (a constant the source names
+ * `per_name`): ceil(rows / per) tasks, or, for a task whose rows come at
+ * run time (t->extent > 0), ceil(rt->extent / per_name). */
+void kiln_emit_entry_rows(kiln_sb *b, const kiln_task *t, int64_t rows, const char *per_name,
+                          int64_t per);
 /* kiln_emit_entry with the grain a C expression of the generated code (it
  * may read rt, the kiln_rt: rt->num_threads). */
 void kiln_emit_entry_grain(kiln_sb *b, const kiln_task *t, const char *n_tasks, const char *grain);

@@ -216,6 +216,17 @@ void kiln_emit_entry(kiln_sb *b, const kiln_task *t, const char *n_tasks, int64_
     kiln_emit_entry_grain(b, t, n_tasks, g);
 }
 
+void kiln_emit_entry_rows(kiln_sb *b, const kiln_task *t, int64_t rows, const char *per_name,
+                          int64_t per)
+{
+    char nt[96];
+    if (t->extent > 0)
+        snprintf(nt, sizeof nt, "(rt->extent + %s - 1) / %s", per_name, per_name);
+    else
+        snprintf(nt, sizeof nt, "%lld", (long long)((rows + per - 1) / per));
+    kiln_emit_entry(b, t, nt, 1);
+}
+
 /* Declares a<k> (inputs) and o<k> (outputs) float pointers from args. */
 void kiln_emit_arg_ptrs(kiln_sb *b, const kiln_task *t)
 {

@@ -206,12 +206,7 @@ kiln_status kiln_emit_layernorm(kiln_sb *b, const kiln_lowered *l, const kiln_ta
     bool row_major = g->values[l->ctx->groups[t->group].outputs[0]]->layout.kind != KILN_LAYOUT_NCHWC;
     kiln_emit_epilogue_ch(b, l, t, "v", "idx", inst && row_major ? "ch_" : NULL);
     kiln_sb_puts(b, "            o0[idx] = v;\n        }\n    }\n}\n");
-    char nt[64];
-    if (rt)
-        snprintf(nt, sizeof nt, "(rt->extent + RPT_ - 1) / RPT_");
-    else
-        snprintf(nt, sizeof nt, "%lld", (long long)((rows + rpt - 1) / rpt));
-    kiln_emit_entry(b, t, nt, 1);
+    kiln_emit_entry_rows(b, t, rows, "RPT_", rpt);
     return KILN_OK;
 }
 

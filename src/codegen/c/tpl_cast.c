@@ -153,12 +153,7 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
         kiln_sb_puts(b, "\n");
     }
     kiln_sb_puts(b, "    }\n}\n");
-    char nt[64];
-    if (rt)
-        snprintf(nt, sizeof nt, "(rt->extent + CHUNK_ - 1) / CHUNK_");
-    else
-        snprintf(nt, sizeof nt, "%lld", (long long)((total + chunk - 1) / chunk));
-    kiln_emit_entry(b, t, nt, 1);
+    kiln_emit_entry_rows(b, t, total, "CHUNK_", chunk);
     return KILN_OK;
 }
 

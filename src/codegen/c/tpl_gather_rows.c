@@ -144,12 +144,7 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                        ty, ty);
     }
     kiln_sb_puts(b, "    }\n}\n");
-    char nt[64];
-    if (rt)
-        snprintf(nt, sizeof nt, "(rt->extent + RPT_ - 1) / RPT_");
-    else
-        snprintf(nt, sizeof nt, "%lld", (long long)((rows + rpt - 1) / rpt));
-    kiln_emit_entry(b, t, nt, 1);
+    kiln_emit_entry_rows(b, t, rows, "RPT_", rpt);
     return KILN_OK;
 }
 
