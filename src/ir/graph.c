@@ -81,6 +81,36 @@ int kiln_graph_add_input(kiln_graph *g, const char *name, kiln_dtype dtype,
     return id;
 }
 
+void kiln_graph_add_sym(kiln_graph *g, const char *name, int64_t extent)
+{
+    if (!name)
+        name = "";
+    for (int i = 0; *name && i < g->n_syms; i++)
+        if (strcmp(g->syms[i].name, name) == 0)
+            return;
+    if (g->n_syms >= KILN_MAX_SYMS)
+        return;
+    kiln_sym *s = &g->syms[g->n_syms++];
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->extent = extent;
+}
+
+int64_t kiln_graph_sym_extent(const kiln_sym *syms, int n_syms, const kiln_shape *shape)
+{
+    int64_t best = 0;
+    for (int i = 0; i < n_syms; i++) {
+        int64_t e = syms[i].extent;
+        if (e <= 1 || e <= best)
+            continue;
+        for (int d = 0; d < shape->rank; d++)
+            if (shape->dims[d] == e) {
+                best = e;
+                break;
+            }
+    }
+    return best;
+}
+
 int kiln_graph_add_const_uninit(kiln_graph *g, const char *name, kiln_dtype dtype,
                                 const kiln_shape *shape, bool alloc_data, void **data)
 {

@@ -66,6 +66,20 @@ typedef struct kiln_value {
     bool is_output;   /* a graph output */
 } kiln_value;
 
+/* A symbol: a named (dim_param) or unknown dim of a graph input that the
+ * import bound to one extent (kiln_onnx_binding.shape over a declared dim
+ * that is not a fixed value: a VM specialization, or `kiln compile
+ * --input-shape`). Inputs that name one dim_param share its symbol; each
+ * unknown dim is a symbol of its own (name ""). The graph's shapes hold the
+ * bound extents; the symbols say which extents those were, so that a
+ * shapes_bound graph's templates can leave them out of a kernel's source
+ * (kiln_graph_sym_extent). */
+#define KILN_MAX_SYMS 8
+typedef struct kiln_sym {
+    char name[48];
+    int64_t extent;
+} kiln_sym;
+
 typedef struct kiln_node {
     int id;
     kiln_op op;
@@ -94,6 +108,10 @@ struct kiln_graph {
      * with them at run time (kiln_abi_step.extent: the dense template's
      * rows), so that the next class finds it in the object cache. */
     bool shapes_bound;
+    /* the symbols the import bound (at most KILN_MAX_SYMS; more are not
+     * recorded, their dims then compile as fixed extents) */
+    kiln_sym syms[KILN_MAX_SYMS];
+    int n_syms;
 };
 
 /* ---- construction (all return -1 / an error status when out of memory) -- */
@@ -115,6 +133,17 @@ int kiln_graph_add_node(kiln_graph *g, kiln_op op, const char *name, const int *
                         int n_inputs, int n_outputs);
 /* Output value id of node `node`, index k. */
 int kiln_graph_node_output(const kiln_graph *g, int node, int k);
+/* Records that a graph input's dim `name` ("" for an unknown dim: always a
+ * new symbol) was bound to `extent`; a name seen before keeps its first
+ * extent. Silently ignored past KILN_MAX_SYMS. */
+void kiln_graph_add_sym(kiln_graph *g, const char *name, int64_t extent);
+/* The extent that run-time kernels of a shapes_bound graph take for `shape`
+ * (kiln_abi_step.extent): the largest symbol extent above 1 among its dims,
+ * 0 when no dim has one (or the symbols list is empty). A dim whose fixed
+ * extent equals a symbol's by chance is taken as that symbol's: the kernel
+ * is still exact for this graph, only its source then differs from another
+ * class's (no sharing), never its result. */
+int64_t kiln_graph_sym_extent(const kiln_sym *syms, int n_syms, const kiln_shape *shape);
 /* Marks value `value` as the next graph output. */
 kiln_status kiln_graph_add_output(kiln_graph *g, int value);
 

@@ -81,6 +81,9 @@ typedef struct kiln_pass_ctx {
     /* the graph's shapes_bound (its copies' too): templates may take the
      * extents that vary with the symbolic dims at run time */
     bool shapes_bound;
+    /* the graph's symbols (ir/graph.h): which of its extents those are */
+    kiln_sym syms[KILN_MAX_SYMS];
+    int n_syms;
     /* statistics for reports */
     int stat_bn_folded, stat_const_folded, stat_removed, stat_transforms, stat_inplace;
 } kiln_pass_ctx;

@@ -124,6 +124,8 @@ kiln_status kiln_pass_ctx_create(const kiln_graph *g, const kiln_target *t,
     ctx->target = *t;
     ctx->dump = stderr;
     ctx->shapes_bound = g->shapes_bound;
+    memcpy(ctx->syms, g->syms, sizeof ctx->syms);
+    ctx->n_syms = g->n_syms;
     kiln_rewrite rw;
     kiln_status s = kiln_rewrite_begin(&rw, g, err);
     if (s != KILN_OK) {

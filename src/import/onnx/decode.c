@@ -625,6 +625,24 @@ kiln_status onnx_check_inputs_early(const void *buf, size_t size, const kiln_onn
     return s;
 }
 
+/* The graph's symbols (kiln_sym): the dims of a bound input that its
+ * declaration does not fix (a dim_param, an unknown dim, or no shape). */
+static void record_syms(kiln_graph *g, const Onnx__ValueInfoProto *vi, const kiln_shape *bound)
+{
+    const Onnx__TensorShapeProto *sp = vi->type->tensor_type->shape; /* input_type checked */
+    for (int d = 0; d < bound->rank; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = sp ? sp->dim[d] : NULL;
+        if (dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+            continue;
+        kiln_graph_add_sym(g,
+                           dim && dim->value_case ==
+                                      ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM
+                               ? dim->dim_param
+                               : "",
+                           bound->dims[d]);
+    }
+}
+
 kiln_status onnx_decode_graph_inputs(onnx_ctx *c, kiln_error *err)
 {
     const Onnx__GraphProto *gp = c->model->graph;
@@ -682,6 +700,8 @@ kiln_status onnx_decode_graph_inputs(onnx_ctx *c, kiln_error *err)
         s = input_type(vi, bind, &dt, &sh, err);
         if (s != KILN_OK)
             break;
+        if (bind && bind->shape)
+            record_syms(c->g, vi, &sh);
         int id = kiln_graph_add_input(c->g, vi->name, dt, &sh);
         if (id < 0 || !onnx_map_put(&c->names, vi->name, id))
             s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
