@@ -65,6 +65,45 @@ void kiln_emit_arg_ptrs(kiln_sb *b, const kiln_task *t);
  * usual sequence length. KILN_RT_EXTENT reads the rows inside task_. */
 #define KILN_RT_ROWS 128
 #define KILN_RT_EXTENT "k_->rt->extent"
+/* The symbol extent a kernel of a shapes_bound graph leaves out of its
+ * source for a value of `shape` (kiln_graph_sym_extent), 0: none (not a
+ * shapes_bound graph, or no dim of `shape` is a symbol's). */
+int64_t kiln_rt_sym_extent(const kiln_lowered *l, const kiln_shape *shape);
+/* The element count of `shape` with the dims of extent e (> 0) at
+ * KILN_RT_ROWS: what knobs that follow the size are chosen for. */
+int64_t kiln_rt_numel(const kiln_shape *shape, int64_t e);
+/* A size in a kernel that takes the symbol extent e at run time: c * e^pow.
+ * kiln_rt_str writes it with `ev` for e ("(c * ev * ..)"), or the literal c
+ * when pow is 0; kiln_rt_dims is the product of dims[from, to) with the dims
+ * of extent e (> 0) counted in pow (e 0: a literal product). */
+typedef struct kiln_rt_size {
+    int64_t c;
+    int pow;
+} kiln_rt_size;
+const char *kiln_rt_str(char *buf, size_t n, kiln_rt_size z, const char *ev);
+kiln_rt_size kiln_rt_dims(const int64_t *dims, int from, int to, int64_t e);
+
+/* Kernels over broadcast operands walked by output rows (emit_bcast.c:
+ * tpl_compare.c, tpl_where.c). kiln_bcast_space sets the task's extent (a
+ * symbol's, in a shapes_bound graph) and its rows_per_task knob;
+ * kiln_bcast_text_of writes the sizes and operand strides (numbers, or in
+ * terms of E_); the consts go before task_, the walk opens the row loop
+ * with off[k] set for each operand; the entry runs the rows' tasks. */
+struct kiln_bcast_rows;
+typedef struct kiln_bcast_text {
+    char rows[64], last[64], rows_entry[96];
+    char dims[KILN_MAX_RANK][48];
+    char st[3][KILN_MAX_RANK][48];
+} kiln_bcast_text;
+int64_t kiln_bcast_extent(const kiln_lowered *l, const kiln_node *n);
+void kiln_bcast_space(kiln_lowered *l, kiln_task *t, const struct kiln_bcast_rows *w);
+void kiln_bcast_text_of(const kiln_lowered *l, const kiln_task *t, const struct kiln_bcast_rows *w,
+                        kiln_bcast_text *x);
+void kiln_emit_bcast_consts(kiln_sb *b, const kiln_task *t, const kiln_bcast_text *x);
+void kiln_emit_bcast_walk(kiln_sb *b, const kiln_task *t, const struct kiln_bcast_rows *w,
+                          const kiln_bcast_text *x);
+void kiln_emit_bcast_entry(kiln_sb *b, const kiln_task *t, const struct kiln_bcast_rows *w,
+                           const kiln_bcast_text *x, int rpt);
 /* Per-thread workspace pointer expression inside task_. */
 #define KILN_TASK_WS "((char *)k_->rt->workspace + (int64_t)thread_ * k_->rt->workspace_bytes)"
 
@@ -183,6 +222,9 @@ int64_t kiln_norm_rows(const kiln_graph *g, const kiln_node *n);
 kiln_status kiln_emit_reduce(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
 kiln_status kiln_emit_elemwise(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
 kiln_status kiln_emit_strided(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
+/* The space of the strided and copy emitters' templates: in a shapes_bound
+ * graph a row-major output with a symbol's extent takes it at run time. */
+kiln_status kiln_space_strided(kiln_lowered *l, kiln_task *t, kiln_error *err);
 kiln_status kiln_emit_concat(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
 kiln_status kiln_emit_split(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
 kiln_status kiln_emit_pad(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);

@@ -77,11 +77,39 @@ void kiln_emit_operand_ch(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
             ys *= y->shape.dims[d];
             vs *= vd;
         }
+        /* runs of dims the operand has (dims of 1 join any run) are one
+         * term each; the outermost run needs no modulo (the index is
+         * below the output's size), so an operand that lacks only leading
+         * dims of 1 reads at the index itself, whatever the extents */
         kiln_sb_printf(b, "a%d[0", arg);
-        for (int d = 0; d < y->shape.rank; d++)
-            if (vstr[d])
-                kiln_sb_printf(b, " + (%s) / %lld %% %lld * %lld", idx, (long long)ystr[d],
-                               (long long)y->shape.dims[d], (long long)vstr[d]);
+        bool outer = true; /* no dim above 1 before d */
+        for (int d = 0; d < y->shape.rank;) {
+            if (y->shape.dims[d] == 1) {
+                d++;
+                continue;
+            }
+            if (!vstr[d]) {
+                outer = false;
+                d++;
+                continue;
+            }
+            int e = d, last = d;
+            int64_t prod = 1;
+            for (; e < y->shape.rank && (y->shape.dims[e] == 1 || vstr[e]); e++) {
+                prod *= y->shape.dims[e];
+                if (y->shape.dims[e] != 1)
+                    last = e;
+            }
+            kiln_sb_printf(b, " + (%s)", idx);
+            if (ystr[last] != 1)
+                kiln_sb_printf(b, " / %lld", (long long)ystr[last]);
+            if (!outer)
+                kiln_sb_printf(b, " %% %lld", (long long)prod);
+            if (vstr[last] != 1)
+                kiln_sb_printf(b, " * %lld", (long long)vstr[last]);
+            outer = false;
+            d = e;
+        }
         kiln_sb_puts(b, "]");
         return;
     }
@@ -214,6 +242,41 @@ void kiln_emit_entry(kiln_sb *b, const kiln_task *t, const char *n_tasks, int64_
     char g[24];
     snprintf(g, sizeof g, "%lld", (long long)grain);
     kiln_emit_entry_grain(b, t, n_tasks, g);
+}
+
+int64_t kiln_rt_sym_extent(const kiln_lowered *l, const kiln_shape *shape)
+{
+    return l->ctx->shapes_bound ? kiln_graph_sym_extent(l->ctx->syms, l->ctx->n_syms, shape) : 0;
+}
+
+int64_t kiln_rt_numel(const kiln_shape *shape, int64_t e)
+{
+    int64_t n = 1;
+    for (int d = 0; d < shape->rank; d++)
+        n *= e > 0 && shape->dims[d] == e ? KILN_RT_ROWS : shape->dims[d];
+    return n;
+}
+
+const char *kiln_rt_str(char *buf, size_t n, kiln_rt_size z, const char *ev)
+{
+    int k = snprintf(buf, n, "%s%lld", z.pow ? "(" : "", (long long)z.c);
+    for (int i = 0; i < z.pow && k > 0 && (size_t)k < n; i++)
+        k += snprintf(buf + k, n - (size_t)k, " * %s", ev);
+    if (z.pow && k > 0 && (size_t)k < n)
+        snprintf(buf + k, n - (size_t)k, ")");
+    return buf;
+}
+
+kiln_rt_size kiln_rt_dims(const int64_t *dims, int from, int to, int64_t e)
+{
+    kiln_rt_size z = {1, 0};
+    for (int d = from; d < to; d++) {
+        if (e > 0 && dims[d] == e)
+            z.pow++;
+        else
+            z.c *= dims[d];
+    }
+    return z;
 }
 
 void kiln_emit_entry_rows(kiln_sb *b, const kiln_task *t, int64_t rows, const char *per_name,

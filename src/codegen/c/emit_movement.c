@@ -61,11 +61,15 @@ kiln_status kiln_emit_elemwise(kiln_sb *b, const kiln_lowered *l, const kiln_tas
     const kiln_value *y = g->values[gr->outputs[0]];
     int64_t total = kiln_layout_nbytes(y->dtype, &y->shape, y->layout) / 4;
     int chunk = kiln_task_knob(t, "chunk", 16384);
+    const bool rt = t->extent > 0; /* the element count at run time (tpl_elemwise.c) */
     kiln_emit_prologue(b, l, t, NULL, 0);
-    kiln_sb_printf(b, "enum { CHUNK_ = %d };\nstatic const int64_t TOTAL_ = %lld;\n\n", chunk,
-                   (long long)total);
-    kiln_sb_puts(b, KILN_TASK_SIG);
+    kiln_sb_printf(b, "enum { CHUNK_ = %d };\n", chunk);
+    if (!rt)
+        kiln_sb_printf(b, "static const int64_t TOTAL_ = %lld;\n", (long long)total);
+    kiln_sb_puts(b, "\n" KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
+    if (rt)
+        kiln_sb_puts(b, "    const int64_t TOTAL_ = " KILN_RT_EXTENT ";\n");
     kiln_sb_puts(b, "    int64_t hi = KILN_MIN_(end_ * CHUNK_, TOTAL_);\n");
     int64_t bb = y->layout.kind == KILN_LAYOUT_NCHWC ? y->layout.block_a : 0;
     if (bb > 1 && chunk % bb == 0 && y->shape.rank >= 2) {
@@ -113,55 +117,49 @@ kiln_status kiln_emit_elemwise(kiln_sb *b, const kiln_lowered *l, const kiln_tas
         kiln_emit_epilogue(b, l, t, "v", "i");
         kiln_sb_puts(b, "        o0[i] = v;\n    }\n}\n");
     }
-    char nt[64];
-    snprintf(nt, sizeof nt, "%lld", (long long)((total + chunk - 1) / chunk));
-    kiln_emit_entry(b, t, nt, 1);
+    kiln_emit_entry_rows(b, t, total, "CHUNK_", chunk);
     return KILN_OK;
 }
 
-/* Output dims and the input strides/base (elements) of a strided copy. */
+/* A strided copy: the output's dims, and along each the input axis it reads
+ * (-1: none, stride 0) times `mul` (a slice's step); the first element is
+ * at sum_a at[a] * (the input's stride along a). */
 typedef struct strided {
     int rank;
     int64_t dims[KILN_MAX_RANK];
-    int64_t stride[KILN_MAX_RANK];
-    int64_t base;
+    int axis[KILN_MAX_RANK];
+    int64_t mul[KILN_MAX_RANK];
+    int64_t at[KILN_MAX_RANK];
 } strided;
-
-static void xstrides(const kiln_shape *s, int64_t *st)
-{
-    int64_t v = 1;
-    for (int d = s->rank - 1; d >= 0; d--) {
-        st[d] = v;
-        v *= s->dims[d];
-    }
-}
 
 static bool strided_of(const kiln_graph *g, const kiln_node *n, strided *p)
 {
     const kiln_value *x = g->values[n->inputs[0]], *y = g->values[n->outputs[0]];
-    int64_t xs[KILN_MAX_RANK];
-    xstrides(&x->shape, xs);
     memset(p, 0, sizeof *p);
     p->rank = y->shape.rank;
-    for (int d = 0; d < y->shape.rank; d++)
+    for (int d = 0; d < y->shape.rank; d++) {
         p->dims[d] = y->shape.dims[d];
+        p->axis[d] = -1;
+        p->mul[d] = 1;
+    }
     switch (n->op) {
     case KILN_OP_TRANSPOSE: {
         const int64_t *perm = NULL;
         int np = kiln_attr_ints(n, "perm", &perm);
         for (int d = 0; d < p->rank; d++)
-            p->stride[d] = xs[np == p->rank ? perm[d] : p->rank - 1 - d];
+            p->axis[d] = (int)(np == p->rank ? perm[d] : p->rank - 1 - d);
         return true;
     }
     case KILN_OP_EXPAND: {
         int diff = y->shape.rank - x->shape.rank;
-        for (int d = 0; d < p->rank; d++)
-            p->stride[d] = d < diff || x->shape.dims[d - diff] == 1 ? 0 : xs[d - diff];
+        for (int d = diff; d < p->rank; d++)
+            if (x->shape.dims[d - diff] != 1)
+                p->axis[d] = d - diff;
         return true;
     }
     case KILN_OP_SLICE: {
         for (int d = 0; d < p->rank; d++)
-            p->stride[d] = xs[d];
+            p->axis[d] = d;
         const int64_t *st = NULL, *ax = NULL, *sp = NULL;
         int ns = kiln_attr_ints(n, "starts", &st);
         int na = kiln_attr_ints(n, "axes", &ax);
@@ -174,10 +172,12 @@ static bool strided_of(const kiln_graph *g, const kiln_node *n, strided *p)
                 s0 = s0 < 0 ? 0 : s0 > dim ? dim : s0;
             else
                 s0 = s0 < 0 ? 0 : s0 > dim - 1 ? dim - 1 : s0;
-            p->base += s0 * xs[a];
+            p->at[a] = s0;
+            p->mul[a] = step;
             /* one element at most along a: its stride is never used (and a
              * step of 2^63 - 1 times the stride would overflow) */
-            p->stride[a] = g->values[n->outputs[0]]->shape.dims[a] <= 1 ? 0 : step * xs[a];
+            if (y->shape.dims[a] <= 1)
+                p->axis[a] = -1;
         }
         return true;
     }
@@ -192,15 +192,21 @@ static bool strided_of(const kiln_graph *g, const kiln_node *n, strided *p)
             idx += x->shape.dims[a];
         if (idx < 0 || idx >= x->shape.dims[a])
             return false;
-        p->base = idx * xs[a];
+        p->at[a] = idx;
         for (int d = 0, o = 0; d < x->shape.rank; d++)
             if (d != a)
-                p->stride[o++] = xs[d];
+                p->axis[o++] = d;
         return true;
     }
     default:
         return false;
     }
+}
+
+/* The input's stride along axis a (of its row-major dims). */
+static kiln_rt_size rt_stride(const kiln_value *x, int a, int64_t e)
+{
+    return kiln_rt_dims(x->shape.dims, a + 1, x->shape.rank, e);
 }
 
 static kiln_status emit_copy(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
@@ -210,19 +216,53 @@ static kiln_status emit_copy(kiln_sb *b, const kiln_lowered *l, const kiln_task 
     const kiln_value *y = g->values[n->outputs[0]];
     int64_t bytes = kiln_layout_nbytes(y->dtype, &y->shape, y->layout);
     int64_t chunk = 1 << 18, ntasks = (bytes + chunk - 1) / chunk;
+    const int64_t e = t->extent; /* > 0: a symbol's extent at run time */
     kiln_emit_prologue(b, l, t, NULL, 0);
-    kiln_sb_printf(b, "static const int64_t BYTES_ = %lld, CHUNK_ = %lld;\n\n", (long long)bytes,
-                   (long long)chunk);
-    kiln_sb_puts(b, KILN_TASK_SIG);
-    kiln_emit_arg_ptrs(b, t);
+    char bb[96], nt[160];
+    kiln_rt_size z = kiln_rt_dims(y->shape.dims, 0, y->shape.rank, e);
+    z.c *= (int64_t)kiln_dtype_size(y->dtype);
+    if (e > 0) {
+        kiln_sb_printf(b, "static const int64_t CHUNK_ = %lld;\n\n", (long long)chunk);
+        kiln_sb_puts(b, KILN_TASK_SIG);
+        kiln_emit_arg_ptrs(b, t);
+        kiln_sb_printf(b, "    const int64_t E_ = " KILN_RT_EXTENT ", BYTES_ = %s;\n",
+                       kiln_rt_str(bb, sizeof bb, z, "E_"));
+        snprintf(nt, sizeof nt, "KILN_MAX_(1, (%s + CHUNK_ - 1) / CHUNK_)",
+                 kiln_rt_str(bb, sizeof bb, z, "rt->extent"));
+    } else {
+        kiln_sb_printf(b, "static const int64_t BYTES_ = %lld, CHUNK_ = %lld;\n\n", (long long)bytes,
+                       (long long)chunk);
+        kiln_sb_puts(b, KILN_TASK_SIG);
+        kiln_emit_arg_ptrs(b, t);
+        snprintf(nt, sizeof nt, "%lld", (long long)(ntasks ? ntasks : 1));
+    }
     kiln_sb_printf(b,
                    "    int64_t lo = begin_ * CHUNK_, hi = KILN_MIN_(end_ * CHUNK_, BYTES_);\n"
                    "    if (hi > lo)\n"
                    "        memcpy((char *)o0 + lo, (const char *)a%d + lo, (size_t)(hi - lo));\n}\n",
                    kiln_task_arg(t, n->inputs[0]));
-    char nt[64];
-    snprintf(nt, sizeof nt, "%lld", (long long)(ntasks ? ntasks : 1));
     kiln_emit_entry(b, t, nt, 1);
+    return KILN_OK;
+}
+
+static bool is_copy(const kiln_node *n)
+{
+    return n->op == KILN_OP_RESHAPE || n->op == KILN_OP_FLATTEN || n->op == KILN_OP_IDENTITY;
+}
+
+kiln_status kiln_space_strided(kiln_lowered *l, kiln_task *t, kiln_error *err)
+{
+    (void)err;
+    const kiln_graph *g = l->ctx->g;
+    const kiln_node *n = g->nodes[t->anchor];
+    const kiln_value *x = g->values[n->inputs[0]], *y = g->values[n->outputs[0]];
+    strided p;
+    if (x->layout.kind != KILN_LAYOUT_ROW_MAJOR || y->layout.kind != KILN_LAYOUT_ROW_MAJOR ||
+        (!is_copy(n) && !strided_of(g, n, &p)))
+        return KILN_OK;
+    /* 0 when no output dim is a symbol's (a slice of the last row reads
+     * one, writes none: its start then follows the length in the source) */
+    t->extent = kiln_rt_sym_extent(l, &y->shape);
     return KILN_OK;
 }
 
@@ -231,60 +271,122 @@ kiln_status kiln_emit_strided(kiln_sb *b, const kiln_lowered *l, const kiln_task
     const kiln_graph *g = l->ctx->g;
     const kiln_node *n = g->nodes[t->anchor];
     strided p;
-    if (n->op == KILN_OP_RESHAPE || n->op == KILN_OP_FLATTEN || n->op == KILN_OP_IDENTITY ||
-        !strided_of(g, n, &p))
+    if (is_copy(n) || !strided_of(g, n, &p))
         return emit_copy(b, l, t);
-    const kiln_value *y = g->values[n->outputs[0]];
+    const kiln_value *x = g->values[n->inputs[0]], *y = g->values[n->outputs[0]];
     const char *ty = elem_type(kiln_dtype_size(y->dtype));
+    /* > 0: the extent of the output's (and input's) dims of that size comes
+     * at run time (kiln_space_strided); the source holds the rest */
+    const int64_t e = t->extent;
     if (p.rank == 0) {
         p.rank = 1;
         p.dims[0] = 1;
-        p.stride[0] = 0;
+        p.axis[0] = -1;
     }
+    int64_t kd[KILN_MAX_RANK]; /* the dims the knobs see: e's at KILN_RT_ROWS */
+    for (int d = 0; d < p.rank; d++)
+        kd[d] = e > 0 && p.dims[d] == e ? KILN_RT_ROWS : p.dims[d];
     /* A short last dim (a phase interleave's stride, [.., Qw, sw]) makes a
      * row of a few elements, each row paying the offset's divisions: the
      * last two dims are then one row, two loops with constant strides. */
-    int inner = p.rank >= 2 && p.dims[p.rank - 1] < 16 ? 2 : 1;
+    int inner = p.rank >= 2 && kd[p.rank - 1] < 16 ? 2 : 1;
     int64_t rows = 1;
     for (int d = 0; d < p.rank - inner; d++)
-        rows *= p.dims[d];
-    int64_t last = p.dims[p.rank - 1], mid = inner == 2 ? p.dims[p.rank - 2] : 1;
+        rows *= kd[d];
+    int64_t last = kd[p.rank - 1], mid = inner == 2 ? kd[p.rank - 2] : 1;
     int rpt = 1;
     while (rpt * 2 <= rows && rows / (rpt * 2) >= 8 && rpt * last * mid < 16384)
         rpt *= 2;
+    /* the sizes: literals, or in terms of E_ (the run-time extent) */
+    char rs[96], ls[96], ms[96], xb[160], nt[1024];
+    kiln_rt_str(rs, sizeof rs, kiln_rt_dims(p.dims, 0, p.rank - inner, e), "E_");
+    kiln_rt_str(ls, sizeof ls, kiln_rt_dims(p.dims, p.rank - 1, p.rank, e), "E_");
+    kiln_rt_str(ms, sizeof ms, kiln_rt_dims(p.dims, p.rank - 2, p.rank - 1, e), "E_");
+    kiln_rt_size bz[KILN_MAX_RANK + 1] = {{0, 0}}; /* the base, by power of e */
+    for (int a = 0; a < x->shape.rank; a++)
+        if (p.at[a]) {
+            kiln_rt_size z = rt_stride(x, a, e);
+            bz[z.pow].c += p.at[a] * z.c;
+        }
+    int k = snprintf(xb, sizeof xb, "%lld", (long long)bz[0].c);
+    for (int i = 1; i <= KILN_MAX_RANK && k > 0 && (size_t)k < sizeof xb; i++)
+        if (bz[i].c) {
+            char tb[64];
+            bz[i].pow = i;
+            k += snprintf(xb + k, sizeof xb - (size_t)k, " + %s", kiln_rt_str(tb, sizeof tb, bz[i], "E_"));
+        }
     kiln_emit_prologue(b, l, t, NULL, 0);
-    kiln_sb_printf(b, "static const int64_t ROWS_ = %lld, LAST_ = %lld, RPT_ = %d;\n", (long long)rows,
-                   (long long)last, rpt);
-    if (inner == 2)
-        kiln_sb_printf(b, "static const int64_t MID_ = %lld;\n", (long long)mid);
-    kiln_sb_puts(b, "\n");
+    if (e > 0) {
+        /* the rows per task from the rows of the run, by the rule above */
+        kiln_sb_puts(b, "static int64_t rpt_(int64_t rows, int64_t row_len)\n{\n"
+                        "    int64_t r = 1;\n"
+                        "    while (r * 2 <= rows && rows / (r * 2) >= 8 && r * row_len < 16384)\n"
+                        "        r *= 2;\n"
+                        "    return r;\n}\n\n");
+    } else {
+        kiln_sb_printf(b, "static const int64_t ROWS_ = %s, LAST_ = %s, RPT_ = %d;\n", rs, ls, rpt);
+        if (inner == 2)
+            kiln_sb_printf(b, "static const int64_t MID_ = %s;\n", ms);
+        kiln_sb_puts(b, "\n");
+    }
     kiln_sb_puts(b, KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
+    if (e > 0) {
+        kiln_sb_printf(b, "    const int64_t E_ = " KILN_RT_EXTENT ", ROWS_ = %s, LAST_ = %s;\n", rs, ls);
+        kiln_sb_printf(b, "    const int64_t MID_ = %s, RPT_ = rpt_(ROWS_, LAST_ * MID_);\n",
+                       inner == 2 ? ms : "1");
+    }
     kiln_sb_printf(b,
                    "    const %s *xp = (const %s *)a%d;\n"
                    "    %s *yp = (%s *)o0;\n"
                    "    for (int64_t row = begin_ * RPT_; row < KILN_MIN_(end_ * RPT_, ROWS_); row++) {\n"
-                   "        int64_t off = %lld, q = row;\n"
+                   "        int64_t off = %s, q = row;\n"
                    "        (void)q;\n",
-                   ty, ty, kiln_task_arg(t, n->inputs[0]), ty, ty, (long long)p.base);
-    for (int d = p.rank - 1 - inner; d >= 0; d--)
-        kiln_sb_printf(b, "        off += (q %% %lld) * %lld;\n        q /= %lld;\n",
-                       (long long)p.dims[d], (long long)p.stride[d], (long long)p.dims[d]);
+                   ty, ty, kiln_task_arg(t, n->inputs[0]), ty, ty, xb);
+    char ss[KILN_MAX_RANK][96], ds[96];
+    for (int d = 0; d < p.rank; d++) {
+        kiln_rt_size z = {0, 0};
+        if (p.axis[d] >= 0) {
+            z = rt_stride(x, p.axis[d], e);
+            z.c *= p.mul[d];
+        }
+        kiln_rt_str(ss[d], sizeof ss[d], z, "E_");
+    }
+    /* with the extent at run time, the outermost dim above 1 takes q as it
+     * is (below its extent): no division by a run-time value per row */
+    int outer = 0;
+    while (e > 0 && outer < p.rank - 1 - inner && p.dims[outer] == 1)
+        outer++;
+    for (int d = p.rank - 1 - inner; d >= 0; d--) {
+        kiln_rt_str(ds, sizeof ds, kiln_rt_dims(p.dims, d, d + 1, e), "E_");
+        if (e > 0 && d == outer)
+            kiln_sb_printf(b, "        off += q * %s;\n", ss[d]);
+        else if (e <= 0 || d > outer)
+            kiln_sb_printf(b, "        off += (q %% %s) * %s;\n        q /= %s;\n", ds, ss[d], ds);
+    }
     if (inner == 2)
         kiln_sb_printf(b,
                        "        %s *dst = yp + row * MID_ * LAST_;\n"
                        "        for (int64_t i = 0; i < MID_; i++)\n"
                        "            for (int64_t j = 0; j < LAST_; j++)\n"
-                       "                dst[i * LAST_ + j] = xp[off + i * %lld + j * %lld];\n    }\n}\n",
-                       ty, (long long)p.stride[p.rank - 2], (long long)p.stride[p.rank - 1]);
+                       "                dst[i * LAST_ + j] = xp[off + i * %s + j * %s];\n    }\n}\n",
+                       ty, ss[p.rank - 2], ss[p.rank - 1]);
     else
         kiln_sb_printf(b,
                        "        %s *dst = yp + row * LAST_;\n"
                        "        for (int64_t j = 0; j < LAST_; j++)\n"
-                       "            dst[j] = xp[off + j * %lld];\n    }\n}\n",
-                       ty, (long long)p.stride[p.rank - 1]);
-    char nt[64];
-    snprintf(nt, sizeof nt, "%lld", (long long)((rows + rpt - 1) / rpt));
+                       "            dst[j] = xp[off + j * %s];\n    }\n}\n",
+                       ty, ss[p.rank - 1]);
+    if (e > 0) {
+        char ls2[96], ms2[96];
+        kiln_rt_str(xb, sizeof xb, kiln_rt_dims(p.dims, 0, p.rank - inner, e), "rt->extent");
+        kiln_rt_str(ls2, sizeof ls2, kiln_rt_dims(p.dims, p.rank - 1, p.rank, e), "rt->extent");
+        kiln_rt_str(ms2, sizeof ms2, kiln_rt_dims(p.dims, p.rank - 2, p.rank - 1, e), "rt->extent");
+        snprintf(nt, sizeof nt, "(%s + rpt_(%s, %s * %s) - 1) / rpt_(%s, %s * %s)", xb, xb, ls2,
+                 inner == 2 ? ms2 : "1", xb, ls2, inner == 2 ? ms2 : "1");
+    } else {
+        snprintf(nt, sizeof nt, "%lld", (long long)((rows + rpt - 1) / rpt));
+    }
     kiln_emit_entry(b, t, nt, 1);
     return KILN_OK;
 }

@@ -29,14 +29,22 @@ kiln_status kiln_emit_softmax(kiln_sb *b, const kiln_lowered *l, const kiln_task
     int64_t outer, len, inner;
     kiln_geom_split(&x->shape, ax, ax + 1, &outer, &len, &inner);
     int rpt = kiln_task_knob(t, "rows_per_task", 1);
-    int64_t lines = outer * inner, ntasks = (lines + rpt - 1) / rpt;
+    int64_t lines = outer * inner;
     bool logsm = n->op == KILN_OP_LOGSOFTMAX;
     int xa = kiln_task_arg(t, n->inputs[0]);
     kiln_emit_prologue(b, l, t, NULL, 0);
-    kiln_sb_printf(b, "enum { LEN_ = %lld, INNER_ = %lld, LINES_ = %lld, RPT_ = %d };\n\n",
-                   (long long)len, (long long)inner, (long long)lines, rpt);
-    kiln_sb_puts(b, KILN_TASK_SIG);
-    kiln_emit_arg_ptrs(b, t);
+    if (t->extent > 0) { /* the lines at run time (tpl_softmax.c) */
+        kiln_sb_printf(b, "enum { LEN_ = %lld, INNER_ = %lld, RPT_ = %d };\n\n", (long long)len,
+                       (long long)inner, rpt);
+        kiln_sb_puts(b, KILN_TASK_SIG);
+        kiln_emit_arg_ptrs(b, t);
+        kiln_sb_puts(b, "    const int64_t LINES_ = " KILN_RT_EXTENT ";\n");
+    } else {
+        kiln_sb_printf(b, "enum { LEN_ = %lld, INNER_ = %lld, LINES_ = %lld, RPT_ = %d };\n\n",
+                       (long long)len, (long long)inner, (long long)lines, rpt);
+        kiln_sb_puts(b, KILN_TASK_SIG);
+        kiln_emit_arg_ptrs(b, t);
+    }
     if (inner == 1) {
         /* contiguous lines: 16 partial maxima and sums that the compiler keeps
          * in vector registers, and the vectorizable exp (kiln_kernels_math.h) */
@@ -82,9 +90,7 @@ kiln_status kiln_emit_softmax(kiln_sb *b, const kiln_lowered *l, const kiln_task
                        logsm ? "xp[j] - mx - f" : "yp[j] * f");
         kiln_emit_epilogue(b, l, t, "v", "idx");
         kiln_sb_puts(b, "            yp[j] = v;\n        }\n    }\n}\n");
-        char nt[64];
-        snprintf(nt, sizeof nt, "%lld", (long long)ntasks);
-        kiln_emit_entry(b, t, nt, 1);
+        kiln_emit_entry_rows(b, t, lines, "RPT_", rpt);
         return KILN_OK;
     }
     kiln_sb_printf(b,
@@ -111,9 +117,7 @@ kiln_status kiln_emit_softmax(kiln_sb *b, const kiln_lowered *l, const kiln_task
                    logsm ? "xp[j * INNER_] - mx - f" : "yp[j * INNER_] * f");
     kiln_emit_epilogue(b, l, t, "v", "idx");
     kiln_sb_puts(b, "            yp[j * INNER_] = v;\n        }\n    }\n}\n");
-    char nt[64];
-    snprintf(nt, sizeof nt, "%lld", (long long)ntasks);
-    kiln_emit_entry(b, t, nt, 1);
+    kiln_emit_entry_rows(b, t, lines, "RPT_", rpt);
     return KILN_OK;
 }
 
@@ -227,18 +231,24 @@ kiln_status kiln_emit_reduce(kiln_sb *b, const kiln_lowered *l, const kiln_task 
         for (int i = 0; i < na; i++)
             red[norm_axis(axes[i], r)] = true;
     }
-    int64_t strides[KILN_MAX_RANK], st = 1;
+    /* the sizes as literals, or with t->extent (a symbol's extent, > 0:
+     * tpl_reduce.c) in terms of E_ (codegen.h) */
+    const int64_t e = t->extent;
+    char dims[KILN_MAX_RANK][48], strides[KILN_MAX_RANK][48], out_s[64], red_s[64], nt[80];
+    kiln_rt_size out_z = {1, 0}, red_z = {1, 0};
     for (int d = r - 1; d >= 0; d--) {
-        strides[d] = st;
-        st *= x->shape.dims[d];
+        kiln_rt_str(dims[d], sizeof dims[d], kiln_rt_dims(x->shape.dims, d, d + 1, e), "E_");
+        kiln_rt_str(strides[d], sizeof strides[d], kiln_rt_dims(x->shape.dims, d + 1, r, e), "E_");
+        kiln_rt_size z = kiln_rt_dims(x->shape.dims, d, d + 1, e), *into = red[d] ? &red_z : &out_z;
+        into->c *= z.c;
+        into->pow += z.pow;
     }
-    int64_t out_n = 1, red_n = 1;
-    for (int d = 0; d < r; d++) {
-        if (red[d])
-            red_n *= x->shape.dims[d];
-        else
+    int64_t out_n = 1;
+    for (int d = 0; d < r; d++)
+        if (!red[d])
             out_n *= x->shape.dims[d];
-    }
+    kiln_rt_str(out_s, sizeof out_s, out_z, "E_");
+    kiln_rt_str(red_s, sizeof red_s, red_z, "E_");
     const char *init = "0.0", *acc = "s += v;", *fin = "s";
     switch (n->op) {
     case KILN_OP_REDUCEMEAN:
@@ -271,32 +281,36 @@ kiln_status kiln_emit_reduce(kiln_sb *b, const kiln_lowered *l, const kiln_task 
     }
     int xa = kiln_task_arg(t, n->inputs[0]);
     kiln_emit_prologue(b, l, t, NULL, 0);
-    kiln_sb_printf(b, "enum { OUT_ = %lld, RED_ = %lld };\n\n", (long long)out_n, (long long)red_n);
-    kiln_sb_puts(b, KILN_TASK_SIG);
-    kiln_emit_arg_ptrs(b, t);
+    if (e > 0) {
+        kiln_sb_puts(b, "\n" KILN_TASK_SIG);
+        kiln_emit_arg_ptrs(b, t);
+        kiln_sb_printf(b, "    const int64_t E_ = " KILN_RT_EXTENT ", RED_ = %s;\n", red_s);
+        kiln_rt_str(nt, sizeof nt, out_z, "rt->extent");
+    } else {
+        kiln_sb_printf(b, "enum { OUT_ = %s, RED_ = %s };\n\n", out_s, red_s);
+        kiln_sb_puts(b, KILN_TASK_SIG);
+        kiln_emit_arg_ptrs(b, t);
+        snprintf(nt, sizeof nt, "%lld", (long long)out_n);
+    }
     kiln_sb_puts(b, "    for (int64_t o = begin_; o < end_; o++) {\n"
                     "        int64_t base = 0, q = o;\n        (void)q;\n");
     for (int d = r - 1; d >= 0; d--)
         if (!red[d])
-            kiln_sb_printf(b, "        base += (q %% %lld) * %lld;\n        q /= %lld;\n",
-                           (long long)x->shape.dims[d], (long long)strides[d],
-                           (long long)x->shape.dims[d]);
+            kiln_sb_printf(b, "        base += (q %% %s) * %s;\n        q /= %s;\n", dims[d],
+                           strides[d], dims[d]);
     kiln_sb_printf(b, "        double s = %s;\n        for (int64_t e = 0; e < RED_; e++) {\n"
                       "            int64_t off = base, p = e;\n            (void)p;\n",
                    init);
     for (int d = r - 1; d >= 0; d--)
         if (red[d])
-            kiln_sb_printf(b, "            off += (p %% %lld) * %lld;\n            p /= %lld;\n",
-                           (long long)x->shape.dims[d], (long long)strides[d],
-                           (long long)x->shape.dims[d]);
+            kiln_sb_printf(b, "            off += (p %% %s) * %s;\n            p /= %s;\n",
+                           dims[d], strides[d], dims[d]);
     kiln_sb_printf(b,
                    "            double v = a%d[off];\n            %s\n        }\n"
                    "        float v = (float)(%s);\n        int64_t idx = o;\n        (void)idx;\n",
                    xa, acc, fin);
     kiln_emit_epilogue(b, l, t, "v", "idx");
     kiln_sb_puts(b, "        o0[o] = v;\n    }\n}\n");
-    char nt[64];
-    snprintf(nt, sizeof nt, "%lld", (long long)out_n);
     kiln_emit_entry(b, t, nt, 64);
     return KILN_OK;
 }

@@ -77,7 +77,7 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     const kiln_node *n = l->ctx->g->nodes[t->anchor];
     kiln_bcast_rows w;
     kiln_geom_bcast_rows(l->ctx->g, n, n_operands(n), &w);
-    kiln_knobs_rows(t, 1, w.rows, w.last);
+    kiln_bcast_space(l, t, &w);
     return KILN_OK;
 }
 
@@ -89,41 +89,30 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     kiln_dtype dt = g->values[n->inputs[0]]->dtype;
     kiln_bcast_rows w;
     kiln_geom_bcast_rows(g, n, nops, &w);
+    kiln_bcast_text x;
+    kiln_bcast_text_of(l, t, &w, &x);
     int rpt = kiln_task_knob(t, "rows_per_task", 1);
     const char *ty = ctype(dt);
     static const char *const headers[] = {"kiln_kernels_cast.h"};
     kiln_emit_prologue(b, l, t, headers, dt == KILN_DTYPE_FLOAT16 ? 1 : 0);
-    kiln_sb_printf(b, "/* %s of %s, %lld rows of %lld */\n"
-                      "static const int64_t ROWS_ = %lld, LAST_ = %lld;\nenum { RPT_ = %d };\n\n",
-                   kiln_op_name(n->op), kiln_dtype_name(dt), (long long)w.rows, (long long)w.last,
-                   (long long)w.rows, (long long)w.last, rpt);
+    kiln_sb_printf(b, "/* %s of %s, %s rows of %s */\n", kiln_op_name(n->op), kiln_dtype_name(dt),
+                   x.rows, x.last);
+    kiln_emit_bcast_consts(b, t, &x);
+    kiln_sb_printf(b, "enum { RPT_ = %d };\n\n", rpt);
     kiln_sb_puts(b, KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
     for (int k = 0; k < nops; k++)
         kiln_sb_printf(b, "    const %s *p%d = (const %s *)a%d;\n", ty, k, ty,
                        kiln_task_arg(t, n->inputs[k]));
-    kiln_sb_puts(b, "    uint8_t *op = (uint8_t *)o0;\n"
-                    "    const int64_t r1 = KILN_MIN_(end_ * RPT_, ROWS_);\n"
-                    "    for (int64_t row = begin_ * RPT_; row < r1; row++) {\n"
-                    "        int64_t off[2] = {0, 0}, q = row;\n"
-                    "        (void)q;\n");
-    for (int d = w.rank - 2; d >= 0; d--) {
-        if (w.dims[d] == 1)
-            continue;
-        kiln_sb_printf(b, "        { const int64_t c = q %% %lld; q /= %lld;", (long long)w.dims[d],
-                       (long long)w.dims[d]);
-        for (int k = 0; k < nops; k++)
-            if (w.st[k][d])
-                kiln_sb_printf(b, " off[%d] += c * %lld;", k, (long long)w.st[k][d]);
-        kiln_sb_puts(b, " (void)c; }\n");
-    }
+    kiln_sb_puts(b, "    uint8_t *op = (uint8_t *)o0;\n");
+    kiln_emit_bcast_walk(b, t, &w, &x);
     int r = w.rank - 1;
     kiln_sb_puts(b, "        uint8_t *dst = op + row * LAST_;\n"
                     "        for (int64_t j = 0; j < LAST_; j++) {\n");
     /* the operands as compared: bool as 0/1, float16 as float */
     for (int k = 0; k < nops; k++) {
-        char el[96];
-        snprintf(el, sizeof el, "p%d[off[%d] + j * %lld]", k, k, (long long)w.st[k][r]);
+        char el[128];
+        snprintf(el, sizeof el, "p%d[off[%d] + j * %s]", k, k, x.st[k][r]);
         if (dt == KILN_DTYPE_BOOL)
             kiln_sb_printf(b, "            const int %c = %s != 0;\n", 'x' + k, el);
         else if (dt == KILN_DTYPE_FLOAT16)
@@ -136,9 +125,7 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     else
         kiln_sb_printf(b, "            dst[j] = (uint8_t)(x %s y);\n", op_of(n->op));
     kiln_sb_puts(b, "        }\n    }\n}\n");
-    char nt[64];
-    snprintf(nt, sizeof nt, "%lld", (long long)((w.rows + rpt - 1) / rpt));
-    kiln_emit_entry(b, t, nt, 1);
+    kiln_emit_bcast_entry(b, t, &w, &x, rpt);
     return KILN_OK;
 }
 

@@ -25,5 +25,6 @@ static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
 const kiln_template kiln_tpl_copy = {
     .name = "copy",
     .match = match,
+    .space = kiln_space_strided,
     .emit = kiln_emit_strided,
 };

@@ -19,6 +19,15 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     (void)err;
     const kiln_value *y = l->ctx->g->values[l->ctx->groups[t->group].outputs[0]];
     t->epi_from = 0;
+    /* In a shapes_bound graph a row-major output with a symbol's dim takes
+     * its element count at run time (codegen.h); the chunk follows the
+     * count at KILN_RT_ROWS, so every length shares the source. */
+    int64_t e = y->layout.kind == KILN_LAYOUT_ROW_MAJOR ? kiln_rt_sym_extent(l, &y->shape) : 0;
+    if (e > 0) {
+        t->extent = kiln_layout_nbytes(y->dtype, &y->shape, y->layout) / 4;
+        kiln_knobs_chunk(t, kiln_rt_numel(&y->shape, e));
+        return KILN_OK;
+    }
     kiln_knobs_chunk(t, kiln_layout_nbytes(y->dtype, &y->shape, y->layout) / 4);
     return KILN_OK;
 }

@@ -26,8 +26,20 @@ static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
     return true;
 }
 
+/* In a shapes_bound graph the extent of a symbol the input has (a mean
+ * over the sequence, or over the rest of it) comes at run time: its dims
+ * and the strides that hold it are written in terms of it (codegen.h). */
+static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
+{
+    (void)err;
+    const kiln_node *n = l->ctx->g->nodes[t->anchor];
+    t->extent = kiln_rt_sym_extent(l, &l->ctx->g->values[n->inputs[0]]->shape);
+    return KILN_OK;
+}
+
 const kiln_template kiln_tpl_reduce = {
     .name = "reduce",
     .match = match,
+    .space = space,
     .emit = kiln_emit_reduce,
 };

@@ -2,6 +2,7 @@
  * row-major float32 tensor (the emitter: emit_norm.c). Softmax absorbs an
  * epilogue; LogSoftmax does not. */
 #include "codegen/c/codegen.h"
+#include "lower/geom.h"
 
 static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n,
                   kiln_epi_kind *epi)
@@ -14,8 +15,26 @@ static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
     return true;
 }
 
+/* In a shapes_bound graph the lines (outer x inner) come at run time
+ * (codegen.h); a line's length stays in the source. */
+static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
+{
+    (void)err;
+    const kiln_node *n = l->ctx->g->nodes[t->anchor];
+    const kiln_value *x = l->ctx->g->values[n->inputs[0]];
+    if (!l->ctx->shapes_bound)
+        return KILN_OK;
+    int64_t ax = kiln_attr_int(n, "axis", -1), outer, len, inner;
+    if (ax < 0)
+        ax += x->shape.rank;
+    kiln_geom_split(&x->shape, (int)ax, (int)ax + 1, &outer, &len, &inner);
+    t->extent = outer * inner;
+    return KILN_OK;
+}
+
 const kiln_template kiln_tpl_softmax = {
     .name = "softmax",
     .match = match,
+    .space = space,
     .emit = kiln_emit_softmax,
 };

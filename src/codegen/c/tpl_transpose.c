@@ -187,5 +187,6 @@ const kiln_template kiln_tpl_transpose = {
     .name = "transpose",
     .match = match,
     .layout = layout,
+    .space = kiln_space_strided, /* the strided copy's (row-major both sides) */
     .emit = emit,
 };

@@ -51,7 +51,7 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     (void)err;
     kiln_bcast_rows w;
     kiln_geom_bcast_rows(l->ctx->g, l->ctx->g->nodes[t->anchor], 3, &w);
-    kiln_knobs_rows(t, 1, w.rows, w.last);
+    kiln_bcast_space(l, t, &w);
     return KILN_OK;
 }
 
@@ -62,53 +62,39 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     const kiln_value *o = g->values[n->outputs[0]];
     kiln_bcast_rows w;
     kiln_geom_bcast_rows(g, n, 3, &w);
+    kiln_bcast_text x;
+    kiln_bcast_text_of(l, t, &w, &x);
     int rpt = kiln_task_knob(t, "rows_per_task", 1);
     const char *ty = elem_type(o->dtype);
     kiln_emit_prologue(b, l, t, NULL, 0);
-    kiln_sb_printf(b, "/* %s, %lld rows of %lld */\nstatic const int64_t ROWS_ = %lld, LAST_ = %lld;\n"
-                      "enum { RPT_ = %d };\n\n",
-                   kiln_dtype_name(o->dtype), (long long)w.rows, (long long)w.last,
-                   (long long)w.rows, (long long)w.last, rpt);
+    kiln_sb_printf(b, "/* %s, %s rows of %s */\n", kiln_dtype_name(o->dtype), x.rows, x.last);
+    kiln_emit_bcast_consts(b, t, &x);
+    kiln_sb_printf(b, "enum { RPT_ = %d };\n\n", rpt);
     kiln_sb_puts(b, KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
     kiln_sb_printf(b,
                    "    const uint8_t *cp = (const uint8_t *)a%d;\n"
                    "    const %s *xp = (const %s *)a%d;\n"
                    "    const %s *yp = (const %s *)a%d;\n"
-                   "    %s *op = (%s *)o0;\n"
-                   "    const int64_t r1 = KILN_MIN_(end_ * RPT_, ROWS_);\n"
-                   "    for (int64_t row = begin_ * RPT_; row < r1; row++) {\n"
-                   "        int64_t off[3] = {0, 0, 0}, q = row;\n"
-                   "        (void)q;\n",
+                   "    %s *op = (%s *)o0;\n",
                    kiln_task_arg(t, n->inputs[0]), ty, ty, kiln_task_arg(t, n->inputs[1]), ty, ty,
                    kiln_task_arg(t, n->inputs[2]), ty, ty);
-    for (int d = w.rank - 2; d >= 0; d--) {
-        if (w.dims[d] == 1)
-            continue;
-        kiln_sb_printf(b, "        { const int64_t c = q %% %lld; q /= %lld;", (long long)w.dims[d],
-                       (long long)w.dims[d]);
-        for (int k = 0; k < 3; k++)
-            if (w.st[k][d])
-                kiln_sb_printf(b, " off[%d] += c * %lld;", k, (long long)w.st[k][d]);
-        kiln_sb_puts(b, " (void)c; }\n");
-    }
+    kiln_emit_bcast_walk(b, t, &w, &x);
     int r = w.rank - 1;
     kiln_sb_printf(b,
                    "        const uint8_t *cr = cp + off[0];\n"
                    "        const %s *xr = xp + off[1], *yr = yp + off[2];\n"
                    "        %s *dst = op + row * LAST_;\n"
                    "        for (int64_t j = 0; j < LAST_; j++) {\n"
-                   "            %s v = cr[j * %lld] ? xr[j * %lld] : yr[j * %lld];\n",
-                   ty, ty, ty, (long long)w.st[0][r], (long long)w.st[1][r], (long long)w.st[2][r]);
+                   "            %s v = cr[j * %s] ? xr[j * %s] : yr[j * %s];\n",
+                   ty, ty, ty, x.st[0][r], x.st[1][r], x.st[2][r]);
     if (kiln_task_has_epilogue(l, t)) {
         kiln_sb_puts(b, "            const int64_t idx = row * LAST_ + j;\n"
                         "            (void)idx;\n");
         kiln_emit_epilogue(b, l, t, "v", "idx");
     }
     kiln_sb_puts(b, "            dst[j] = v;\n        }\n    }\n}\n");
-    char nt[64];
-    snprintf(nt, sizeof nt, "%lld", (long long)((w.rows + rpt - 1) / rpt));
-    kiln_emit_entry(b, t, nt, 1);
+    kiln_emit_bcast_entry(b, t, &w, &x, rpt);
     return KILN_OK;
 }
 
