@@ -152,7 +152,8 @@ static void test_one_source_any_length(void **state)
         int n = 0;
         char *k = rt_kernels(g, lens[i], &n, tpls, sizeof tpls);
         assert_null(strstr(k, " * workload:"));
-        if (getenv("KT_DUMP")) fputs(k, stderr);
+        if (getenv("KT_DUMP")) /* the sources, to read them */
+            fputs(k, stderr);
         if (!first) {
             first = k;
             first_n = n;
