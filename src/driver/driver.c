@@ -29,6 +29,7 @@
 #include "lower/hash.h"
 #include "kiln/abi.h"
 #include "util/error.h"
+#include "util/packmemo.h"
 
 #define KILN_XSTR_(x) #x
 #define KILN_STR_(x) KILN_XSTR_(x)
@@ -297,8 +298,8 @@ kiln_status kiln_build_codegen(kiln_build *b, kiln_error *err)
     /* the large weights' files are named by their bytes (shared weights) */
     for (int i = 0; i < low->n_tensors && b->share_weights; i++) {
         kiln_tensor_entry *e = &b->low->tensors[i];
-        if (!e->weights || e->nbytes < KILN_SHARE_MIN_BYTES)
-            continue;
+        if (!e->weights || e->nbytes < KILN_SHARE_MIN_BYTES || e->mapped)
+            continue; /* a mapped file (the pack memo's) has its name */
         kiln_hash fh;
         kiln_hash_init(&fh, 19);
         kiln_hash_update(&fh, &e->nbytes, sizeof e->nbytes);
@@ -348,18 +349,23 @@ static kiln_status weight_files(kiln_build *b, const char *model, kiln_error *er
         snprintf(p, sizeof p, "%.*s/%s", dl, dir, e->file);
         if (kiln_tc_have(p)) {
             kiln_tc_touch(p);
-            continue;
+        } else {
+            snprintf(tmp, sizeof tmp, "%s.tmp-%ld", p, (long)getpid());
+            FILE *f = fopen(tmp, "wb");
+            bool ok = f && fwrite(e->data, 1, (size_t)e->nbytes, f) == (size_t)e->nbytes;
+            if (f && fclose(f) != 0)
+                ok = false;
+            if (!ok || rename(tmp, p) != 0) {
+                unlink(tmp);
+                return kiln_errorf(err, KILN_ERR_IO,
+                                   "cannot write the weights file '%s' (disk full?)", p);
+            }
         }
-        snprintf(tmp, sizeof tmp, "%s.tmp-%ld", p, (long)getpid());
-        FILE *f = fopen(tmp, "wb");
-        bool ok = f && fwrite(e->data, 1, (size_t)e->nbytes, f) == (size_t)e->nbytes;
-        if (f && fclose(f) != 0)
-            ok = false;
-        if (!ok || rename(tmp, p) != 0) {
-            unlink(tmp);
-            return kiln_errorf(err, KILN_ERR_IO, "cannot write the weights file '%s' (disk full?)",
-                               p);
-        }
+        /* the next build of this model (a VM's next class) maps it */
+        if (e->memo_key && b->low->ctx->pack_memo &&
+            !kiln_pack_memo_put(b->low->ctx->pack_memo, e->memo_src, (size_t)e->memo_src_bytes,
+                                e->memo_key, p, e->nbytes))
+            return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     }
     return KILN_OK;
 }

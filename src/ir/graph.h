@@ -112,6 +112,9 @@ struct kiln_graph {
      * recorded, their dims then compile as fixed extents) */
     kiln_sym syms[KILN_MAX_SYMS];
     int n_syms;
+    /* not owned: the memo of weights packed before by builds of the same
+     * model (util/packmemo.h; a VM's shape classes), or NULL */
+    struct kiln_pack_memo *pack_memo;
 };
 
 /* ---- construction (all return -1 / an error status when out of memory) -- */

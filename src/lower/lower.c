@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "util/sb.h"
 #include "lower/hash.h"
@@ -80,12 +81,29 @@ int kiln_lower_weights(kiln_lowered *l, int v, const char *layout, void *owned, 
     return id;
 }
 
+int kiln_lower_weights_mapped(kiln_lowered *l, int v, const char *layout, void *map,
+                              int64_t nbytes, const char *file)
+{
+    kiln_tensor_entry e = {.value = v, .weights = true, .data = map, .nbytes = nbytes,
+                           .mapped = true};
+    snprintf(e.layout, sizeof e.layout, "%s", layout);
+    snprintf(e.file, sizeof e.file, "%s", file);
+    int id = add_tensor(l, e);
+    if (id < 0)
+        munmap(map, (size_t)nbytes);
+    return id;
+}
+
 void kiln_lowered_destroy(kiln_lowered *l)
 {
     if (!l)
         return;
-    for (int i = 0; i < l->n_tensors; i++)
+    for (int i = 0; i < l->n_tensors; i++) {
         free(l->tensors[i].owned);
+        free(l->tensors[i].memo_key);
+        if (l->tensors[i].mapped)
+            munmap((void *)l->tensors[i].data, (size_t)l->tensors[i].nbytes);
+    }
     free(l->tensors);
     for (int i = 0; i < l->n_tasks; i++) {
         kiln_task *t = &l->tasks[i];

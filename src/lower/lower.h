@@ -87,6 +87,14 @@ typedef struct kiln_tensor_entry {
     int64_t offset;       /* arena offset (plan) or weights offset (assigned by codegen) */
     char file[40];        /* weights kept as a file of their own (KILN_STORAGE_FILE): its
                              name, "<hash of the bytes>.w"; "" in the blob */
+    /* packed weights and the pack memo (util/packmemo.h): `mapped`, data is
+     * that file mapped (the memo had it; unmapped at destroy); else
+     * memo_key (owned) set: record the file once written, for the source
+     * [memo_src, + memo_src_bytes) */
+    bool mapped;
+    char *memo_key;
+    const void *memo_src;
+    int64_t memo_src_bytes;
 } kiln_tensor_entry;
 
 typedef struct kiln_lowered {
@@ -114,6 +122,12 @@ void kiln_lowered_destroy(kiln_lowered *l);
  * a packed copy (nbytes), owned by the table from then on; NULL: the
  * constant's own bytes. -1 when out of memory (owned is freed). */
 int kiln_lower_weights(kiln_lowered *l, int v, const char *layout, void *owned, int64_t nbytes);
+/* The weights tensor of constant value v in `layout` whose bytes are a
+ * mapping of a weights file `file` (nbytes, munmap'ed with the table; the
+ * packed form the pack memo found): one tensor per mapping; -1 when out of
+ * memory (the mapping is then released). */
+int kiln_lower_weights_mapped(kiln_lowered *l, int v, const char *layout, void *map,
+                              int64_t nbytes, const char *file);
 /* Arg index of value v in the task, or -1. */
 int kiln_task_arg(const kiln_task *t, int v);
 /* The knob value by name (def if absent). */

@@ -84,6 +84,7 @@ typedef struct kiln_pass_ctx {
     /* the graph's symbols (ir/graph.h): which of its extents those are */
     kiln_sym syms[KILN_MAX_SYMS];
     int n_syms;
+    struct kiln_pack_memo *pack_memo; /* the graph's (ir/graph.h), not owned */
     /* statistics for reports */
     int stat_bn_folded, stat_const_folded, stat_removed, stat_transforms, stat_inplace;
 } kiln_pass_ctx;

@@ -126,6 +126,7 @@ kiln_status kiln_pass_ctx_create(const kiln_graph *g, const kiln_target *t,
     ctx->shapes_bound = g->shapes_bound;
     memcpy(ctx->syms, g->syms, sizeof ctx->syms);
     ctx->n_syms = g->n_syms;
+    ctx->pack_memo = g->pack_memo;
     kiln_rewrite rw;
     kiln_status s = kiln_rewrite_begin(&rw, g, err);
     if (s != KILN_OK) {

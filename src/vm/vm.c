@@ -35,6 +35,7 @@
 #include "ref/ref.h"
 #include "util/error.h"
 #include "util/file.h"
+#include "util/packmemo.h"
 #include "vm/vm_internal.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -262,15 +263,35 @@ vm_src kiln_vm_resolve(const kiln_vm *vm, const char *name, int before)
     return (vm_src){.kind = -1};
 }
 
+kiln_pack_memo *kiln_vm_memo(kiln_vm *vm)
+{
+    kiln_vm *r = kiln_vm_root(vm);
+    if (r->memo || r->borrowed_m || !r->m || !r->m->graph)
+        return r->memo;
+    /* the decoded initializers live, unchanged, as long as this VM */
+    r->memo = kiln_pack_memo_create();
+    r->memo_owned = true;
+    for (size_t i = 0; r->memo && i < r->m->graph->n_initializer; i++) {
+        const Onnx__TensorProto *tp = r->m->graph->initializer[i];
+        if (tp->has_raw_data &&
+            !kiln_pack_memo_add_source(r->memo, tp->raw_data.data, tp->raw_data.len)) {
+            kiln_pack_memo_destroy(r->memo);
+            r->memo = NULL; /* out of memory: every class packs */
+        }
+    }
+    return r->memo;
+}
+
 /* Compiles g into a module with the VM's compiler (through the object
  * cache, so a graph compiled before is only loaded); KILN_ERR_NOT_FOUND
- * without one. */
-static kiln_status compile_graph(const kiln_vm *vm, const kiln_graph *g, kiln_module **mod,
-                                 kiln_error *err)
+ * without one. The build maps weights an earlier class packed alike
+ * (kiln_vm_memo). */
+static kiln_status compile_graph(kiln_vm *vm, kiln_graph *g, kiln_module **mod, kiln_error *err)
 {
     if (!vm->compile)
         return kiln_errorf(err, KILN_ERR_NOT_FOUND,
                            "no compiler: the VM was opened by the runtime alone");
+    g->pack_memo = kiln_vm_memo(vm);
     return vm->compile(g, vm->cache_dir, vm->target, vm->records, vm->num_threads, mod, err);
 }
 
@@ -625,6 +646,8 @@ void kiln_vm_destroy(kiln_vm *vm)
     }
     free(vm->in_cap);
     kiln_vm_batch_free(vm);
+    if (vm->memo_owned)
+        kiln_pack_memo_destroy(vm->memo);
     if (vm->m && !vm->parent && !vm->borrowed_m)
         onnx_free_model(vm->m);
     free(vm);

@@ -94,6 +94,11 @@ struct kiln_vm {
     char *cache_dir;       /* their object cache, or NULL: the default */
     char *target, *records; /* their target and tuning records, or NULL */
     kiln_vm_compile_fn compile; /* compiles them; NULL: no compiler (the runtime alone) */
+    /* the weights its builds packed (util/packmemo.h), for the next class:
+     * the model owner's (created with its first compile, owned), a
+     * specialization's its generic VM's */
+    struct kiln_pack_memo *memo;
+    bool memo_owned;
     int n_in, n_out;
     const Onnx__ValueInfoProto **in_vi, **out_vi;
     kiln_dtype *in_dt, *out_dt;
@@ -177,6 +182,9 @@ kiln_status kiln_vm_split(kiln_vm *vm, bool *dyn, kiln_error *err);
 kiln_status kiln_vm_build_dynamic(kiln_vm *vm, const bool *dyn, kiln_error *err);
 /* The outermost VM (vm itself unless a body's). */
 kiln_vm *kiln_vm_root(const kiln_vm *vm);
+/* The pack memo of vm's model (struct kiln_vm's memo), NULL when out of
+ * memory or without a decoded model. */
+struct kiln_pack_memo *kiln_vm_memo(kiln_vm *vm);
 /* Copies o's settings into vm (strings duplicated); KILN_ERR_OUT_OF_MEMORY. */
 kiln_status kiln_vm_copy_options(kiln_vm *vm, const kiln_vm_options *o);
 

@@ -151,6 +151,7 @@ static kiln_status spec_create(kiln_vm *g, const kiln_shape *shapes, int64_t bat
     }
     vm->m = g->m;
     vm->borrowed_m = true;
+    vm->memo = kiln_vm_memo(g); /* classes map the weights earlier ones packed */
     vm->graph = g->graph;
     vm->batch_c = batch_c;
     vm->batch_probe = probe;

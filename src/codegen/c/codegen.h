@@ -189,6 +189,20 @@ kiln_status kiln_tpl_pack_buffer(const kiln_node *n, int64_t floats, float **out
 kiln_status kiln_tpl_use_packed(kiln_lowered *l, kiln_task *t, const kiln_value *wv,
                                 const char *layout, float *packed, int64_t floats,
                                 kiln_error *err);
+/* The same through the graph's pack memo (util/packmemo.h), for a packing
+ * whose every parameter besides wv's bytes is in `key` (template, sizes,
+ * flags): kiln_tpl_packed_before points task t's argument for wv at the
+ * weights file of an earlier build that packed wv's bytes so (mapped, *hit
+ * true: nothing to pack); kiln_tpl_use_packed_key is kiln_tpl_use_packed
+ * that records the file for the next build. Without a memo, or for bytes
+ * that are not the memo's stable sources, they are a miss and
+ * kiln_tpl_use_packed. */
+kiln_status kiln_tpl_packed_before(kiln_lowered *l, kiln_task *t, const kiln_value *wv,
+                                   const char *layout, const char *key, int64_t floats,
+                                   bool *hit, kiln_error *err);
+kiln_status kiln_tpl_use_packed_key(kiln_lowered *l, kiln_task *t, const kiln_value *wv,
+                                    const char *layout, float *packed, int64_t floats,
+                                    const char *key, kiln_error *err);
 /* A conv whose c output channels are padded to blocks of cb reads its bias
  * (input 2, a constant) as whole blocks: re-lowers it zero-padded
  * (tpl_common.c; the blocked and depthwise convs). Nothing to do without a

@@ -2,12 +2,17 @@
  * (operand checks of their match hooks, the kernel headers' epilogue). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "codegen/c/codegen.h"
 #include "codegen/c/kernels/kiln_kernels_common.h"
 #include "lower/geom.h"
 #include "util/bigmem.h"
+#include "util/packmemo.h"
 
 bool kiln_tpl_f32(const kiln_graph *g, int v)
 {
@@ -226,6 +231,64 @@ kiln_status kiln_tpl_use_packed(kiln_lowered *l, kiln_task *t, const kiln_value 
     if (id < 0)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     t->args[kiln_task_arg(t, wv->id)] = id;
+    return KILN_OK;
+}
+
+/* The bytes of wv as the memo keys them: (pointer, size) when stable. */
+static bool memo_source(const kiln_lowered *l, const kiln_value *wv, size_t *n)
+{
+    if (!l->ctx->pack_memo || !wv->data || wv->kind != KILN_VALUE_CONST)
+        return false;
+    *n = kiln_dtype_size(wv->dtype) * (size_t)kiln_shape_numel(&wv->shape);
+    return kiln_pack_memo_stable(l->ctx->pack_memo, wv->data, *n);
+}
+
+kiln_status kiln_tpl_packed_before(kiln_lowered *l, kiln_task *t, const kiln_value *wv,
+                                   const char *layout, const char *key, int64_t floats,
+                                   bool *hit, kiln_error *err)
+{
+    *hit = false;
+    size_t n = 0;
+    char path[4200];
+    int64_t nbytes = 0;
+    if (!memo_source(l, wv, &n) ||
+        !kiln_pack_memo_find(l->ctx->pack_memo, wv->data, n, key, path, sizeof path, &nbytes) ||
+        nbytes != (int64_t)sizeof(float) * floats)
+        return KILN_OK;
+    /* the file an earlier build wrote: mapped as the packed weights (a
+     * missing or short one, pruned by the cache bound, is a miss) */
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0)
+        return KILN_OK;
+    void *map = fstat(fd, &st) == 0 && st.st_size == nbytes
+                    ? mmap(NULL, (size_t)nbytes, PROT_READ, MAP_PRIVATE, fd, 0)
+                    : MAP_FAILED;
+    close(fd);
+    if (map == MAP_FAILED)
+        return KILN_OK;
+    const char *slash = strrchr(path, '/');
+    int id = kiln_lower_weights_mapped(l, wv->id, layout, map, nbytes, slash ? slash + 1 : path);
+    if (id < 0)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    t->args[kiln_task_arg(t, wv->id)] = id;
+    *hit = true;
+    return KILN_OK;
+}
+
+kiln_status kiln_tpl_use_packed_key(kiln_lowered *l, kiln_task *t, const kiln_value *wv,
+                                    const char *layout, float *packed, int64_t floats,
+                                    const char *key, kiln_error *err)
+{
+    kiln_status s = kiln_tpl_use_packed(l, t, wv, layout, packed, floats, err);
+    size_t n = 0;
+    if (s != KILN_OK || !memo_source(l, wv, &n))
+        return s;
+    kiln_tensor_entry *e = &l->tensors[t->args[kiln_task_arg(t, wv->id)]];
+    if (!e->memo_key && !(e->memo_key = strdup(key)))
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    e->memo_src = wv->data;
+    e->memo_src_bytes = (int64_t)n;
     return KILN_OK;
 }
 

@@ -566,15 +566,24 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
     const kiln_value *wv = g->values[n->inputs[1]];
     const kiln_conv_params *p = t->params;
     int64_t floats = kiln_conv_packed_weight_floats(p);
-    float *packed;
-    kiln_status s = kiln_tpl_pack_buffer(n, floats, &packed, err);
+    char lb[32], key[160];
+    snprintf(lb, sizeof lb, "OIHW%di%do", p->cb_in, p->cb_out);
+    /* what kiln_conv_pack_weights reads besides the weights (its plan's
+     * block counts follow from these alone) */
+    snprintf(key, sizeof key, "conv2d ci%d co%d g%d k%dx%d cb%d/%d", p->c_in, p->c_out, p->groups,
+             p->kh, p->kw, p->cb_in, p->cb_out);
+    bool hit = false;
+    kiln_status s = kiln_tpl_packed_before(l, t, wv, lb, key, floats, &hit, err);
     if (s != KILN_OK)
         return s;
-    kiln_conv_pack_weights(p, wv->data, packed);
-    char lb[32];
-    snprintf(lb, sizeof lb, "OIHW%di%do", p->cb_in, p->cb_out);
-    if ((s = kiln_tpl_use_packed(l, t, wv, lb, packed, floats, err)) != KILN_OK)
-        return s;
+    if (!hit) {
+        float *packed;
+        if ((s = kiln_tpl_pack_buffer(n, floats, &packed, err)) != KILN_OK)
+            return s;
+        kiln_conv_pack_weights(p, wv->data, packed);
+        if ((s = kiln_tpl_use_packed_key(l, t, wv, lb, packed, floats, key, err)) != KILN_OK)
+            return s;
+    }
     /* padded output channels: the kernel reads the bias of whole blocks */
     if ((s = kiln_tpl_pad_bias(l, t, n, p->c_out, p->cb_out, err)) != KILN_OK)
         return s;

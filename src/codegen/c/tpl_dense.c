@@ -239,14 +239,20 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
     const kiln_value *bv = g->values[n->inputs[1]];
     const kiln_dense_params *p = t->params;
     int64_t floats = kiln_dense_packed_weight_floats(p);
+    char lb[32], key[160];
+    snprintf(lb, sizeof lb, "KN%dn", p->nb);
+    /* what kiln_dense_pack_weights reads besides the weights */
+    snprintf(key, sizeof key, "dense k%d n%d nb%d w_kn%d alpha%a", p->k, p->n, p->nb, p->w_kn,
+             (double)p->alpha);
+    bool hit = false;
+    kiln_status s = kiln_tpl_packed_before(l, t, bv, lb, key, floats, &hit, err);
+    if (s != KILN_OK || hit)
+        return s;
     float *packed;
-    kiln_status s = kiln_tpl_pack_buffer(n, floats, &packed, err);
-    if (s != KILN_OK)
+    if ((s = kiln_tpl_pack_buffer(n, floats, &packed, err)) != KILN_OK)
         return s;
     kiln_dense_pack_weights(p, bv->data, packed);
-    char lb[32];
-    snprintf(lb, sizeof lb, "KN%dn", p->nb);
-    return kiln_tpl_use_packed(l, t, bv, lb, packed, floats, err);
+    return kiln_tpl_use_packed_key(l, t, bv, lb, packed, floats, key, err);
 }
 
 /* The generated epilogue callback (kiln_dense_epi_fn): the group's nodes
