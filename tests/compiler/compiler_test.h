@@ -4,6 +4,7 @@
 #ifndef KILN_TESTS_COMPILER_TEST_H
 #define KILN_TESTS_COMPILER_TEST_H
 
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,6 +235,47 @@ static inline void ct_check_graph(const kiln_graph *g, const char *dir, const ch
                                   uint64_t knob_seed, uint64_t seed, double rtol, double atol)
 {
     ct_check_graph_on(g, dir, tag, NULL, knob_seed, seed, rtol, atol);
+}
+
+
+/* x [1, M, 256] . W [256, 256] + b in a shapes_bound graph (a VM class):
+ * W is 256 KB, a file of its own when weights are shared; *w_id: W's
+ * value id (may be NULL). */
+static inline kiln_graph *ct_dense_layer(int64_t M, int *w_id)
+{
+    kiln_graph *g = NULL;
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    int x = kiln_graph_add_input(g, "x", KILN_DTYPE_FLOAT32, &(kiln_shape){3, {1, M, 256}});
+    int w = ct_param(g, "W", (kiln_shape){2, {256, 256}}, 5, -0.1f, 0.1f);
+    int b = ct_param(g, "b", (kiln_shape){1, {256}}, 6, -0.5f, 0.5f);
+    int mm = kiln_graph_node_output(
+        g, kiln_graph_add_node(g, KILN_OP_MATMUL, "mm", (int[]){x, w}, 2, 1), 0);
+    int y = kiln_graph_node_output(
+        g, kiln_graph_add_node(g, KILN_OP_ADD, "y", (int[]){mm, b}, 2, 1), 0);
+    assert_int_equal(kiln_graph_add_output(g, y), KILN_OK);
+    kiln_error err = {0};
+    assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+    g->shapes_bound = true;
+    if (w_id)
+        *w_id = w;
+    return g;
+}
+
+/* The *.w files (shared weights) in dir; path gets one's. */
+static inline int ct_weight_files(const char *dir, char *path, size_t cap)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len > 2 && strcmp(e->d_name + len - 2, ".w") == 0) {
+            n++;
+            snprintf(path, cap, "%s/%s", dir, e->d_name);
+        }
+    }
+    closedir(d);
+    return n;
 }
 
 #endif

@@ -10,7 +10,6 @@
 #include "driver/driver.h"
 #include "util/packmemo.h"
 
-#include <dirent.h>
 #include <unistd.h>
 
 static char g_dir[256];
@@ -47,44 +46,16 @@ static void test_table(void **state)
     kiln_pack_memo_destroy(m);
 }
 
-/* x [1, M, 256] . W [256, 256] + b; W's bytes `w` when given (lent: the
- * graph does not own them, as a class's import lends the model's). */
+/* ct_dense_layer with W's bytes `w` when given (lent: the graph does not
+ * own them, as a class's import lends the model's) and the memo. */
 static kiln_graph *layer(int64_t M, const float *w, kiln_pack_memo *memo)
 {
-    kiln_graph *g = NULL;
-    assert_int_equal(kiln_graph_create(&g), KILN_OK);
-    int x = kiln_graph_add_input(g, "x", KILN_DTYPE_FLOAT32, &(kiln_shape){3, {1, M, 256}});
-    int wv = ct_param(g, "W", (kiln_shape){2, {256, 256}}, 5, -0.1f, 0.1f);
+    int wv = -1;
+    kiln_graph *g = ct_dense_layer(M, &wv);
     if (w)
         g->values[wv]->data = (void *)w;
-    int b = ct_param(g, "b", (kiln_shape){1, {256}}, 6, -0.5f, 0.5f);
-    int mm = kiln_graph_node_output(
-        g, kiln_graph_add_node(g, KILN_OP_MATMUL, "mm", (int[]){x, wv}, 2, 1), 0);
-    int y = kiln_graph_node_output(
-        g, kiln_graph_add_node(g, KILN_OP_ADD, "y", (int[]){mm, b}, 2, 1), 0);
-    assert_int_equal(kiln_graph_add_output(g, y), KILN_OK);
-    kiln_error err = {0};
-    assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
-    g->shapes_bound = true;
     g->pack_memo = memo;
     return g;
-}
-
-/* The *.w files in dir; path gets one's. */
-static int weight_files(const char *dir, char *path, size_t cap)
-{
-    int n = 0;
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    for (struct dirent *e; (e = readdir(d));) {
-        size_t len = strlen(e->d_name);
-        if (len > 2 && strcmp(e->d_name + len - 2, ".w") == 0) {
-            n++;
-            snprintf(path, cap, "%s/%s", dir, e->d_name);
-        }
-    }
-    closedir(d);
-    return n;
 }
 
 /* Builds g into `cache` with shared weights (as the VM does), checks it
@@ -130,7 +101,7 @@ static void test_builds_map_packed_weights(void **state)
     /* the file gone (the cache bound): packed again, written, recorded */
     char models[320];
     snprintf(models, sizeof models, "%s/models", cache);
-    assert_int_equal(weight_files(models, wf, sizeof wf), 1); /* the packed W */
+    assert_int_equal(ct_weight_files(models, wf, sizeof wf), 1); /* the packed W */
     assert_int_equal(unlink(wf), 0);
     kiln_graph *g40 = layer(40, w, memo);
     assert_int_equal(build_check(g40, cache, "40 rows, file deleted"), 0);

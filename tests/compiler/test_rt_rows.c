@@ -156,42 +156,6 @@ static void test_static_graphs_specialize(void **state)
     kiln_graph_destroy(g17);
 }
 
-/* x [1, M, 256] . W [256, 256] + b: a 256 KB weight (a file when shared). */
-static kiln_graph *big_layer(int64_t M)
-{
-    kiln_graph *g = NULL;
-    assert_int_equal(kiln_graph_create(&g), KILN_OK);
-    int x = kiln_graph_add_input(g, "x", KILN_DTYPE_FLOAT32, &(kiln_shape){3, {1, M, 256}});
-    int w = ct_param(g, "W", (kiln_shape){2, {256, 256}}, 5, -0.1f, 0.1f);
-    int b = ct_param(g, "b", (kiln_shape){1, {256}}, 6, -0.5f, 0.5f);
-    int mm = kiln_graph_node_output(
-        g, kiln_graph_add_node(g, KILN_OP_MATMUL, "mm", (int[]){x, w}, 2, 1), 0);
-    int y = kiln_graph_node_output(
-        g, kiln_graph_add_node(g, KILN_OP_ADD, "y", (int[]){mm, b}, 2, 1), 0);
-    assert_int_equal(kiln_graph_add_output(g, y), KILN_OK);
-    kiln_error err = {0};
-    assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
-    g->shapes_bound = true;
-    return g;
-}
-
-/* The *.w files in dir; *last gets one's path. */
-static int weight_files(const char *dir, char *last, size_t cap)
-{
-    int n = 0;
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    for (struct dirent *e; (e = readdir(d));) {
-        size_t len = strlen(e->d_name);
-        if (len > 2 && strcmp(e->d_name + len - 2, ".w") == 0) {
-            n++;
-            snprintf(last, cap, "%s/%s", dir, e->d_name);
-        }
-    }
-    closedir(d);
-    return n;
-}
-
 /* Builds g into the model cache `cache` with shared weights; *so: its path. */
 static kiln_status shared_build(const kiln_graph *g, const char *cache, char *so, size_t cap,
                                 kiln_error *err)
@@ -216,13 +180,13 @@ static void test_shared_weight_files(void **state)
     snprintf(cache, sizeof cache, "%s/cache", g_dir);
     snprintf(models, sizeof models, "%s/models", cache);
     kiln_error err = {0};
-    kiln_graph *g3 = big_layer(3), *g17 = big_layer(17);
+    kiln_graph *g3 = ct_dense_layer(3, NULL), *g17 = ct_dense_layer(17, NULL);
     assert_int_equal(shared_build(g3, cache, so3, sizeof so3, &err), KILN_OK);
-    int n = weight_files(models, wf, sizeof wf);
+    int n = ct_weight_files(models, wf, sizeof wf);
     assert_int_equal(n, 1); /* the packed W; the bias stays in the .so */
     assert_int_equal(shared_build(g17, cache, so17, sizeof so17, &err), KILN_OK);
     assert_true(strcmp(so3, so17) != 0);
-    assert_int_equal(weight_files(models, wf, sizeof wf), 1); /* the same file */
+    assert_int_equal(ct_weight_files(models, wf, sizeof wf), 1); /* the same file */
     ct_check_so(g3, so3, "shared 3", 9, 1e-4, 1e-5);
     ct_check_so(g17, so17, "shared 17", 9, 1e-4, 1e-5);
     /* the file gone: loading says so; the next build puts it back */
@@ -232,7 +196,7 @@ static void test_shared_weight_files(void **state)
     assert_null(m);
     assert_non_null(strstr(err.msg, "is missing"));
     assert_int_equal(shared_build(g3, cache, so3, sizeof so3, &err), KILN_OK);
-    assert_int_equal(weight_files(models, wf, sizeof wf), 1);
+    assert_int_equal(ct_weight_files(models, wf, sizeof wf), 1);
     ct_check_so(g3, so3, "shared 3 again", 9, 1e-4, 1e-5);
     /* an output path of its own: refused */
     kiln_compile_options opts = {.jobs = 2, .cache_dir = cache};
