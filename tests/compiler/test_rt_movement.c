@@ -11,7 +11,8 @@
  * length (position embeddings, a causal mask: two length dims), a
  * broadcast Expand, a residual Add, a Softmax, a mean over the length
  * (the reduced dims hold it) and a max along it, and a Where on a mask
- * compared from the length. Without shapes_bound the
+ * compared from the length, and the last rows read from the end (a
+ * decoder's next-token row). Without shapes_bound the
  * kernels are specialized per length (so the comparison can fail). */
 #include "codegen/c/codegen.h"
 #include "compiler_test.h"
@@ -58,6 +59,8 @@ static int slice(kiln_graph *g, const char *name, int x, const int64_t *starts, 
  *   ex = Expand(r [L, 1], [L, 5]) * 2     [L, 5]
  *   mean over L of x [1, 1, 24], max over the last dim of [L, 1, 24],
  *   Where(r < thr [5], ex, 0)              [L, 5]
+ *   x[:, -1, :] (Gather)  [1, 24] and x[:, -2:, :] (Slice)  [1, 2, 24]:
+ *   the length only in their offsets, read from the end
  * with r [L, 1] a second input. */
 static kiln_graph *decoder_ops(int64_t L, bool bound)
 {
@@ -94,6 +97,11 @@ static kiln_graph *decoder_ops(int64_t L, bool bound)
     int zero = ct_param(g, "zero", (kiln_shape){1, {1}}, 25, 0.0f, 0.0f);
     int lt = node_out(g, out1(g, KILN_OP_LESS, "lt", (int[]){r, thr}, 2));
     int wh = node_out(g, out1(g, KILN_OP_WHERE, "wh", (int[]){lt, ex2, zero}, 3));
+    int64_t neg1 = -1;
+    int idx = kiln_graph_add_const(g, "last", KILN_DTYPE_INT64, &(kiln_shape){0, {0}}, &neg1);
+    int lastn = out1(g, KILN_OP_GATHER, "last_row", (int[]){x, idx}, 2);
+    assert_int_equal(kiln_node_set_int(g, lastn, "axis", 1), KILN_OK);
+    int tail = slice(g, "tail", x, (int64_t[]){-2}, (int64_t[]){INT64_MAX}, (int64_t[]){1}, 1);
     assert_int_equal(kiln_graph_add_output(g, a), KILN_OK);
     assert_int_equal(kiln_graph_add_output(g, node_out(g, smn)), KILN_OK);
     assert_int_equal(kiln_graph_add_output(g, cm), KILN_OK);
@@ -101,6 +109,8 @@ static kiln_graph *decoder_ops(int64_t L, bool bound)
     assert_int_equal(kiln_graph_add_output(g, node_out(g, mn)), KILN_OK);
     assert_int_equal(kiln_graph_add_output(g, node_out(g, mx)), KILN_OK);
     assert_int_equal(kiln_graph_add_output(g, wh), KILN_OK);
+    assert_int_equal(kiln_graph_add_output(g, node_out(g, lastn)), KILN_OK);
+    assert_int_equal(kiln_graph_add_output(g, tail), KILN_OK);
     kiln_error err = {0};
     if (kiln_graph_infer_shapes(g, &err) != KILN_OK)
         fail_msg("L %lld: %s", (long long)L, err.msg);
@@ -160,7 +170,8 @@ static void test_one_source_any_length(void **state)
             snprintf(first_tpls, sizeof first_tpls, "%s", tpls);
             /* every kind of kernel above takes the length */
             static const char *const want[] = {"transpose ", "slice ", "elemwise ", "softmax ",
-                                               "copy ",      "reduce ", "compare ",  "where "};
+                                               "copy ",      "reduce ", "compare ",  "where ",
+                                               "gather "};
             for (size_t w = 0; w < sizeof want / sizeof want[0]; w++)
                 if (!strstr(tpls, want[w]))
                     fail_msg("no %skernel takes the length: %s", want[w], tpls);

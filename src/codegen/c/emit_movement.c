@@ -130,6 +130,9 @@ typedef struct strided {
     int axis[KILN_MAX_RANK];
     int64_t mul[KILN_MAX_RANK];
     int64_t at[KILN_MAX_RANK];
+    /* at[a] was given from the end (a negative start or index, unclamped):
+     * at[a] = the input's dim a + end[a] (end[a] < 0) */
+    int64_t end[KILN_MAX_RANK];
 } strided;
 
 static bool strided_of(const kiln_graph *g, const kiln_node *n, strided *p)
@@ -168,6 +171,8 @@ static bool strided_of(const kiln_graph *g, const kiln_node *n, strided *p)
             int a = na > 0 ? (int)(ax[i] < 0 ? ax[i] + p->rank : ax[i]) : i;
             int64_t dim = x->shape.dims[a], step = nsp > 0 ? sp[i] : 1;
             int64_t s0 = st[i] < 0 ? st[i] + dim : st[i];
+            if (st[i] < 0 && s0 >= 0 && s0 <= (step > 0 ? dim : dim - 1))
+                p->end[a] = st[i];
             if (step > 0)
                 s0 = s0 < 0 ? 0 : s0 > dim ? dim : s0;
             else
@@ -188,8 +193,10 @@ static bool strided_of(const kiln_graph *g, const kiln_node *n, strided *p)
         int a = (int)kiln_attr_int(n, "axis", 0);
         if (a < 0)
             a += x->shape.rank;
-        if (idx < 0)
+        if (idx < 0) {
+            p->end[a] = idx;
             idx += x->shape.dims[a];
+        }
         if (idx < 0 || idx >= x->shape.dims[a])
             return false;
         p->at[a] = idx;
@@ -260,9 +267,11 @@ kiln_status kiln_space_strided(kiln_lowered *l, kiln_task *t, kiln_error *err)
     if (x->layout.kind != KILN_LAYOUT_ROW_MAJOR || y->layout.kind != KILN_LAYOUT_ROW_MAJOR ||
         (!is_copy(n) && !strided_of(g, n, &p)))
         return KILN_OK;
-    /* 0 when no output dim is a symbol's (a slice of the last row reads
-     * one, writes none: its start then follows the length in the source) */
+    /* the output's symbol, else the input's (the last token's row of
+     * [1, S, D]: read from the end, its offset is written from E_) */
     t->extent = kiln_rt_sym_extent(l, &y->shape);
+    if (!t->extent && !is_copy(n))
+        t->extent = kiln_rt_sym_extent(l, &x->shape);
     return KILN_OK;
 }
 
@@ -306,7 +315,12 @@ kiln_status kiln_emit_strided(kiln_sb *b, const kiln_lowered *l, const kiln_task
     for (int a = 0; a < x->shape.rank; a++)
         if (p.at[a]) {
             kiln_rt_size z = rt_stride(x, a, e);
-            bz[z.pow].c += p.at[a] * z.c;
+            if (e > 0 && p.end[a] && x->shape.dims[a] == e) { /* (E_ + end) * stride */
+                bz[z.pow + 1].c += z.c;
+                bz[z.pow].c += p.end[a] * z.c;
+            } else {
+                bz[z.pow].c += p.at[a] * z.c;
+            }
         }
     int k = snprintf(xb, sizeof xb, "%lld", (long long)bz[0].c);
     for (int i = 1; i <= KILN_MAX_RANK && k > 0 && (size_t)k < sizeof xb; i++)
@@ -333,7 +347,8 @@ kiln_status kiln_emit_strided(kiln_sb *b, const kiln_lowered *l, const kiln_task
     kiln_emit_arg_ptrs(b, t);
     if (e > 0) {
         kiln_sb_printf(b, "    const int64_t E_ = " KILN_RT_EXTENT ", ROWS_ = %s, LAST_ = %s;\n", rs, ls);
-        kiln_sb_printf(b, "    const int64_t MID_ = %s, RPT_ = rpt_(ROWS_, LAST_ * MID_);\n",
+        kiln_sb_printf(b, "    const int64_t MID_ = %s, RPT_ = rpt_(ROWS_, LAST_ * MID_);\n"
+                          "    (void)E_;\n",
                        inner == 2 ? ms : "1");
     }
     kiln_sb_printf(b,
