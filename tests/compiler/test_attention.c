@@ -334,6 +334,8 @@ static void test_rt_len(void **state)
         {1, 3, 0, 0, 9, 20, 0, 1},  /* vit's, no mask */
         {1, 2, 0, 0, 8, 8, 1, 2},   /* nn.MultiheadAttention's, a [1, S] mask */
         {1, 2, 0, 0, 16, 16, 4, 0}, /* causal masked_fill: a [S, S] mask */
+        {3, 2, 0, 0, 16, 16, 1, 0}, /* bert's at batch 3: [3, 1, 1, S] padding masks */
+        {2, 3, 0, 0, 9, 20, 0, 1},  /* vit's at batch 2 */
     };
     for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
         char *first = NULL;

@@ -97,17 +97,18 @@ static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
 }
 
 /* The sequence length at run time (codegen.h, KILN_RT_ROWS): in a
- * shapes_bound graph (a VM specialization), self-attention of one sequence
- * (B 1, Sq = Sk) takes Sq = Sk from kiln_rt.extent. Its source then holds
- * the heads, D, the knobs and the strides, the batch strides written as 0
- * (B is 1): an exported transformer's head split reads rows of H x D
- * floats whatever the length, so the same layer at any length is one
- * kernel. A stride that does depend on the length (a causal mask
- * [S, S], K stored as [D, S]) stays in the source as a number, so such a
- * layer's kernel differs per length, as before. */
+ * shapes_bound graph (a VM specialization), self-attention (Sq = Sk)
+ * takes Sq = Sk from kiln_rt.extent. Its source then holds the batch, the
+ * heads, D, the knobs and the strides (a batch of 1's batch strides
+ * written as 0, a larger batch's through emit_strides): an exported
+ * transformer's head split reads rows of H x D floats whatever the
+ * length, so the same layer at any length (and the same batch) is one
+ * kernel. A stride that holds the length (a [B, H, S, D] operand's head
+ * or batch stride, a causal mask's row stride) is written as a multiple
+ * of SQ_ (emit_strides). */
 static bool rt_len(const kiln_lowered *l, const kiln_attn_geom *a)
 {
-    return l->ctx->shapes_bound && a->B == 1 && a->Sq == a->Sk && a->Sq > 0;
+    return l->ctx->shapes_bound && a->Sq == a->Sk && a->Sq > 0;
 }
 
 static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
@@ -278,7 +279,7 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     int rpt = kiln_task_knob(t, "rows_per_task", 1);
     int64_t mt = (a.Sq + rpt - 1) / rpt;
     const bool rt = t->extent > 0; /* Sq = Sk at run time (rt_len) */
-    if (rt) /* B is 1: the batch strides are never multiplied by anything but 0 */
+    if (rt && a.B == 1) /* the batch strides are never multiplied by anything but 0 */
         a.qs[0] = a.ks[0] = a.vs[0] = a.os[0] = a.ms[0] = 0;
     int qa = kiln_task_arg(t, n->inputs[0]), ka = kiln_task_arg(t, n->inputs[1]);
     int va = kiln_task_arg(t, n->inputs[2]);
@@ -455,9 +456,11 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                         "                o0[bb * OS0 + hh * OS1 + i * OS2 + c * OS3] = ot_[(i - i0) * DV_ + c];\n");
     kiln_sb_puts(b, "    }\n"
                     "}\n");
-    char nt[64];
-    if (rt)
+    char nt[96];
+    if (rt && a.B == 1)
         snprintf(nt, sizeof nt, "H_ * ((rt->extent + RPT_ - 1) / RPT_)");
+    else if (rt) /* the batch stays in the source: one kernel per batch size */
+        snprintf(nt, sizeof nt, "%lld * H_ * ((rt->extent + RPT_ - 1) / RPT_)", (long long)a.B);
     else
         snprintf(nt, sizeof nt, "%lld", (long long)(a.B * a.H * mt));
     kiln_emit_entry(b, t, nt, 1);
