@@ -108,6 +108,9 @@ kiln_status kiln_pass_lower_to_2d(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_lower_rnn(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_crop_taps(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_lower_shuffle(kiln_pass_ctx *ctx, kiln_error *err);
+/* reduce_to_pool.c: ReduceMean/ReduceMax over the spatial dims of NCHW as
+ * GlobalAveragePool/GlobalMaxPool (+ a Reshape for keepdims 0). */
+kiln_status kiln_pass_reduce_to_pool(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fold_patterns(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_fuse_attention(kiln_pass_ctx *ctx, kiln_error *err);
 kiln_status kiln_pass_remove_identity(kiln_pass_ctx *ctx, kiln_error *err);

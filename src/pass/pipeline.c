@@ -24,6 +24,8 @@ static const kiln_pass_entry pipeline[] = {
      "DepthToSpace and SpaceToDepth as Reshape -> Transpose -> Reshape"},
     {"fold-patterns", kiln_pass_fold_patterns,
      "exported GELU (erf form) and LayerNorm (ReduceMean/Sub/Pow/Sqrt/Div) chains to one op"},
+    {"reduce-to-pool", kiln_pass_reduce_to_pool,
+     "ReduceMean/ReduceMax over the spatial dims of NCHW (timm's x.mean((2, 3))) as a global pool"},
     {"remove-identity", kiln_pass_remove_identity,
      "drop Identity, no-op Reshape/Flatten, and similar pass-through nodes"},
     {"fuse-attention", kiln_pass_fuse_attention,
