@@ -35,7 +35,6 @@
 #include "ref/ref.h"
 #include "util/error.h"
 #include "util/file.h"
-#include "util/packmemo.h"
 #include "vm/vm_internal.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -261,25 +260,6 @@ vm_src kiln_vm_resolve(const kiln_vm *vm, const char *name, int before)
         if (vm->graph->initializer[i]->name && !strcmp(vm->graph->initializer[i]->name, name))
             return (vm_src){.kind = SRC_INIT, .index = (int)i};
     return (vm_src){.kind = -1};
-}
-
-kiln_pack_memo *kiln_vm_memo(kiln_vm *vm)
-{
-    kiln_vm *r = kiln_vm_root(vm);
-    if (r->memo || r->borrowed_m || !r->m || !r->m->graph)
-        return r->memo;
-    /* the decoded initializers live, unchanged, as long as this VM */
-    r->memo = kiln_pack_memo_create();
-    r->memo_owned = true;
-    for (size_t i = 0; r->memo && i < r->m->graph->n_initializer; i++) {
-        const Onnx__TensorProto *tp = r->m->graph->initializer[i];
-        if (tp->has_raw_data &&
-            !kiln_pack_memo_add_source(r->memo, tp->raw_data.data, tp->raw_data.len)) {
-            kiln_pack_memo_destroy(r->memo);
-            r->memo = NULL; /* out of memory: every class packs */
-        }
-    }
-    return r->memo;
 }
 
 /* Compiles g into a module with the VM's compiler (through the object
@@ -646,8 +626,7 @@ void kiln_vm_destroy(kiln_vm *vm)
     }
     free(vm->in_cap);
     kiln_vm_batch_free(vm);
-    if (vm->memo_owned)
-        kiln_pack_memo_destroy(vm->memo);
+    kiln_vm_memo_free(vm);
     if (vm->m && !vm->parent && !vm->borrowed_m)
         onnx_free_model(vm->m);
     free(vm);

@@ -185,6 +185,8 @@ kiln_vm *kiln_vm_root(const kiln_vm *vm);
 /* The pack memo of vm's model (struct kiln_vm's memo), NULL when out of
  * memory or without a decoded model. */
 struct kiln_pack_memo *kiln_vm_memo(kiln_vm *vm);
+/* Destroys vm's memo when it owns it (kiln_vm_destroy). */
+void kiln_vm_memo_free(kiln_vm *vm);
 /* Copies o's settings into vm (strings duplicated); KILN_ERR_OUT_OF_MEMORY. */
 kiln_status kiln_vm_copy_options(kiln_vm *vm, const kiln_vm_options *o);
 
