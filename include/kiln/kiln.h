@@ -108,7 +108,10 @@ typedef struct kiln_compile_options {
 kiln_status kiln_compile(const kiln_graph *g, const kiln_compile_options *opts,
                          const char *out_path, kiln_error *err);
 /* `model` as in kiln_model_load; the .so lands in the cache, keyed by the
- * graph's content and the options; *so_path receives its malloc'ed path. */
+ * graph's content and the options; *so_path receives its malloc'ed path.
+ * Its large weights are files beside it in the cache (shared, and mapped
+ * packed by the next process that builds the model: docs/COMPILER.md), so
+ * it is not one deployable file: kiln_compile writes one. */
 kiln_status kiln_compile_cached(const char *model, uint64_t seed,
                                 const kiln_compile_options *opts, char **so_path,
                                 kiln_error *err);

@@ -101,4 +101,25 @@ def compile(model: Union[str, os.PathLike, bytes], target: Optional[str] = None,
         so = os.fsdecode(ctypes.string_at(so_p.value))
     finally:
         lib.kiln_free(so_p)
-    return load(so, num_threads=num_threads, _name=name)
+    m = load(so, num_threads=num_threads, _name=name)
+    m._rebuild = _Rebuild(name, seed, target, records, cache_dir, jobs)
+    return m
+
+
+class _Rebuild:
+    """How Module.export compiles a cached model again as one file."""
+
+    def __init__(self, name, seed, target, records, cache_dir, jobs):
+        self.name, self.seed = name, seed
+        self.args = (target, records, cache_dir, jobs)
+
+    def __call__(self, path: str) -> None:
+        opts = _options(*self.args)
+        err = _lib.Error()
+        g = c_void_p()
+        _lib.check(lib.kiln_model_load(_lib.enc(self.name), self.seed, byref(g), byref(err)), err,
+                   self.name)
+        try:
+            _lib.check(lib.kiln_compile(g, byref(opts), _lib.enc(path), byref(err)), err)
+        finally:
+            lib.kiln_graph_destroy(g)

@@ -150,6 +150,8 @@ _proto("kiln_zoo_find", POINTER(ZooInfo), c_char_p)
 _proto("kiln_onnx_load_buffer", _status, c_void_p, c_size_t, c_char_p, POINTER(c_void_p), _E)
 _proto("kiln_compile_cached", _status, c_char_p, c_uint64, POINTER(CompileOptions),
        POINTER(c_void_p), _E)
+_proto("kiln_model_load", _status, c_char_p, c_uint64, POINTER(c_void_p), _E)
+_proto("kiln_compile", _status, c_void_p, POINTER(CompileOptions), c_char_p, _E)
 _proto("kiln_build_create", _status, c_void_p, POINTER(CompileOptions), POINTER(c_void_p), _E)
 _proto("kiln_build_destroy", None, c_void_p)
 _proto("kiln_build_link", _status, c_void_p, c_char_p, _E)

@@ -378,6 +378,7 @@ class Module(Runner):
 
     def __init__(self, handle: c_void_p, so_path: str, model: str):
         self.path = so_path
+        self._rebuild = None  # kiln.compile's, for a model in the cache (export)
         super().__init__(handle, model, lib.kiln_module_num_inputs, lib.kiln_module_input_info,
                          lib.kiln_module_num_outputs, lib.kiln_module_output_info)
 
@@ -420,9 +421,16 @@ class Module(Runner):
         return f"{self.target}, {self.num_threads} threads"
 
     def export(self, path: Union[str, os.PathLike]) -> str:
-        """Copies the compiled model to ``path`` (loadable by ``kiln.load``,
-        the CLI and the C runtime); returns the path."""
+        """Writes the compiled model to ``path`` as one file (loadable by
+        ``kiln.load``, the CLI and the C runtime); returns the path. A model
+        ``kiln.compile`` took from the model cache keeps its large weights in
+        files beside it there, so it is compiled again into ``path`` with the
+        weights inside (its kernels from the object cache); one loaded from
+        a file is copied."""
         path = os.fspath(path)
+        if self._rebuild is not None:
+            self._rebuild(path)
+            return path
         try:
             shutil.copyfile(self.path, path)
         except OSError as e:

@@ -53,6 +53,7 @@ void kiln_build_destroy(kiln_build *b)
     kiln_tc_end(b->tc);
     kiln_lowered_destroy(b->low);
     kiln_pass_ctx_destroy(b->ctx);
+    kiln_pack_memo_destroy(b->memo);
     kiln_driver_free_layout_hints(b->rec_hints);
     free(b->explicit_cfg);
     free(b->meta);
@@ -159,11 +160,31 @@ static void print_fallbacks(const kiln_lowered *low)
     fputc('\n', stderr);
 }
 
+/* A build into the model cache packs through the pack memo's disk tier
+ * there (util/packmemo.h): weights another process packed the same way are
+ * mapped from their file, not packed again. The graph's memo (a VM's) gets
+ * the folder; a graph without one gets a memo of this build's. */
+static kiln_status attach_memo(kiln_build *b, kiln_error *err)
+{
+    if (!b->ctx->pack_memo && !(b->ctx->pack_memo = b->memo = kiln_pack_memo_create()))
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    char *cache = kiln_cache_dir(b->cache_dir);
+    char *dir = cache ? malloc(strlen(cache) + 8) : NULL;
+    if (dir)
+        sprintf(dir, "%s/models", cache);
+    bool ok = !cache || (dir && kiln_pack_memo_set_dir(b->ctx->pack_memo, dir));
+    free(dir);
+    free(cache);
+    return ok ? KILN_OK : kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+}
+
 kiln_status kiln_build_lower(kiln_build *b, kiln_error *err)
 {
     if (b->stage >= BUILD_LOWERED)
         return KILN_OK;
     kiln_status s = kiln_build_passes(b, err);
+    if (s == KILN_OK && b->share_weights)
+        s = attach_memo(b, err);
     if (s != KILN_OK || (s = kiln_lower(b->ctx, b->knob_seed, &b->low, err)) != KILN_OK)
         return s;
     b->explicit_cfg = calloc((size_t)b->low->n_tasks + 1, sizeof *b->explicit_cfg);
@@ -361,11 +382,14 @@ static kiln_status weight_files(kiln_build *b, const char *model, kiln_error *er
                                    "cannot write the weights file '%s' (disk full?)", p);
             }
         }
-        /* the next build of this model (a VM's next class) maps it */
+        /* the next build of this model (a VM's next class) maps it; so does
+         * another process's (the disk tier; a .pm not written is a miss) */
         if (e->memo_key && b->low->ctx->pack_memo &&
             !kiln_pack_memo_put(b->low->ctx->pack_memo, e->memo_src, (size_t)e->memo_src_bytes,
                                 e->memo_key, p, e->nbytes))
             return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+        if (e->memo_key && e->memo_ckey[0] && b->low->ctx->pack_memo)
+            kiln_pack_memo_put_disk(b->low->ctx->pack_memo, e->memo_ckey, p, e->nbytes);
     }
     return KILN_OK;
 }
@@ -501,8 +525,12 @@ kiln_status kiln_compile_cached(const char *model, uint64_t seed,
         fprintf(stderr, "kiln compile: import %.2f s (%s)\n", kiln_driver_now() - t0, model);
     kiln_build *b = NULL;
     s = kiln_build_create(g, opts, &b, err);
-    if (s == KILN_OK)
+    if (s == KILN_OK) {
+        /* large weights in files of their own, found packed by the next
+         * process that loads this model from the cache */
+        kiln_build_share_weights(b);
         s = kiln_build_link(b, NULL, err);
+    }
     char *path = s == KILN_OK ? strdup(kiln_build_output(b)) : NULL;
     if (s == KILN_OK && !path)
         s = kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");

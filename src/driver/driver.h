@@ -46,8 +46,11 @@ struct kiln_build {
     char *meta;          /* the metadata JSON */
     char *out_path;      /* where link put the .so */
     bool from_cache;     /* the model cache had it: nothing compiled */
-    /* kiln_build_share_weights: large weights in files of their own */
+    /* kiln_build_share_weights: large weights in files of their own, and
+     * the pack memo's disk tier in the model cache (the graph's memo, or
+     * `memo`, owned, when it lends none) */
     bool share_weights;
+    struct kiln_pack_memo *memo;
     double t_start, t_passes, t_lower, t_config, t_codegen, t_compile, t_link;
 };
 

@@ -90,11 +90,13 @@ typedef struct kiln_tensor_entry {
     /* packed weights and the pack memo (util/packmemo.h): `mapped`, data is
      * that file mapped (the memo had it; unmapped at destroy); else
      * memo_key (owned) set: record the file once written, for the source
-     * [memo_src, + memo_src_bytes) */
+     * [memo_src, + memo_src_bytes), and when memo_ckey is set, on the
+     * memo's disk tier under that content key */
     bool mapped;
     char *memo_key;
     const void *memo_src;
     int64_t memo_src_bytes;
+    char memo_ckey[33];
 } kiln_tensor_entry;
 
 typedef struct kiln_lowered {

@@ -5,7 +5,8 @@
  * holding its weights: a BERT-base class is 435 MB. A model found there is
  * touched (its mtime set to now); after a new one is published, the least
  * recently used others are deleted until the folder's .so files and
- * shared weights files (*.w, kiln_build_share_weights) fit
+ * shared weights files (*.w, kiln_build_share_weights) and the pack memo's
+ * files that name them (*.pm, util/packmemo.h) fit
  * $KILN_MODEL_CACHE_MB (default 4096); never the new model, nor anything
  * the build that wrote it touched. A process that has one loaded keeps its
  * mapping (unlink only drops the name); a model whose weights files went
@@ -114,7 +115,8 @@ int kiln_tc_prune_models(const char *keep, time_t since, int64_t limit)
             continue;
         }
         if (!(len > 3 && strcmp(e->d_name + len - 3, ".so") == 0) &&
-            !(len > 2 && strcmp(e->d_name + len - 2, ".w") == 0))
+            !(len > 2 && strcmp(e->d_name + len - 2, ".w") == 0) &&
+            !(len > 3 && strcmp(e->d_name + len - 3, ".pm") == 0))
             continue;
         char p[4096 + 256];
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);

@@ -85,7 +85,7 @@ bool kiln_tc_have(const char *path);
 void kiln_tc_touch(const char *path);
 /* $KILN_MODEL_CACHE_MB in bytes (default 4096 MB). */
 int64_t kiln_tc_model_cache_limit(void);
-/* Deletes the least recently used .so and .w files beside `keep` (never
+/* Deletes the least recently used .so, .w and .pm files beside `keep` (never
  * it, nor any whose mtime is `since` or later) until they all fit `limit`
  * bytes, and the temporary files (.tmp<pid>, .tmp-<pid>) of processes gone
  * or a day old; returns how many it deleted. */

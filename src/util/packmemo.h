@@ -14,7 +14,16 @@
  * memory that stays alive and unchanged while the memo lives, the VM's
  * decoded initializers), so an address reused by other data can never find
  * an entry. A file that has gone (the cache bound pruned it) is a miss: the
- * weights are packed again and the entry replaced. Thread-safe. */
+ * weights are packed again and the entry replaced.
+ *
+ * The disk tier (kiln_pack_memo_set_dir: the model cache's folder) outlives
+ * the process: a new process that builds a model again, or one of its shape
+ * classes, finds the file there too. Its entries are keyed by content, not
+ * address (the caller's content key: the source bytes, the packing's key and
+ * kiln's code identity, lower/hash.h), so any source may use it, stable or
+ * not. Each is a small file <dir>/<content key>.pm naming the weights file
+ * beside it; a missing, unreadable or malformed one, or one whose weights
+ * file has gone, is a miss. Thread-safe. */
 #ifndef KILN_UTIL_PACKMEMO_H
 #define KILN_UTIL_PACKMEMO_H
 
@@ -40,6 +49,18 @@ bool kiln_pack_memo_find(kiln_pack_memo *m, const void *src, size_t n, const cha
  * ignored for a source that is not stable; false when out of memory. */
 bool kiln_pack_memo_put(kiln_pack_memo *m, const void *src, size_t n, const char *key,
                         const char *path, int64_t nbytes);
+/* The disk tier's folder (copied); false when out of memory. */
+bool kiln_pack_memo_set_dir(kiln_pack_memo *m, const char *dir);
+bool kiln_pack_memo_has_dir(const kiln_pack_memo *m);
+/* The weights file <dir>/<content key>.pm names, as for kiln_pack_memo_find
+ * (the .pm file is marked used); false when none or not valid. */
+bool kiln_pack_memo_find_disk(kiln_pack_memo *m, const char *ckey, char *path, size_t cap,
+                              int64_t *nbytes);
+/* Records the weights file `path` (in the folder) for a content key: the .pm
+ * written beside, then renamed; false when it could not be written (the
+ * memo then just misses next time). */
+bool kiln_pack_memo_put_disk(kiln_pack_memo *m, const char *ckey, const char *path,
+                             int64_t nbytes);
 /* Entries recorded (tests). */
 int kiln_pack_memo_count(const kiln_pack_memo *m);
 

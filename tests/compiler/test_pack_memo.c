@@ -5,9 +5,16 @@
  * weights; the same weights at 17 rows (the bytes lent, as a class's
  * import lends the model's) map that file instead of packing, and run
  * right; a deleted file is a miss that packs and writes it again; weights
- * outside the stable ranges are never memoized. */
+ * outside the stable ranges are never memoized in the table.
+ *
+ * The disk tier (the model cache's .pm files, keyed by content): its files
+ * found, written, and a malformed one a miss; a build with a memo of its
+ * own (another process's, or a static build's, which has no stable
+ * sources) maps what an earlier build packed; other bytes or a corrupt .pm
+ * pack again. */
 #include "compiler_test.h"
 #include "driver/driver.h"
+#include "lower/hash.h"
 #include "util/packmemo.h"
 
 #include <unistd.h>
@@ -107,12 +114,13 @@ static void test_builds_map_packed_weights(void **state)
     assert_int_equal(build_check(g40, cache, "40 rows, file deleted"), 0);
     assert_int_equal(build_check(g40, cache, "40 rows again"), 1);
 
-    /* weights of the graph's own, not a stable source: never recorded */
+    /* weights of the graph's own, not a stable source: never in the table,
+     * found on disk by their bytes the next time */
     kiln_pack_memo *other = kiln_pack_memo_create();
     assert_non_null(other);
     kiln_graph *own = layer(5, NULL, other);
     assert_int_equal(build_check(own, cache, "own weights"), 0);
-    assert_int_equal(build_check(own, cache, "own weights again"), 0);
+    assert_int_equal(build_check(own, cache, "own weights again"), 1);
     assert_int_equal(kiln_pack_memo_count(other), 0);
 
     kiln_graph_destroy(g3);
@@ -124,6 +132,110 @@ static void test_builds_map_packed_weights(void **state)
     free(w);
 }
 
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_disk_table(void **state)
+{
+    (void)state;
+    char dir[300], pm[400], path[512];
+    snprintf(dir, sizeof dir, "%s/disk", g_dir);
+    kiln_error err = {0};
+    assert_int_equal(kiln_mkdirs(dir, &err), KILN_OK);
+    kiln_pack_memo *m = kiln_pack_memo_create();
+    assert_non_null(m);
+    int64_t nb = 0;
+    assert_false(kiln_pack_memo_has_dir(m));
+    assert_false(kiln_pack_memo_put_disk(m, "0123abcd", "/x/feed.w", 64)); /* no folder */
+    assert_true(kiln_pack_memo_set_dir(m, dir));
+    assert_true(kiln_pack_memo_has_dir(m));
+    assert_false(kiln_pack_memo_find_disk(m, "0123abcd", path, sizeof path, &nb));
+    assert_true(kiln_pack_memo_put_disk(m, "0123abcd", "/elsewhere/feed01.w", 64));
+    assert_true(kiln_pack_memo_find_disk(m, "0123abcd", path, sizeof path, &nb));
+    char want[400];
+    snprintf(want, sizeof want, "%s/feed01.w", dir); /* a name beside, not the path */
+    assert_string_equal(path, want);
+    assert_int_equal(nb, 64);
+    assert_false(kiln_pack_memo_find_disk(m, "0123abcd", path, 8, &nb)); /* no room */
+    assert_false(kiln_pack_memo_find_disk(m, "../0123abcd", path, sizeof path, &nb));
+    /* malformed files are misses, never paths outside the folder */
+    static const char *bad[] = {
+        "",
+        "kiln-pack-memo 1\n",
+        "kiln-pack-memo 2\nfeed01.w\n64\n",
+        "kiln-pack-memo 1\n../feed01.w\n64\n",
+        "kiln-pack-memo 1\n/etc/passwd.w\n64\n",
+        "kiln-pack-memo 1\nfeed01.so\n64\n",
+        "kiln-pack-memo 1\n.w\n64\n",
+        "kiln-pack-memo 1\nfeed01.w\n-5\n",
+        "kiln-pack-memo 1\nfeed01.w\nx\n",
+    };
+    snprintf(pm, sizeof pm, "%s/0123abcd.pm", dir);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_text(pm, bad[i]);
+        if (kiln_pack_memo_find_disk(m, "0123abcd", path, sizeof path, &nb))
+            fail_msg("malformed .pm %zu was taken: %s", i, path);
+    }
+    kiln_pack_memo_destroy(m);
+    /* the code identity: 32 hex digits, the same on every call */
+    const char *id = kiln_code_id();
+    assert_int_equal(strlen(id), 32);
+    assert_true(kiln_code_id_stable());
+    assert_int_equal(strspn(id, "0123456789abcdef"), 32);
+    assert_ptr_equal(id, kiln_code_id());
+}
+
+/* What another process finds: a memo with no stable sources (a static
+ * build's has none; a new VM's has not built yet) and the model cache. */
+static void test_disk_builds(void **state)
+{
+    (void)state;
+    char cache[300], wf[1000], models[320];
+    snprintf(cache, sizeof cache, "%s/cache2", g_dir);
+    snprintf(models, sizeof models, "%s/models", cache);
+    kiln_graph *a = layer(4, NULL, NULL); /* no memo: the build makes its own */
+    assert_int_equal(build_check(a, cache, "first process"), 0);
+    kiln_graph *b = layer(9, NULL, NULL); /* the same bytes (seeded), another graph */
+    assert_int_equal(build_check(b, cache, "second process"), 1);
+
+    /* other bytes under the same key: packed, not mapped */
+    kiln_graph *c = layer(9, NULL, NULL);
+    int wid = -1;
+    for (int i = 0; i < c->n_values; i++)
+        if (c->values[i]->name && strcmp(c->values[i]->name, "W") == 0)
+            wid = i;
+    assert_true(wid >= 0);
+    ((float *)c->values[wid]->data)[7] += 0.25f;
+    assert_int_equal(build_check(c, cache, "other bytes"), 0);
+
+    /* a corrupt .pm: a miss, packed and written again, then found */
+    DIR *d = opendir(models);
+    assert_non_null(d);
+    int corrupted = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len > 3 && strcmp(e->d_name + len - 3, ".pm") == 0) {
+            snprintf(wf, sizeof wf, "%s/%s", models, e->d_name);
+            write_text(wf, "kiln-pack-memo 1\nnot a name\n");
+            corrupted++;
+        }
+    }
+    closedir(d);
+    assert_true(corrupted >= 1);
+    kiln_graph *e = layer(13, NULL, NULL);
+    assert_int_equal(build_check(e, cache, "corrupt .pm"), 0);
+    assert_int_equal(build_check(e, cache, "rewritten .pm"), 1);
+    kiln_graph_destroy(a);
+    kiln_graph_destroy(b);
+    kiln_graph_destroy(c);
+    kiln_graph_destroy(e);
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "/tmp/kiln_test_pack_memo_%d", (int)getpid());
@@ -133,6 +245,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_builds_map_packed_weights),
+        cmocka_unit_test(test_disk_table),
+        cmocka_unit_test(test_disk_builds),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kiln_rmtree(g_dir);

@@ -11,6 +11,7 @@
 #include "codegen/c/codegen.h"
 #include "codegen/c/kernels/kiln_kernels_common.h"
 #include "lower/geom.h"
+#include "lower/hash.h"
 #include "util/bigmem.h"
 #include "util/packmemo.h"
 
@@ -234,13 +235,32 @@ kiln_status kiln_tpl_use_packed(kiln_lowered *l, kiln_task *t, const kiln_value 
     return KILN_OK;
 }
 
-/* The bytes of wv as the memo keys them: (pointer, size) when stable. */
-static bool memo_source(const kiln_lowered *l, const kiln_value *wv, size_t *n)
+/* The bytes of wv as the memo keys them: (pointer, size) when the memo can
+ * take it: a stable source (in-process tier), or any constant when the memo
+ * has a disk tier (content keys; only with a code identity that is kiln's
+ * own file, lower/hash.h). */
+static bool memo_source(const kiln_lowered *l, const kiln_value *wv, size_t *n, bool *stable)
 {
     if (!l->ctx->pack_memo || !wv->data || wv->kind != KILN_VALUE_CONST)
         return false;
     *n = kiln_dtype_size(wv->dtype) * (size_t)kiln_shape_numel(&wv->shape);
-    return kiln_pack_memo_stable(l->ctx->pack_memo, wv->data, *n);
+    *stable = kiln_pack_memo_stable(l->ctx->pack_memo, wv->data, *n);
+    return *stable || (kiln_pack_memo_has_dir(l->ctx->pack_memo) && kiln_code_id_stable());
+}
+
+/* The disk tier's key: this kiln's code, the packing's key, the bytes. */
+static void content_key(const kiln_value *wv, size_t n, const char *key, char out[33])
+{
+    kiln_hash h;
+    kiln_hash_init(&h, 0x706d656dULL); /* "pmem" */
+    kiln_hash_str(&h, kiln_code_id());
+    kiln_hash_str(&h, key);
+    int32_t dt = (int32_t)wv->dtype;
+    uint64_t nb = (uint64_t)n;
+    kiln_hash_update(&h, &dt, sizeof dt);
+    kiln_hash_update(&h, &nb, sizeof nb);
+    kiln_hash_update(&h, wv->data, n);
+    kiln_hash_hex(&h, out);
 }
 
 kiln_status kiln_tpl_packed_before(kiln_lowered *l, kiln_task *t, const kiln_value *wv,
@@ -249,19 +269,28 @@ kiln_status kiln_tpl_packed_before(kiln_lowered *l, kiln_task *t, const kiln_val
 {
     *hit = false;
     size_t n = 0;
+    bool st = false, disk = false;
     char path[4200];
     int64_t nbytes = 0;
-    if (!memo_source(l, wv, &n) ||
-        !kiln_pack_memo_find(l->ctx->pack_memo, wv->data, n, key, path, sizeof path, &nbytes) ||
-        nbytes != (int64_t)sizeof(float) * floats)
+    if (!memo_source(l, wv, &n, &st))
+        return KILN_OK;
+    kiln_pack_memo *m = l->ctx->pack_memo;
+    bool found = st && kiln_pack_memo_find(m, wv->data, n, key, path, sizeof path, &nbytes);
+    if (!found && kiln_pack_memo_has_dir(m) && kiln_code_id_stable()) {
+        /* another process (or an unstable source's earlier build) packed it */
+        char ck[33];
+        content_key(wv, n, key, ck);
+        found = disk = kiln_pack_memo_find_disk(m, ck, path, sizeof path, &nbytes);
+    }
+    if (!found || nbytes != (int64_t)sizeof(float) * floats)
         return KILN_OK;
     /* the file an earlier build wrote: mapped as the packed weights (a
      * missing or short one, pruned by the cache bound, is a miss) */
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
+    struct stat st_;
     if (fd < 0)
         return KILN_OK;
-    void *map = fstat(fd, &st) == 0 && st.st_size == nbytes
+    void *map = fstat(fd, &st_) == 0 && st_.st_size == nbytes
                     ? mmap(NULL, (size_t)nbytes, PROT_READ, MAP_PRIVATE, fd, 0)
                     : MAP_FAILED;
     close(fd);
@@ -272,6 +301,9 @@ kiln_status kiln_tpl_packed_before(kiln_lowered *l, kiln_task *t, const kiln_val
     if (id < 0)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     t->args[kiln_task_arg(t, wv->id)] = id;
+    /* a stable source found on disk: the next class finds it without hashing */
+    if (disk && st && !kiln_pack_memo_put(m, wv->data, n, key, path, nbytes))
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     *hit = true;
     return KILN_OK;
 }
@@ -282,13 +314,16 @@ kiln_status kiln_tpl_use_packed_key(kiln_lowered *l, kiln_task *t, const kiln_va
 {
     kiln_status s = kiln_tpl_use_packed(l, t, wv, layout, packed, floats, err);
     size_t n = 0;
-    if (s != KILN_OK || !memo_source(l, wv, &n))
+    bool st = false;
+    if (s != KILN_OK || !memo_source(l, wv, &n, &st))
         return s;
     kiln_tensor_entry *e = &l->tensors[t->args[kiln_task_arg(t, wv->id)]];
     if (!e->memo_key && !(e->memo_key = strdup(key)))
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     e->memo_src = wv->data;
     e->memo_src_bytes = (int64_t)n;
+    if (kiln_pack_memo_has_dir(l->ctx->pack_memo) && kiln_code_id_stable())
+        content_key(wv, n, key, e->memo_ckey);
     return KILN_OK;
 }
 
