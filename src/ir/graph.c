@@ -47,6 +47,8 @@ void kiln_graph_destroy(kiln_graph *g)
     free(g->inputs);
     free(g->outputs);
     kiln_arena_destroy(g->arena);
+    if (g->keep && g->keep_free)
+        g->keep_free(g->keep);
     free(g);
 }
 

@@ -115,6 +115,11 @@ struct kiln_graph {
     /* not owned: the memo of weights packed before by builds of the same
      * model (util/packmemo.h; a VM's shape classes), or NULL */
     struct kiln_pack_memo *pack_memo;
+    /* owned: what constants lent in place live in (the ModelProto an ONNX
+     * import decoded: its large initializers are the constants' bytes),
+     * released by keep_free at destroy; NULL when none */
+    void *keep;
+    void (*keep_free)(void *);
 };
 
 /* ---- construction (all return -1 / an error status when out of memory) -- */

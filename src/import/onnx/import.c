@@ -842,14 +842,27 @@ done:
     return s;
 }
 
-/* Converts an unpacked model (and frees it). */
+static void free_model(void *model)
+{
+    onnx_free_model(model);
+}
+
+/* Converts an unpacked model, which the graph then owns: its large
+ * initializers are lent to the graph's constants in place (decoded aligned),
+ * not copied, so a model's weights take fresh memory once (the decode), not
+ * twice (BERT-base: 440 MB). Freed here on failure. */
 static kiln_status import_decoded(Onnx__ModelProto *model, size_t size, const char *base_dir,
                                   const kiln_onnx_options *opts, kiln_graph **out,
                                   kiln_error *err)
 {
-    kiln_status s = import_proto(model, size, false, base_dir, opts, out, err);
-    onnx_free_model(model);
-    return s;
+    kiln_status s = import_proto(model, size, true, base_dir, opts, out, err);
+    if (s != KILN_OK) {
+        onnx_free_model(model);
+        return s;
+    }
+    (*out)->keep = model;
+    (*out)->keep_free = free_model;
+    return KILN_OK;
 }
 
 kiln_status kiln_onnx_load_proto(const Onnx__ModelProto *model, const char *base_dir,
