@@ -236,6 +236,43 @@ static void test_disk_builds(void **state)
     kiln_graph_destroy(e);
 }
 
+/* A 1x1 conv (conv2d_nchwc) and a 3x3 conv of 4-channel groups (gconv2d_nchwc,
+ * block-diagonal weights; its key the hash of its params), each with a
+ * packed form large enough for a file of its own. */
+static kiln_graph *convs(int64_t hw)
+{
+    kiln_graph *g = NULL;
+    assert_int_equal(kiln_graph_create(&g), KILN_OK);
+    int x = kiln_graph_add_input(g, "x", KILN_DTYPE_FLOAT32, &(kiln_shape){4, {1, 256, hw, hw}});
+    const int p0[4] = {0, 0, 0, 0}, p1[4] = {1, 1, 1, 1};
+    int w1 = ct_param(g, "w1", (kiln_shape){4, {512, 256, 1, 1}}, 7, -0.1f, 0.1f);
+    int b1 = ct_param(g, "b1", (kiln_shape){1, {512}}, 8, -0.5f, 0.5f);
+    int y = ct_conv(g, x, w1, b1, 1, 1, p0, 1);
+    int w2 = ct_param(g, "w2", (kiln_shape){4, {512, 4, 3, 3}}, 9, -0.1f, 0.1f);
+    int z = ct_conv(g, y, w2, -1, 3, 1, p1, 128); /* 4 channels a group: block-diagonal */
+    assert_int_equal(kiln_graph_add_output(g, z), KILN_OK);
+    kiln_error err = {0};
+    assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+    return g;
+}
+
+static void test_disk_convs(void **state)
+{
+    (void)state;
+    char cache[300];
+    snprintf(cache, sizeof cache, "%s/cache3", g_dir);
+    kiln_graph *a = convs(14), *b = convs(14), *c = convs(9);
+    assert_int_equal(build_check(a, cache, "convs, first"), 0);
+    assert_int_equal(build_check(b, cache, "convs, another process"), 2);
+    /* another image size: the 1x1 conv's key holds no size, the grouped
+     * conv's params do (a miss, never a wrong file) */
+    int mapped = build_check(c, cache, "convs, 9x9");
+    assert_true(mapped >= 1);
+    kiln_graph_destroy(a);
+    kiln_graph_destroy(b);
+    kiln_graph_destroy(c);
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "/tmp/kiln_test_pack_memo_%d", (int)getpid());
@@ -247,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_builds_map_packed_weights),
         cmocka_unit_test(test_disk_table),
         cmocka_unit_test(test_disk_builds),
+        cmocka_unit_test(test_disk_convs),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kiln_rmtree(g_dir);

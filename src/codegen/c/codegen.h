@@ -203,6 +203,12 @@ kiln_status kiln_tpl_packed_before(kiln_lowered *l, kiln_task *t, const kiln_val
 kiln_status kiln_tpl_use_packed_key(kiln_lowered *l, kiln_task *t, const kiln_value *wv,
                                     const char *layout, float *packed, int64_t floats,
                                     const char *key, kiln_error *err);
+/* A memo key for a packing that reads nothing but its template's params
+ * struct (plain numbers) and the weights: `name` and the hash of the
+ * struct's bytes. Knobs the packing ignores make it stricter than needed
+ * (a miss, never a wrong file). */
+void kiln_tpl_params_key(char *key, size_t cap, const char *name, const void *params,
+                         size_t size);
 /* A conv whose c output channels are padded to blocks of cb reads its bias
  * (input 2, a constant) as whole blocks: re-lowers it zero-padded
  * (tpl_common.c; the blocked and depthwise convs). Nothing to do without a

@@ -327,6 +327,17 @@ kiln_status kiln_tpl_use_packed_key(kiln_lowered *l, kiln_task *t, const kiln_va
     return KILN_OK;
 }
 
+void kiln_tpl_params_key(char *key, size_t cap, const char *name, const void *params,
+                         size_t size)
+{
+    kiln_hash h;
+    kiln_hash_init(&h, 0x70726d73ULL); /* "prms" */
+    kiln_hash_update(&h, params, size);
+    char hex[33];
+    kiln_hash_hex(&h, hex);
+    snprintf(key, cap, "%s %s", name, hex);
+}
+
 kiln_status kiln_tpl_pad_bias(kiln_lowered *l, kiln_task *t, const kiln_node *n, int64_t c,
                               int cb, kiln_error *err)
 {

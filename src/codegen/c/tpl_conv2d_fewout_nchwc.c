@@ -106,14 +106,18 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
     const kiln_value *wv = g->values[n->inputs[1]];
     const kiln_convred_params *p = t->params;
     int64_t floats = kiln_convred_packed_weight_floats(p);
+    char lb[48], key[80];
+    snprintf(lb, sizeof lb, "C%dc_HW%do%dc", p->cb, p->c_out, p->cb);
+    kiln_tpl_params_key(key, sizeof key, "convred", p, sizeof *p);
+    bool hit = false;
+    kiln_status s = kiln_tpl_packed_before(l, t, wv, lb, key, floats, &hit, err);
+    if (s != KILN_OK || hit)
+        return s;
     float *packed;
-    kiln_status s = kiln_tpl_pack_buffer(n, floats, &packed, err);
-    if (s != KILN_OK)
+    if ((s = kiln_tpl_pack_buffer(n, floats, &packed, err)) != KILN_OK)
         return s;
     kiln_convred_pack_weights(p, wv->data, packed);
-    char lb[48];
-    snprintf(lb, sizeof lb, "C%dc_HW%do%dc", p->cb, p->c_out, p->cb);
-    return kiln_tpl_use_packed(l, t, wv, lb, packed, floats, err);
+    return kiln_tpl_use_packed_key(l, t, wv, lb, packed, floats, key, err);
 }
 
 static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)

@@ -136,15 +136,21 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
     const kiln_value *wv = g->values[n->inputs[1]];
     const kiln_wino_params *p = t->params;
     int64_t floats = kiln_wino_packed_weight_floats(p);
-    float *packed;
-    kiln_status s = kiln_tpl_pack_buffer(n, floats, &packed, err);
+    char lb[48], key[80];
+    snprintf(lb, sizeof lb, "wino36_OI%di%do", p->cb, p->cb);
+    kiln_tpl_params_key(key, sizeof key, "wino", p, sizeof *p);
+    bool hit = false;
+    kiln_status s = kiln_tpl_packed_before(l, t, wv, lb, key, floats, &hit, err);
     if (s != KILN_OK)
         return s;
-    kiln_wino_pack_weights(p, wv->data, packed);
-    char lb[48];
-    snprintf(lb, sizeof lb, "wino36_OI%di%do", p->cb, p->cb);
-    if ((s = kiln_tpl_use_packed(l, t, wv, lb, packed, floats, err)) != KILN_OK)
-        return s;
+    if (!hit) {
+        float *packed;
+        if ((s = kiln_tpl_pack_buffer(n, floats, &packed, err)) != KILN_OK)
+            return s;
+        kiln_wino_pack_weights(p, wv->data, packed);
+        if ((s = kiln_tpl_use_packed_key(l, t, wv, lb, packed, floats, key, err)) != KILN_OK)
+            return s;
+    }
     if ((s = kiln_tpl_pad_bias(l, t, n, p->c_out, p->cb, err)) != KILN_OK)
         return s;
     t->workspace = (int64_t)kiln_wino_workspace_bytes(p);

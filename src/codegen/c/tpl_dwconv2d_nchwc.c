@@ -117,15 +117,21 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
     const kiln_value *wv = g->values[n->inputs[1]];
     const kiln_dwconv_params *p = t->params;
     int64_t floats = kiln_dwconv_packed_weight_floats(p);
-    float *packed;
-    kiln_status s = kiln_tpl_pack_buffer(n, floats, &packed, err);
+    char lb[32], key[80];
+    snprintf(lb, sizeof lb, "C%dc_HW%dc", p->cb, p->cb);
+    kiln_tpl_params_key(key, sizeof key, "dwconv", p, sizeof *p);
+    bool hit = false;
+    kiln_status s = kiln_tpl_packed_before(l, t, wv, lb, key, floats, &hit, err);
     if (s != KILN_OK)
         return s;
-    kiln_dwconv_pack_weights(p, wv->data, packed);
-    char lb[32];
-    snprintf(lb, sizeof lb, "C%dc_HW%dc", p->cb, p->cb);
-    if ((s = kiln_tpl_use_packed(l, t, wv, lb, packed, floats, err)) != KILN_OK)
-        return s;
+    if (!hit) {
+        float *packed;
+        if ((s = kiln_tpl_pack_buffer(n, floats, &packed, err)) != KILN_OK)
+            return s;
+        kiln_dwconv_pack_weights(p, wv->data, packed);
+        if ((s = kiln_tpl_use_packed_key(l, t, wv, lb, packed, floats, key, err)) != KILN_OK)
+            return s;
+    }
     /* padded channels: the kernel reads the bias of whole blocks */
     if ((s = kiln_tpl_pad_bias(l, t, n, p->c, p->cb, err)) != KILN_OK)
         return s;

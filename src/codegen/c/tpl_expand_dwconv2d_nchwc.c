@@ -240,19 +240,26 @@ static kiln_status pack_one(kiln_lowered *l, kiln_task *t, const kiln_node *n, b
     const kiln_value *wv = l->ctx->g->values[n->inputs[1]];
     int64_t floats = expand ? kiln_conv_packed_weight_floats(&p->e)
                             : kiln_dwconv_packed_weight_floats(&p->d);
-    float *packed;
-    kiln_status s = kiln_tpl_pack_buffer(n, floats, &packed, err);
-    if (s != KILN_OK)
-        return s;
-    char lb[32];
+    char lb[32], key[80];
     if (expand) {
-        kiln_conv_pack_weights(&p->e, wv->data, packed);
         snprintf(lb, sizeof lb, "OIHW%di%do", p->e.cb_in, p->e.cb_out);
+        kiln_tpl_params_key(key, sizeof key, "expdw-e", &p->e, sizeof p->e);
     } else {
-        kiln_dwconv_pack_weights(&p->d, wv->data, packed);
         snprintf(lb, sizeof lb, "C%dc_HW%dc", p->d.cb, p->d.cb);
+        kiln_tpl_params_key(key, sizeof key, "expdw-d", &p->d, sizeof p->d);
     }
-    return kiln_tpl_use_packed(l, t, wv, lb, packed, floats, err);
+    bool hit = false;
+    kiln_status s = kiln_tpl_packed_before(l, t, wv, lb, key, floats, &hit, err);
+    if (s != KILN_OK || hit)
+        return s;
+    float *packed;
+    if ((s = kiln_tpl_pack_buffer(n, floats, &packed, err)) != KILN_OK)
+        return s;
+    if (expand)
+        kiln_conv_pack_weights(&p->e, wv->data, packed);
+    else
+        kiln_dwconv_pack_weights(&p->d, wv->data, packed);
+    return kiln_tpl_use_packed_key(l, t, wv, lb, packed, floats, key, err);
 }
 
 static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)

@@ -129,16 +129,22 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
     if (floats != (int64_t)p->c_out * p->cb_in * p->kh * p->kw)
         return kiln_errorf(err, KILN_ERR_INTERNAL, "conv '%s': unexpected packed weight size",
                            n->name);
-    float *packed;
-    kiln_status s = kiln_tpl_pack_buffer(n, floats, &packed, err);
-    if (s != KILN_OK)
-        return s;
-    pack_block_diagonal(p, wv->shape.dims[1], wv->data, packed);
-    char lb[48];
+    char lb[48], key[80];
     snprintf(lb, sizeof lb, "OIHW%di%do-blockdiag%lld", p->cb_in, p->cb_out,
              (long long)wv->shape.dims[1]);
-    if ((s = kiln_tpl_use_packed(l, t, wv, lb, packed, floats, err)) != KILN_OK)
+    kiln_tpl_params_key(key, sizeof key, lb, p, sizeof *p); /* lb: the group width */
+    bool hit = false;
+    kiln_status s = kiln_tpl_packed_before(l, t, wv, lb, key, floats, &hit, err);
+    if (s != KILN_OK)
         return s;
+    if (!hit) {
+        float *packed;
+        if ((s = kiln_tpl_pack_buffer(n, floats, &packed, err)) != KILN_OK)
+            return s;
+        pack_block_diagonal(p, wv->shape.dims[1], wv->data, packed);
+        if ((s = kiln_tpl_use_packed_key(l, t, wv, lb, packed, floats, key, err)) != KILN_OK)
+            return s;
+    }
     t->workspace = (int64_t)kiln_conv_workspace_bytes(p);
     return KILN_OK;
 }

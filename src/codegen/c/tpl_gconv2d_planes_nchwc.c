@@ -92,15 +92,21 @@ static kiln_status pack(kiln_lowered *l, kiln_task *t, kiln_error *err)
     const kiln_value *wv = g->values[n->inputs[1]];
     const kiln_gconv_params *p = t->params;
     int64_t floats = kiln_gconv_packed_weight_floats(p);
-    float *packed;
-    kiln_status s = kiln_tpl_pack_buffer(n, floats, &packed, err);
+    char lb[48], key[80];
+    snprintf(lb, sizeof lb, "C%dc_HW%dg%dc", p->cb, p->gw, p->cb);
+    kiln_tpl_params_key(key, sizeof key, "gconv", p, sizeof *p);
+    bool hit = false;
+    kiln_status s = kiln_tpl_packed_before(l, t, wv, lb, key, floats, &hit, err);
     if (s != KILN_OK)
         return s;
-    kiln_gconv_pack_weights(p, wv->data, packed);
-    char lb[48];
-    snprintf(lb, sizeof lb, "C%dc_HW%dg%dc", p->cb, p->gw, p->cb);
-    if ((s = kiln_tpl_use_packed(l, t, wv, lb, packed, floats, err)) != KILN_OK)
-        return s;
+    if (!hit) {
+        float *packed;
+        if ((s = kiln_tpl_pack_buffer(n, floats, &packed, err)) != KILN_OK)
+            return s;
+        kiln_gconv_pack_weights(p, wv->data, packed);
+        if ((s = kiln_tpl_use_packed_key(l, t, wv, lb, packed, floats, key, err)) != KILN_OK)
+            return s;
+    }
     t->workspace = (int64_t)kiln_gconv_workspace_bytes(p); /* a band's planes */
     return KILN_OK;
 }
