@@ -9,7 +9,8 @@
  * atol 1e-4. The Attention
  * reference kernel is checked the same way against the unfused graph's. In
  * a shapes_bound graph, self-attention's length comes at run time: one
- * kernel for every length (test_rt_len). */
+ * kernel for every length (test_rt_len); so does the key count of a step
+ * over a KV cache (test_rt_keys). */
 #include "codegen/c/codegen.h"
 #include "compiler_test.h"
 #include "pass/pass.h"
@@ -364,6 +365,48 @@ static void test_rt_len(void **state)
     }
 }
 
+/* A decoder's step over a KV cache: Sq queries (the new tokens) and Sk =
+ * past + Sq keys. In a shapes_bound graph the keys' count comes at run
+ * time: one source for every Sk above Sq, the extent Sk, the values the
+ * reference executor's, for K and V whose head strides hold Sk, and masks
+ * whose rows do (a [B, 1, 1, Sk] padding mask, a [B, H, Sq, Sk] input). */
+static void test_rt_keys(void **state)
+{
+    (void)state;
+    static const int64_t past[] = {1, 4, 16, 33, 69}; /* past[1]'s kernel: the reference */
+    static const acase forms[] = {
+        {1, 2, 1, 0, 16, 16, 1, 0}, /* one new token, bert's form, a padding mask */
+        {1, 3, 1, 0, 9, 20, 0, 1},  /* vit's form, no mask */
+        {1, 2, 4, 0, 16, 16, 3, 0}, /* four new tokens, a full [1, 2, 4, Sk] mask */
+        {2, 2, 1, 0, 8, 8, 1, 0},   /* batch 2 */
+    };
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        char *first = NULL;
+        for (size_t i = 0; i < sizeof past / sizeof past[0]; i++) {
+            acase c = forms[f];
+            c.Sk = past[i] + c.Sq;
+            kiln_graph *g = build_case(&c);
+            g->shapes_bound = true;
+            int64_t extent = -1;
+            char *src = attention_kernel(g, &extent);
+            assert_int_equal(extent, c.Sk);
+            if (first && strcmp(first, src) != 0)
+                fail_msg("form %zu: the kernel at %lld keys differs from %lld keys'", f,
+                         (long long)c.Sk, (long long)(past[1] + c.Sq));
+            if (!first && i == 1)
+                first = src;
+            else
+                free(src);
+            char tag[32];
+            snprintf(tag, sizeof tag, "kv%zu_%lld", f, (long long)c.Sk);
+            ct_check_graph(g, dir, tag, 0, 800 + (uint64_t)i, 1e-3, 1e-4);
+            kiln_graph_destroy(g);
+            case_no++;
+        }
+        free(first);
+    }
+}
+
 int main(void)
 {
     dir = kt_tempdir();
@@ -371,6 +414,7 @@ int main(void)
         cmocka_unit_test(test_fixed),
         cmocka_unit_test(test_random),
         cmocka_unit_test(test_rt_len),
+        cmocka_unit_test(test_rt_keys),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kt_rmdir(dir);

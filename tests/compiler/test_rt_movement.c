@@ -11,8 +11,10 @@
  * length (position embeddings, a causal mask: two length dims), a
  * broadcast Expand, a residual Add, a Softmax, a mean over the length
  * (the reduced dims hold it) and a max along it, and a Where on a mask
- * compared from the length, and the last rows read from the end (a
- * decoder's next-token row). Without shapes_bound the
+ * compared from the length, the last rows read from the end (a
+ * decoder's next-token row), a KV cache's past keys joined with the new
+ * token's (Concat along the length) and a Split of [1, L, 24] in parts
+ * (the length in its outer dims). Without shapes_bound the
  * kernels are specialized per length (so the comparison can fail). */
 #include "codegen/c/codegen.h"
 #include "compiler_test.h"
@@ -102,6 +104,16 @@ static kiln_graph *decoder_ops(int64_t L, bool bound)
     int lastn = out1(g, KILN_OP_GATHER, "last_row", (int[]){x, idx}, 2);
     assert_int_equal(kiln_node_set_int(g, lastn, "axis", 1), KILN_OK);
     int tail = slice(g, "tail", x, (int64_t[]){-2}, (int64_t[]){INT64_MAX}, (int64_t[]){1}, 1);
+    /* a KV cache's step: the past keys [1, 2, L, 6] joined with the new
+     * token's [1, 2, 1, 6] along the length; a fused projection split */
+    int pk = kiln_graph_add_input(g, "pk", KILN_DTYPE_FLOAT32, &(kiln_shape){4, {1, 2, L, 6}});
+    int nk = kiln_graph_add_input(g, "nk", KILN_DTYPE_FLOAT32, &(kiln_shape){4, {1, 2, 1, 6}});
+    int catn = out1(g, KILN_OP_CONCAT, "kv", (int[]){pk, nk}, 2);
+    assert_int_equal(kiln_node_set_int(g, catn, "axis", 2), KILN_OK);
+    int spn = kiln_graph_add_node(g, KILN_OP_SPLIT, "qk", (int[]){x}, 1, 2);
+    assert_true(spn >= 0);
+    assert_int_equal(kiln_node_set_int(g, spn, "axis", 2), KILN_OK);
+    assert_int_equal(kiln_node_set_ints(g, spn, "split", (int64_t[]){8, 16}, 2), KILN_OK);
     assert_int_equal(kiln_graph_add_output(g, a), KILN_OK);
     assert_int_equal(kiln_graph_add_output(g, node_out(g, smn)), KILN_OK);
     assert_int_equal(kiln_graph_add_output(g, cm), KILN_OK);
@@ -111,6 +123,8 @@ static kiln_graph *decoder_ops(int64_t L, bool bound)
     assert_int_equal(kiln_graph_add_output(g, wh), KILN_OK);
     assert_int_equal(kiln_graph_add_output(g, node_out(g, lastn)), KILN_OK);
     assert_int_equal(kiln_graph_add_output(g, tail), KILN_OK);
+    assert_int_equal(kiln_graph_add_output(g, node_out(g, catn)), KILN_OK);
+    assert_int_equal(kiln_graph_add_output(g, kiln_graph_node_output(g, spn, 1)), KILN_OK);
     kiln_error err = {0};
     if (kiln_graph_infer_shapes(g, &err) != KILN_OK)
         fail_msg("L %lld: %s", (long long)L, err.msg);
@@ -171,7 +185,7 @@ static void test_one_source_any_length(void **state)
             /* every kind of kernel above takes the length */
             static const char *const want[] = {"transpose ", "slice ", "elemwise ", "softmax ",
                                                "copy ",      "reduce ", "compare ",  "where ",
-                                               "gather "};
+                                               "gather ",    "concat ", "split "};
             for (size_t w = 0; w < sizeof want / sizeof want[0]; w++)
                 if (!strstr(tpls, want[w]))
                     fail_msg("no %skernel takes the length: %s", want[w], tpls);

@@ -245,6 +245,9 @@ kiln_status kiln_emit_strided(kiln_sb *b, const kiln_lowered *l, const kiln_task
 /* The space of the strided and copy emitters' templates: in a shapes_bound
  * graph a row-major output with a symbol's extent takes it at run time. */
 kiln_status kiln_space_strided(kiln_lowered *l, kiln_task *t, kiln_error *err);
+/* Concat and Split (emit_movement.c); kiln_space_slabs: their sizes at
+ * run time in a shapes_bound graph (the symbol's extent) */
+kiln_status kiln_space_slabs(kiln_lowered *l, kiln_task *t, kiln_error *err);
 kiln_status kiln_emit_concat(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
 kiln_status kiln_emit_split(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);
 kiln_status kiln_emit_pad(kiln_sb *b, const kiln_lowered *l, const kiln_task *t);

@@ -423,9 +423,99 @@ static int storage_dims(const kiln_value *v, int64_t *dims)
     return v->shape.rank;
 }
 
+/* In a shapes_bound graph, a Concat or Split of row-major pieces whose dims
+ * hold the symbol's extent (a KV cache's past keys joined with the step's
+ * new ones along the length, a sequence split in parts) takes it at run
+ * time: every slab size is then written in terms of E_ and the same layer
+ * at another length is the same kernel. */
+kiln_status kiln_space_slabs(kiln_lowered *l, kiln_task *t, kiln_error *err)
+{
+    (void)err;
+    const kiln_graph *g = l->ctx->g;
+    const kiln_node *n = g->nodes[t->anchor];
+    bool concat = n->op == KILN_OP_CONCAT;
+    const kiln_value *whole = g->values[concat ? n->outputs[0] : n->inputs[0]];
+    int np = concat ? n->n_inputs : n->n_outputs;
+    if (whole->layout.kind != KILN_LAYOUT_ROW_MAJOR)
+        return KILN_OK;
+    int64_t e = kiln_rt_sym_extent(l, &whole->shape);
+    for (int k = 0; k < np; k++) {
+        const kiln_value *v = g->values[concat ? n->inputs[k] : n->outputs[k]];
+        if (v->layout.kind != KILN_LAYOUT_ROW_MAJOR)
+            return KILN_OK;
+        int64_t ek = kiln_rt_sym_extent(l, &v->shape);
+        e = ek > e ? ek : e;
+    }
+    t->extent = e;
+    return KILN_OK;
+}
+
+/* The slabs with their sizes at run time (kiln_space_slabs): each piece's
+ * slab (its dims from the axis on) and the outer count in terms of E_; the
+ * offsets summed in the kernel. */
+static kiln_status emit_slabs_rt(kiln_sb *b, const kiln_lowered *l, const kiln_task *t,
+                                 bool concat)
+{
+    const kiln_graph *g = l->ctx->g;
+    const kiln_node *n = g->nodes[t->anchor];
+    const kiln_value *whole = g->values[concat ? n->outputs[0] : n->inputs[0]];
+    const int64_t e = t->extent;
+    int rank = whole->shape.rank;
+    int64_t axis = kiln_attr_int(n, "axis", 0);
+    if (axis < 0)
+        axis += rank;
+    int64_t esz = (int64_t)kiln_dtype_size(whole->dtype);
+    int np = concat ? n->n_inputs : n->n_outputs;
+    char buf[128], nt[160];
+    kiln_emit_prologue(b, l, t, NULL, 0);
+    kiln_sb_printf(b, "/* slabs of %d pieces, their sizes at run time */\nenum { NP_ = %d };\n\n",
+                   np, np);
+    kiln_sb_puts(b, KILN_TASK_SIG);
+    kiln_emit_arg_ptrs(b, t);
+    kiln_sb_puts(b, "    const int64_t E_ = " KILN_RT_EXTENT ";\n    const int64_t LEN_[NP_] = {");
+    for (int k = 0; k < np; k++) {
+        const kiln_value *v = g->values[concat ? n->inputs[k] : n->outputs[k]];
+        kiln_rt_size z = kiln_rt_dims(v->shape.dims, (int)axis, rank, e);
+        z.c *= esz;
+        kiln_sb_printf(b, "%s%s", k ? ", " : "", kiln_rt_str(buf, sizeof buf, z, "E_"));
+    }
+    kiln_sb_puts(b, "};\n"
+                    "    int64_t OFF_[NP_], WHOLE_ = 0;\n"
+                    "    for (int k = 0; k < NP_; k++) {\n"
+                    "        OFF_[k] = WHOLE_;\n"
+                    "        WHOLE_ += LEN_[k];\n"
+                    "    }\n"
+                    "    (void)E_;\n"
+                    "    for (int64_t task = begin_; task < end_; task++) {\n"
+                    "        int64_t o = task / NP_, k = task % NP_;\n"
+                    "        const char *src;\n        char *dst;\n        switch (k) {\n");
+    for (int k = 0; k < np; k++) {
+        int pa = kiln_task_arg(t, concat ? n->inputs[k] : n->outputs[k]);
+        int wa = kiln_task_arg(t, concat ? n->outputs[0] : n->inputs[0]);
+        if (concat)
+            kiln_sb_printf(b,
+                           "        case %d: src = (const char *)a%d + o * LEN_[%d]; dst = (char *)o%d + o * WHOLE_ + OFF_[%d]; break;\n",
+                           k, pa, k, wa - t->n_in, k);
+        else
+            kiln_sb_printf(b,
+                           "        case %d: src = (const char *)a%d + o * WHOLE_ + OFF_[%d]; dst = (char *)o%d + o * LEN_[%d]; break;\n",
+                           k, wa, k, pa - t->n_in, k);
+    }
+    kiln_sb_puts(b, "        default: src = NULL; dst = NULL; break;\n        }\n"
+                    "        if (src && dst)\n            memcpy(dst, src, (size_t)LEN_[k]);\n    }\n}\n");
+    snprintf(nt, sizeof nt, "%s * %d",
+             kiln_rt_str(buf, sizeof buf, kiln_rt_dims(whole->shape.dims, 0, (int)axis, e),
+                         "rt->extent"),
+             np);
+    kiln_emit_entry(b, t, nt, 1);
+    return KILN_OK;
+}
+
 /* Concat (pieces = inputs) and Split (pieces = outputs): slabs along axis. */
 static kiln_status emit_slabs(kiln_sb *b, const kiln_lowered *l, const kiln_task *t, bool concat)
 {
+    if (t->extent > 0)
+        return emit_slabs_rt(b, l, t, concat);
     const kiln_graph *g = l->ctx->g;
     const kiln_node *n = g->nodes[t->anchor];
     const kiln_value *whole = g->values[concat ? n->outputs[0] : n->inputs[0]];

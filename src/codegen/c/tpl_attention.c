@@ -111,6 +111,17 @@ static bool rt_len(const kiln_lowered *l, const kiln_attn_geom *a)
     return l->ctx->shapes_bound && a->Sq == a->Sk && a->Sq > 0;
 }
 
+/* The keys' count at run time: in a shapes_bound graph, attention with as
+ * many queries at every step and a key count that grows (a decoder's step
+ * over a KV cache: Sq new tokens, Sk = past + Sq) takes Sk from
+ * kiln_rt.extent; Sq stays in the source. A stride that holds Sk (K's and
+ * V's head stride, a mask's row stride) is written as a multiple of SK_, so
+ * every past length is one kernel. */
+static bool rt_keys(const kiln_lowered *l, const kiln_attn_geom *a)
+{
+    return l->ctx->shapes_bound && a->Sq != a->Sk && a->Sk > 0 && a->Sq > 0;
+}
+
 static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
 {
     (void)err;
@@ -124,6 +135,8 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     const bool rt = rt_len(l, &a);
     if (rt)
         t->extent = a.Sq;
+    else if (rt_keys(l, &a))
+        t->extent = a.Sk;
     const int64_t sq = rt ? KILN_RT_ROWS : a.Sq;
     int rpt = sq >= ATTN_R ? ATTN_R : 1;
     while (rpt * 2 <= sq && rpt < 32 && a.B * a.H * ((sq + rpt * 2 - 1) / (rpt * 2)) >= 8)
@@ -248,7 +261,7 @@ static void emit_pv_blocks(kiln_sb *b, int nv, int vw)
  * kernel is right at this class's length whichever classes share its
  * source. */
 static void emit_strides(kiln_sb *b, const char *name, const int64_t st[4], int64_t S, bool rt,
-                         unsigned len)
+                         unsigned len, const char *sv)
 {
     for (int x = 0; x < 4; x++) {
         int64_t coef = st[x];
@@ -265,7 +278,7 @@ static void emit_strides(kiln_sb *b, const char *name, const int64_t st[4], int6
         }
         kiln_sb_printf(b, "(%lldll", (long long)coef);
         for (int k = 0; k < n_len; k++)
-            kiln_sb_puts(b, " * SQ_");
+            kiln_sb_printf(b, " * %s", sv);
         kiln_sb_puts(b, ")\n");
     }
 }
@@ -278,7 +291,8 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     geom(g, n, &a);
     int rpt = kiln_task_knob(t, "rows_per_task", 1);
     int64_t mt = (a.Sq + rpt - 1) / rpt;
-    const bool rt = t->extent > 0; /* Sq = Sk at run time (rt_len) */
+    /* at run time: Sq = Sk (rt_len), or Sk alone (keys, rt_keys) */
+    const bool rt = t->extent > 0, keys = rt && a.Sq != a.Sk;
     if (rt && a.B == 1) /* the batch strides are never multiplied by anything but 0 */
         a.qs[0] = a.ks[0] = a.vs[0] = a.os[0] = a.ms[0] = 0;
     int qa = kiln_task_arg(t, n->inputs[0]), ka = kiln_task_arg(t, n->inputs[1]);
@@ -297,11 +311,21 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     if (!rt)
         kiln_sb_printf(b, "enum { SQ_ = %lld, SK_ = %lld, SKP_ = %lld, MT_ = %lld };\n",
                        (long long)a.Sq, (long long)a.Sk, (long long)skp, (long long)mt);
-    emit_strides(b, "QS", a.qs, a.Sq, rt, 1u << 2);
-    emit_strides(b, "KS", a.ks, a.Sq, rt, 1u << 2);
-    emit_strides(b, "VS", a.vs, a.Sq, rt, 1u << 2);
-    emit_strides(b, "OS", a.os, a.Sq, rt, 1u << 2);
-    emit_strides(b, "MS", a.ms, a.Sq, rt, 1u << 2 | 1u << 3);
+    else if (keys)
+        kiln_sb_printf(b, "enum { SQ_ = %lld, MT_ = %lld };\n", (long long)a.Sq, (long long)mt);
+    if (keys) { /* the dims of Sk: K's and V's rows, the mask's columns */
+        emit_strides(b, "QS", a.qs, a.Sk, false, 0, "SK_");
+        emit_strides(b, "KS", a.ks, a.Sk, true, 1u << 2, "SK_");
+        emit_strides(b, "VS", a.vs, a.Sk, true, 1u << 2, "SK_");
+        emit_strides(b, "OS", a.os, a.Sk, false, 0, "SK_");
+        emit_strides(b, "MS", a.ms, a.Sk, true, 1u << 3, "SK_");
+    } else {
+        emit_strides(b, "QS", a.qs, a.Sq, rt, 1u << 2, "SQ_");
+        emit_strides(b, "KS", a.ks, a.Sq, rt, 1u << 2, "SQ_");
+        emit_strides(b, "VS", a.vs, a.Sq, rt, 1u << 2, "SQ_");
+        emit_strides(b, "OS", a.os, a.Sq, rt, 1u << 2, "SQ_");
+        emit_strides(b, "MS", a.ms, a.Sq, rt, 1u << 2 | 1u << 3, "SQ_");
+    }
     /* V and output as the P V loops read and write them: rows of DV_
      * contiguous floats, packed (V) or staged (output) when strided (a
      * diffusion UNet's [C, HW] attention: V and output channel-major) */
@@ -319,7 +343,9 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
                    blk.vw, 4 * blk.vw, blk.vw, 4 * blk.vw);
     kiln_sb_puts(b, KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
-    if (rt)
+    if (keys)
+        kiln_sb_puts(b, "    const int64_t SK_ = " KILN_RT_EXTENT ", SKP_ = (SK_ + 15) / 16 * 16;\n");
+    else if (rt)
         kiln_sb_puts(b, "    const int64_t SQ_ = " KILN_RT_EXTENT ", SK_ = SQ_, SKP_ = (SK_ + 15) / 16 * 16,\n"
                         "                  MT_ = (SQ_ + RPT_ - 1) / RPT_;\n");
     /* workspace: K^T of the current (batch, head) [D][SKP] (zero past Sk),
@@ -457,7 +483,9 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     kiln_sb_puts(b, "    }\n"
                     "}\n");
     char nt[96];
-    if (rt && a.B == 1)
+    if (keys) /* the tasks follow the queries: in the source */
+        snprintf(nt, sizeof nt, "%lld", (long long)(a.B * a.H * mt));
+    else if (rt && a.B == 1)
         snprintf(nt, sizeof nt, "H_ * ((rt->extent + RPT_ - 1) / RPT_)");
     else if (rt) /* the batch stays in the source: one kernel per batch size */
         snprintf(nt, sizeof nt, "%lld * H_ * ((rt->extent + RPT_ - 1) / RPT_)", (long long)a.B);

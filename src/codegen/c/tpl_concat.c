@@ -19,5 +19,6 @@ static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
 const kiln_template kiln_tpl_concat = {
     .name = "concat",
     .match = match,
+    .space = kiln_space_slabs,
     .emit = kiln_emit_concat,
 };

@@ -13,5 +13,6 @@ static bool match(const kiln_target *tg, const kiln_graph *g, const kiln_node *n
 const kiln_template kiln_tpl_split = {
     .name = "split",
     .match = match,
+    .space = kiln_space_slabs,
     .emit = kiln_emit_split,
 };
