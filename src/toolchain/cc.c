@@ -1,11 +1,12 @@
 /* toolchain/cc.c: finding and running the system C compiler.
  *
- * Compile jobs run as child processes (fork + execvp), at most `parallel` at
+ * Compile jobs run as child processes (posix_spawnp), at most `parallel` at
  * once; each child's stderr goes to its own log file, which is quoted in the
  * error message when the child fails. Nothing here exits: a missing compiler
  * or a failing one is a status with a message. */
 #include <errno.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,8 @@
 #include "lower/hash.h"
 #include "toolchain/toolchain.h"
 #include "util/error.h"
+
+extern char **environ;
 
 void kiln_cc_free(kiln_cc *cc)
 {
@@ -52,20 +55,22 @@ static bool on_path(const char *name)
 }
 
 /* Spawns argv with stdout/stderr to `log` (NULL: /dev/null); returns the pid
- * or -1. */
+ * or -1. posix_spawnp, not fork: the child shares the parent's memory until
+ * it execs, so a large parent (a Python process holding a model's weights,
+ * building a VM's next shape class) does not copy its page tables per job. */
 static pid_t spawn(char *const *argv, const char *log)
 {
-    pid_t pid = fork();
-    if (pid != 0)
-        return pid;
-    int fd = open(log ? log : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-        dup2(fd, 1);
-        dup2(fd, 2);
-        close(fd);
-    }
-    execvp(argv[0], argv);
-    _exit(127);
+    posix_spawn_file_actions_t fa;
+    if (posix_spawn_file_actions_init(&fa) != 0)
+        return -1;
+    pid_t pid = -1;
+    if (posix_spawn_file_actions_addopen(&fa, 1, log ? log : "/dev/null",
+                                         O_WRONLY | O_CREAT | O_TRUNC, 0644) == 0 &&
+        posix_spawn_file_actions_adddup2(&fa, 1, 2) == 0 &&
+        posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ) != 0)
+        pid = -1;
+    posix_spawn_file_actions_destroy(&fa);
+    return pid;
 }
 
 static int wait_status(pid_t pid)
