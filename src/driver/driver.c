@@ -357,7 +357,7 @@ kiln_status kiln_build_codegen(kiln_build *b, kiln_error *err)
  * there is marked used (mtime), each missing one written (beside, then
  * renamed: a reader never sees half a file). A model found in the cache
  * whose files the cache bound deleted gets them back here. */
-static kiln_status weight_files(kiln_build *b, const char *model, kiln_error *err)
+kiln_status kiln_driver_weight_files(kiln_build *b, const char *model, kiln_error *err)
 {
     const char *slash = strrchr(model, '/');
     int dl = slash ? (int)(slash - model) : 1;
@@ -437,7 +437,7 @@ kiln_status kiln_build_link(kiln_build *b, const char *out_path, kiln_error *err
         return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
                            "kiln_build_link: shared weights are for the model cache only");
     time_t since = time(NULL) - 1; /* what this build touches is newer */
-    if (b->share_weights && (s = weight_files(b, path, err)) != KILN_OK)
+    if (b->share_weights && (s = kiln_driver_weight_files(b, path, err)) != KILN_OK)
         return s;
     if (!out_path && kiln_tc_have(path) && !b->dump_code_dir) {
         b->from_cache = true; /* the model cache has it */

@@ -11,6 +11,7 @@
 #define KILN_DRIVER_DRIVER_H
 
 #include "kiln/kiln.h"
+#include "kiln/runtime.h"
 #include "lower/lower.h"
 #include "toolchain/toolchain.h"
 
@@ -111,6 +112,20 @@ void kiln_build_set_knob_seed(kiln_build *b, uint64_t knob_seed);
  * .so is then not a single deployable file: the VM's builds only, never
  * `kiln compile`'s (an output path refuses it). */
 void kiln_build_share_weights(kiln_build *b);
+/* The shared weights' files beside the model cache path `model` (driver.c):
+ * each one there is marked used, each missing one written. */
+kiln_status kiln_driver_weight_files(kiln_build *b, const char *model, kiln_error *err);
+/* A build into the model cache (shared weights) whose kernels the loaded
+ * .so `kernels_so` already holds, run without compiling or linking anything
+ * (reuse.c): its descriptor built in memory (kiln_codegen_model_desc), its
+ * weights files written beside the model cache path it would have, and
+ * loaded with kiln_module_load_desc. *out stays NULL, with KILN_OK, when
+ * that does not apply: the model cache has the build (load that), the .so
+ * is not loaded in this process, or it lacks a kernel; the build can then
+ * be linked as usual. */
+kiln_status kiln_build_load_reusing(kiln_build *b, const char *kernels_so,
+                                    const kiln_module_options *mo, kiln_module **out,
+                                    kiln_error *err);
 #define KILN_SHARE_MIN_BYTES (64 << 10)
 /* kiln_compile with kiln_build_set_knob_seed. */
 kiln_status kiln_compile_ex(const kiln_graph *g, const kiln_compile_options *opts,

@@ -237,6 +237,8 @@ void kiln_module_destroy(kiln_module *m)
     free(m->spill);
     if (m->dl)
         dlclose(m->dl);
+    if (m->owner_free)
+        m->owner_free(m->owner);
     free(m);
 }
 
@@ -325,19 +327,62 @@ static kiln_status map_files(kiln_module *m, const char *path, kiln_error *err)
     return KILN_OK;
 }
 
+static kiln_status module_init(kiln_module *m, const char *path, const kiln_abi_model *d,
+                               int n_threads, int bind, kiln_error *err);
+
+static kiln_status resolve_opts(const kiln_module_options *opts, int *n_threads, int *bind,
+                                kiln_error *err)
+{
+    kiln_module_options o = {.num_threads = 0, .bind_threads = -1};
+    if (opts)
+        o = *opts;
+    kiln_status st = kiln_threads_resolve(o.num_threads, n_threads, err);
+    if (st == KILN_OK)
+        st = kiln_bind_resolve(o.bind_threads, bind, err);
+    return st;
+}
+
+kiln_status kiln_module_load_desc(const kiln_abi_model *d, const char *path, const char *dl_path,
+                                  void *owner, void (*owner_free)(void *),
+                                  const kiln_module_options *opts, kiln_module **out,
+                                  kiln_error *err)
+{
+    int n_threads, bind;
+    kiln_status st = resolve_opts(opts, &n_threads, &bind, err);
+    kiln_module *m = st == KILN_OK ? calloc(1, sizeof *m) : NULL;
+    if (!m) {
+        if (owner_free)
+            owner_free(owner);
+        return st != KILN_OK ? st : kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    m->owner = owner;
+    m->owner_free = owner_free;
+    dlerror();
+    m->dl = dlopen(dl_path, RTLD_NOW | RTLD_LOCAL); /* its kernels stay loaded */
+    if (!m->dl) {
+        const char *why = dlerror();
+        st = kiln_errorf(err, KILN_ERR_IO, "%s: cannot load the kernels' %s: %s", path, dl_path,
+                         why ? why : "unknown error");
+    } else if ((st = validate(path, d, err)) == KILN_OK) {
+        m->desc = d;
+        if ((st = map_files(m, path, err)) == KILN_OK &&
+            (st = module_init(m, path, d, n_threads, bind, err)) == KILN_OK) {
+            *out = m;
+            return KILN_OK;
+        }
+    }
+    kiln_module_destroy(m);
+    return st;
+}
+
 kiln_status kiln_module_load(const char *path, const kiln_module_options *opts, kiln_module **out,
                              kiln_error *err)
 {
     if (!path || !out)
         return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "kiln_module_load: NULL argument");
-    kiln_module_options o = {.num_threads = 0, .bind_threads = -1};
-    if (opts)
-        o = *opts;
     int n_threads, bind;
-    kiln_status st = kiln_threads_resolve(o.num_threads, &n_threads, err);
+    kiln_status st = resolve_opts(opts, &n_threads, &bind, err);
     if (st != KILN_OK)
-        return st;
-    if ((st = kiln_bind_resolve(o.bind_threads, &bind, err)) != KILN_OK)
         return st;
 
     struct stat sb;
@@ -385,9 +430,23 @@ kiln_status kiln_module_load(const char *path, const kiln_module_options *opts, 
     if ((st = validate(path, d, err)) != KILN_OK)
         goto fail;
     m->desc = d;
-    if ((st = map_files(m, path, err)) != KILN_OK)
+    if ((st = map_files(m, path, err)) != KILN_OK ||
+        (st = module_init(m, path, d, n_threads, bind, err)) != KILN_OK)
         goto fail;
+    *out = m;
+    return KILN_OK;
+fail:
+    kiln_module_destroy(m);
+    return st;
+}
 
+/* Everything a validated descriptor (m->desc = d, its files mapped) needs to
+ * run: arena, weights, workspace, argument pointers, fallback steps, the
+ * thread pool. On failure m is the caller's to destroy. */
+static kiln_status module_init(kiln_module *m, const char *path, const kiln_abi_model *d,
+                               int n_threads, int bind, kiln_error *err)
+{
+    kiln_status st = KILN_OK;
     /* memory: arena, workspace (one 64-byte-aligned slice per thread) */
     int64_t arena = round_up(d->arena_bytes > 0 ? d->arena_bytes : ALIGN, ALIGN);
     m->arena = big_alloc(arena, NULL);
@@ -469,10 +528,8 @@ kiln_status kiln_module_load(const char *path, const kiln_module_options *opts, 
     m->rt.workspace = m->workspace;
     m->rt.workspace_bytes = ws_slice;
     m->num_threads = n_threads;
-    *out = m;
     return KILN_OK;
 fail:
-    kiln_module_destroy(m);
     return st;
 }
 

@@ -27,7 +27,21 @@ struct kiln_module {
     size_t spill_bytes;
     void **fmap;                /* per tensor: a KILN_STORAGE_FILE tensor's mapping, else NULL */
     size_t *fmap_len;           /* ... and its length */
+    void *owner;                /* kiln_module_load_desc: the descriptor's memory, */
+    void (*owner_free)(void *); /* released at destroy */
 };
+
+/* A module from a descriptor built in memory (the VM's next shape class whose
+ * kernels a loaded .so already holds: driver.c's kiln_build_load_reusing),
+ * not from a .so of its own. `path` names it in messages and its folder
+ * holds the KILN_STORAGE_FILE tensors' files (the model cache's); `dl_path`
+ * is the .so its steps' kernels live in, kept loaded as long as the module.
+ * The descriptor is validated as a .so's is; `owner` (holding it) is released
+ * by owner_free when the module is destroyed, or here on failure. */
+kiln_status kiln_module_load_desc(const kiln_abi_model *d, const char *path, const char *dl_path,
+                                  void *owner, void (*owner_free)(void *),
+                                  const kiln_module_options *opts, kiln_module **out,
+                                  kiln_error *err);
 
 /* Whether the ELF file at path holds every byte its program and section
  * headers say it has (else an error naming the file): dlopen maps a

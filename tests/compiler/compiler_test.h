@@ -166,6 +166,8 @@ static inline void ct_template_of(const kiln_graph *g, int case_no,
 /* Loads the .so at path (compiled from g), runs it and the reference
  * executor on inputs uniform in [-1, 1) from `seed`, and asserts every
  * float output matches within rtol/atol (tag names the case). */
+static inline void ct_check_module(const kiln_graph *g, kiln_module *m, const char *tag,
+                                   uint64_t seed, double rtol, double atol);
 static inline void ct_check_so(const kiln_graph *g, const char *path, const char *tag,
                                uint64_t seed, double rtol, double atol)
 {
@@ -173,6 +175,14 @@ static inline void ct_check_so(const kiln_graph *g, const char *path, const char
     kiln_module *m = NULL;
     if (kiln_module_load(path, NULL, &m, &err) != KILN_OK)
         fail_msg("%s: load failed: %s", tag, err.msg);
+    ct_check_module(g, m, tag, seed, rtol, atol);
+}
+
+/* ct_check_so on a loaded module (destroyed here). */
+static inline void ct_check_module(const kiln_graph *g, kiln_module *m, const char *tag,
+                                   uint64_t seed, double rtol, double atol)
+{
+    kiln_error err = {0};
     kiln_ref_executor *ex = NULL;
     if (kiln_ref_executor_create(g, &ex, &err) != KILN_OK)
         fail_msg("%s: ref executor: %s", tag, err.msg);

@@ -19,6 +19,7 @@
 #include "codegen/c/codegen.h"
 #include "compiler_test.h"
 #include "lower/lower.h"
+#include "vm/vm.h"
 
 #include <unistd.h>
 
@@ -203,6 +204,60 @@ static void test_one_source_any_length(void **state)
     free(first);
 }
 
+/* .so files in dir. */
+static int count_so(const char *dir)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        n += len > 3 && strcmp(e->d_name + len - 3, ".so") == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+/* The VM's build of a shape class whose kernels an earlier class's loaded
+ * .so holds: no .so of its own (nothing compiled or linked), the steps run
+ * from the earlier one's kernels, the values the reference executor's. A
+ * class whose .so is no longer loaded links as usual. */
+static void test_classes_reuse_kernels(void **state)
+{
+    (void)state;
+    char cache[300], models[320];
+    snprintf(cache, sizeof cache, "%s/vmcache", g_dir);
+    snprintf(models, sizeof models, "%s/models", cache);
+    static const int64_t lens[] = {3, 17, 40};
+    kiln_module *first = NULL;
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        kiln_graph *g = decoder_ops(lens[i], true);
+        int before = count_so(models);
+        kiln_error err = {0};
+        kiln_module *m = NULL;
+        if (kiln_vm_compile_graph(g, cache, NULL, NULL, 2, &m, &err) != KILN_OK)
+            fail_msg("L %lld: %s", (long long)lens[i], err.msg);
+        assert_int_equal(count_so(models), before + (i == 0)); /* only the first links */
+        char tag[32];
+        snprintf(tag, sizeof tag, "vm%lld", (long long)lens[i]);
+        if (i == 0)
+            first = m; /* kept loaded: the later classes' kernels */
+        else
+            ct_check_module(g, m, tag, 41 + (uint64_t)i, 1e-5, 1e-6);
+        kiln_graph_destroy(g);
+    }
+    kiln_module_destroy(first); /* no class holds that .so now: the next links */
+    kiln_graph *g = decoder_ops(9, true);
+    int before = count_so(models);
+    kiln_error err = {0};
+    kiln_module *m = NULL;
+    assert_int_equal(kiln_vm_compile_graph(g, cache, NULL, NULL, 2, &m, &err), KILN_OK);
+    assert_int_equal(count_so(models), before + 1);
+    ct_check_module(g, m, "vm9", 45, 1e-5, 1e-6);
+    kiln_graph_destroy(g);
+}
+
 /* Without shapes_bound nothing takes its extent at run time. */
 static void test_static_graphs_specialize(void **state)
 {
@@ -250,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_sym_extent),
         cmocka_unit_test(test_one_source_any_length),
         cmocka_unit_test(test_static_graphs_specialize),
+        cmocka_unit_test(test_classes_reuse_kernels),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kiln_rmtree(g_dir);

@@ -16,6 +16,8 @@
 
 #include <stdint.h>
 
+#include "kiln/abi.h"
+#include "util/arena.h"
 #include "util/sb.h"
 #include "lower/lower.h"
 #include "target/template.h"
@@ -275,7 +277,19 @@ kiln_status kiln_codegen_weights(kiln_lowered *l, const char *path, int64_t *tot
 kiln_status kiln_codegen_model(const kiln_lowered *l, const char *name, const char *target,
                                const char *build_id, const char *metadata_json,
                                int64_t weights_bytes, char **source, kiln_error *err);
+/* A step's name: its fused group's nodes, "+"-joined (at most 6, then
+ * "+..."); malloc'ed, NULL when out of memory. */
+char *kiln_codegen_group_name(const kiln_lowered *l, const kiln_task *t);
 /* The assembly file embedding the blob at `blob_path`. */
 char *kiln_codegen_weights_asm(const char *blob_path);
+/* The descriptor model.c would hold, built in arena `a` (model_desc.c):
+ * the same tables, each kernel resolved by `resolve` (the function of that
+ * name in a loaded .so, or NULL), the weights blob copied in. *out stays
+ * NULL, with KILN_OK, when a kernel does not resolve (the caller links a
+ * .so of its own instead). */
+kiln_status kiln_codegen_model_desc(kiln_lowered *l, const char *name, const char *target,
+                                    const char *build_id, const char *metadata_json,
+                                    kiln_kernel_fn (*resolve)(void *, const char *), void *rctx,
+                                    kiln_arena *a, kiln_abi_model **out, kiln_error *err);
 
 #endif

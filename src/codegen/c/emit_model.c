@@ -90,17 +90,24 @@ char *kiln_codegen_weights_asm(const char *blob_path)
     return kiln_sb_take(&b);
 }
 
-static void group_name(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
+char *kiln_codegen_group_name(const kiln_lowered *l, const kiln_task *t)
 {
     const kiln_pass_ctx *ctx = l->ctx;
     const kiln_group *gr = &ctx->groups[t->group];
     kiln_sb nb = {0};
+    kiln_sb_puts(&nb, "");
     for (int i = 0; i < gr->n_nodes && i < 6; i++)
         kiln_sb_printf(&nb, "%s%s", i ? "+" : "", ctx->g->nodes[gr->nodes[i]]->name);
     if (gr->n_nodes > 6)
         kiln_sb_puts(&nb, "+...");
-    cstr(b, nb.s ? nb.s : "");
-    kiln_sb_free(&nb);
+    return kiln_sb_take(&nb);
+}
+
+static void group_name(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
+{
+    char *s = kiln_codegen_group_name(l, t);
+    cstr(b, s ? s : "");
+    free(s);
 }
 
 kiln_status kiln_codegen_model(const kiln_lowered *l, const char *name, const char *target,
