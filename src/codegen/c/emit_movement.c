@@ -423,6 +423,29 @@ static int storage_dims(const kiln_value *v, int64_t *dims)
     return v->shape.rank;
 }
 
+/* The slab copies' loop (task = outer index x piece; piece pointers by a
+ * switch over k) and the function's end, over LEN_, OFF_ and WHOLE_. */
+static void emit_slab_loop(kiln_sb *b, const kiln_task *t, const kiln_node *n, bool concat, int np)
+{
+    kiln_sb_puts(b, "    for (int64_t task = begin_; task < end_; task++) {\n"
+                    "        int64_t o = task / NP_, k = task % NP_;\n"
+                    "        const char *src;\n        char *dst;\n        switch (k) {\n");
+    for (int k = 0; k < np; k++) {
+        int pa = kiln_task_arg(t, concat ? n->inputs[k] : n->outputs[k]);
+        int wa = kiln_task_arg(t, concat ? n->outputs[0] : n->inputs[0]);
+        if (concat)
+            kiln_sb_printf(b,
+                           "        case %d: src = (const char *)a%d + o * LEN_[%d]; dst = (char *)o%d + o * WHOLE_ + OFF_[%d]; break;\n",
+                           k, pa, k, wa - t->n_in, k);
+        else
+            kiln_sb_printf(b,
+                           "        case %d: src = (const char *)a%d + o * WHOLE_ + OFF_[%d]; dst = (char *)o%d + o * LEN_[%d]; break;\n",
+                           k, wa, k, pa - t->n_in, k);
+    }
+    kiln_sb_puts(b, "        default: src = NULL; dst = NULL; break;\n        }\n"
+                    "        if (src && dst)\n            memcpy(dst, src, (size_t)LEN_[k]);\n    }\n}\n");
+}
+
 /* In a shapes_bound graph, a Concat or Split of row-major pieces whose dims
  * hold the symbol's extent (a KV cache's past keys joined with the step's
  * new ones along the length, a sequence split in parts) takes it at run
@@ -485,24 +508,8 @@ static kiln_status emit_slabs_rt(kiln_sb *b, const kiln_lowered *l, const kiln_t
                     "        OFF_[k] = WHOLE_;\n"
                     "        WHOLE_ += LEN_[k];\n"
                     "    }\n"
-                    "    (void)E_;\n"
-                    "    for (int64_t task = begin_; task < end_; task++) {\n"
-                    "        int64_t o = task / NP_, k = task % NP_;\n"
-                    "        const char *src;\n        char *dst;\n        switch (k) {\n");
-    for (int k = 0; k < np; k++) {
-        int pa = kiln_task_arg(t, concat ? n->inputs[k] : n->outputs[k]);
-        int wa = kiln_task_arg(t, concat ? n->outputs[0] : n->inputs[0]);
-        if (concat)
-            kiln_sb_printf(b,
-                           "        case %d: src = (const char *)a%d + o * LEN_[%d]; dst = (char *)o%d + o * WHOLE_ + OFF_[%d]; break;\n",
-                           k, pa, k, wa - t->n_in, k);
-        else
-            kiln_sb_printf(b,
-                           "        case %d: src = (const char *)a%d + o * WHOLE_ + OFF_[%d]; dst = (char *)o%d + o * LEN_[%d]; break;\n",
-                           k, wa, k, pa - t->n_in, k);
-    }
-    kiln_sb_puts(b, "        default: src = NULL; dst = NULL; break;\n        }\n"
-                    "        if (src && dst)\n            memcpy(dst, src, (size_t)LEN_[k]);\n    }\n}\n");
+                    "    (void)E_;\n");
+    emit_slab_loop(b, t, n, concat, np);
     snprintf(nt, sizeof nt, "%s * %d",
              kiln_rt_str(buf, sizeof buf, kiln_rt_dims(whole->shape.dims, 0, (int)axis, e),
                          "rt->extent"),
@@ -553,24 +560,7 @@ static kiln_status emit_slabs(kiln_sb *b, const kiln_lowered *l, const kiln_task
     kiln_sb_printf(b, "};\nstatic const int64_t WHOLE_ = %lld;\n\n", (long long)off);
     kiln_sb_puts(b, KILN_TASK_SIG);
     kiln_emit_arg_ptrs(b, t);
-    kiln_sb_puts(b, "    for (int64_t task = begin_; task < end_; task++) {\n"
-                    "        int64_t o = task / NP_, k = task % NP_;\n");
-    /* piece pointers: a switch over k */
-    kiln_sb_puts(b, "        const char *src;\n        char *dst;\n        switch (k) {\n");
-    for (int k = 0; k < np; k++) {
-        int pa = kiln_task_arg(t, concat ? n->inputs[k] : n->outputs[k]);
-        int wa = kiln_task_arg(t, concat ? n->outputs[0] : n->inputs[0]);
-        if (concat)
-            kiln_sb_printf(b,
-                           "        case %d: src = (const char *)a%d + o * LEN_[%d]; dst = (char *)o%d + o * WHOLE_ + OFF_[%d]; break;\n",
-                           k, pa, k, wa - t->n_in, k);
-        else
-            kiln_sb_printf(b,
-                           "        case %d: src = (const char *)a%d + o * WHOLE_ + OFF_[%d]; dst = (char *)o%d + o * LEN_[%d]; break;\n",
-                           k, wa, k, pa - t->n_in, k);
-    }
-    kiln_sb_puts(b, "        default: src = NULL; dst = NULL; break;\n        }\n"
-                    "        if (src && dst)\n            memcpy(dst, src, (size_t)LEN_[k]);\n    }\n}\n");
+    emit_slab_loop(b, t, n, concat, np);
     char nt[64];
     snprintf(nt, sizeof nt, "%lld", (long long)(outer * np));
     kiln_emit_entry(b, t, nt, 1);
