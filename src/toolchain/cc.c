@@ -6,6 +6,7 @@
  * or a failing one is a status with a message. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,38 @@ static void read_log(const char *log, char *buf, size_t n)
     fclose(f);
 }
 
+/* The --version output of the compiler commands this process ran. */
+#define VERSIONS 4
+static pthread_mutex_t versions_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    char cmd[1024], ver[512];
+} versions[VERSIONS];
+static int n_versions;
+
+static bool version_known(const char *cmd, char *ver, size_t cap)
+{
+    bool found = false;
+    pthread_mutex_lock(&versions_mu);
+    for (int i = 0; i < n_versions && !found; i++)
+        if (strcmp(versions[i].cmd, cmd) == 0) {
+            snprintf(ver, cap, "%s", versions[i].ver);
+            found = true;
+        }
+    pthread_mutex_unlock(&versions_mu);
+    return found;
+}
+
+static void version_remember(const char *cmd, const char *ver)
+{
+    pthread_mutex_lock(&versions_mu);
+    if (n_versions < VERSIONS) {
+        snprintf(versions[n_versions].cmd, sizeof versions[n_versions].cmd, "%s", cmd);
+        snprintf(versions[n_versions].ver, sizeof versions[n_versions].ver, "%s", ver);
+        n_versions++;
+    }
+    pthread_mutex_unlock(&versions_mu);
+}
+
 kiln_status kiln_cc_init(kiln_cc *cc, const kiln_target *target, kiln_error *err)
 {
     memset(cc, 0, sizeof *cc);
@@ -133,23 +166,31 @@ kiln_status kiln_cc_init(kiln_cc *cc, const kiln_target *target, kiln_error *err
             kiln_cc_free(cc);
             return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
         }
-    /* identity: the first line of --version */
-    char log[] = "/tmp/kiln-ccver-XXXXXX";
-    int fd = mkstemp(log);
-    if (fd >= 0)
-        close(fd);
-    char *argv[KILN_CC_MAX_ARGS + 2];
-    int a = 0;
+    /* identity: the first line of --version (asked once per process and
+     * command: a VM builds a class per input shape) */
+    char cmd[1024] = "", ver[512];
     for (int i = 0; i < cc->argc; i++)
-        argv[a++] = cc->argv[i];
-    argv[a++] = "--version";
-    argv[a] = NULL;
-    pid_t pid = spawn(argv, fd >= 0 ? log : NULL);
-    int rc = pid < 0 ? -1 : wait_status(pid);
-    char ver[512];
-    read_log(fd >= 0 ? log : NULL, ver, sizeof ver);
-    if (fd >= 0)
-        unlink(log);
+        snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "%s%s", i ? " " : "", cc->argv[i]);
+    int rc = version_known(cmd, ver, sizeof ver) ? 0 : -1;
+    if (rc != 0) {
+        char log[] = "/tmp/kiln-ccver-XXXXXX";
+        int fd = mkstemp(log);
+        if (fd >= 0)
+            close(fd);
+        char *argv[KILN_CC_MAX_ARGS + 2];
+        int a = 0;
+        for (int i = 0; i < cc->argc; i++)
+            argv[a++] = cc->argv[i];
+        argv[a++] = "--version";
+        argv[a] = NULL;
+        pid_t pid = spawn(argv, fd >= 0 ? log : NULL);
+        rc = pid < 0 ? -1 : wait_status(pid);
+        read_log(fd >= 0 ? log : NULL, ver, sizeof ver);
+        if (fd >= 0)
+            unlink(log);
+        if (rc == 0)
+            version_remember(cmd, ver);
+    }
     if (rc != 0) {
         kiln_status s = kiln_errorf(err, KILN_ERR_NOT_FOUND,
                                     "C compiler '%s' does not run (%s --version exited %d): %s",

@@ -106,9 +106,7 @@ kiln_status kiln_tc_begin(const kiln_target *tg, const char *cache_dir, kiln_tc_
     }
     free(objdir);
     free(tmpdir);
-    if (s == KILN_OK)
-        s = kiln_write_headers(b->dir, err);
-    if (s != KILN_OK)
+    if (s != KILN_OK) /* the headers go in at the first compile (kiln_tc_link) */
         goto fail;
     *out = b;
     return KILN_OK;
@@ -238,6 +236,10 @@ kiln_status kiln_tc_link(kiln_tc_build *b, const char *out_path, int parallel, k
             jobs[n_jobs++] = (kiln_cc_job){b->files[i].src, b->files[i].obj, b->files[i].log};
     if (parallel <= 0)
         parallel = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    /* the headers the sources include: written only when something compiles
+     * (a build the caches answer, or run from loaded kernels, writes none) */
+    if (n_jobs > 0 && (s = kiln_write_headers(b->dir, err)) != KILN_OK)
+        goto done;
     if ((s = kiln_cc_compile(&b->cc, jobs, n_jobs, parallel, inc, err)) != KILN_OK)
         goto done;
     for (int i = 0; i < b->n_files; i++) {
