@@ -20,6 +20,7 @@
 #include "lower/hash.h"
 
 static char code_id[33];
+static bool code_stable; /* the id hashes kiln's file (else this process's) */
 static pthread_once_t code_once = PTHREAD_ONCE_INIT;
 
 static bool hash_file(const char *path, kiln_hash *h)
@@ -57,16 +58,12 @@ static void compute(void)
             path = exe;
         }
     }
-    if (!hash_file(path, &h)) {
-        /* unreadable: a key of this process alone, so nothing on disk matches */
+    code_stable = hash_file(path, &h);
+    if (!code_stable) { /* unreadable: an id of this process alone */
         uint64_t r[2] = {(uint64_t)getpid(), (uint64_t)(uintptr_t)&h};
         kiln_hash_update(&h, r, sizeof r);
-        code_id[0] = 'x'; /* marks it; kiln_code_id_stable says so */
     }
-    char hex[33];
-    kiln_hash_hex(&h, hex);
-    memcpy(code_id + (code_id[0] == 'x'), hex, 32 - (code_id[0] == 'x'));
-    code_id[32] = 0;
+    kiln_hash_hex(&h, code_id);
 }
 
 const char *kiln_code_id(void)
@@ -77,5 +74,6 @@ const char *kiln_code_id(void)
 
 bool kiln_code_id_stable(void)
 {
-    return kiln_code_id()[0] != 'x';
+    kiln_code_id();
+    return code_stable;
 }

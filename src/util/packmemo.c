@@ -208,7 +208,7 @@ bool kiln_pack_memo_has_dir(const kiln_pack_memo *m)
 static bool pm_path(kiln_pack_memo *m, const char *ckey, char *p, size_t cap, char *dir,
                     size_t dcap)
 {
-    if (!ckey[0] || strspn(ckey, "0123456789abcdefx") != strlen(ckey))
+    if (!ckey[0] || strspn(ckey, "0123456789abcdef") != strlen(ckey))
         return false;
     pthread_mutex_lock(&m->mu);
     bool ok = m->dir && strlen(m->dir) < dcap;
