@@ -7,7 +7,20 @@
 
 #include "ir/attention.h"
 #include "ref/ref.h"
+#include "ref/scratch.h"
 #include "util/error.h"
+
+size_t kiln_ref_attention_scratch(const kiln_node *n, const kiln_tensor *const *in)
+{
+    const kiln_tensor *m = n->n_inputs > 3 ? in[3] : NULL;
+    kiln_attn_geom g;
+    kiln_error err = {0};
+    if (kiln_attn_geom_of(n, &in[0]->shape, &in[1]->shape, &in[2]->shape, m ? &m->shape : NULL,
+                          &g, &err) != KILN_OK)
+        return 0;
+    /* the scores of one query row */
+    return kiln_ref_scratch_round(sizeof(double) * (size_t)(g.Sk ? g.Sk : 1));
+}
 
 kiln_status kiln_ref_attention(const kiln_node *n, const kiln_tensor *const *in,
                                kiln_tensor *const *out, kiln_error *err)
@@ -23,7 +36,7 @@ kiln_status kiln_ref_attention(const kiln_node *n, const kiln_tensor *const *in,
     const float *q = in[0]->data, *k = in[1]->data, *v = in[2]->data;
     const float *mk = m ? m->data : NULL;
     float *y = out[0]->data;
-    double *p = malloc(sizeof(double) * (size_t)(g.Sk ? g.Sk : 1));
+    double *p = kiln_ref_scratch_get(sizeof(double) * (size_t)(g.Sk ? g.Sk : 1));
     if (!p)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "Attention: out of memory");
     for (int64_t b = 0; b < g.B; b++)
@@ -53,6 +66,6 @@ kiln_status kiln_ref_attention(const kiln_node *n, const kiln_tensor *const *in,
                     y[b * g.os[0] + h * g.os[1] + i * g.os[2] + c * g.os[3]] = (float)(acc / sum);
                 }
             }
-    free(p);
+    kiln_ref_scratch_put(p);
     return KILN_OK;
 }

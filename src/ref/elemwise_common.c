@@ -5,6 +5,8 @@
 
 #include <stdlib.h>
 
+#include "ref/scratch.h"
+
 double kiln_ew_load_f64(kiln_dtype t, const void *data, int64_t i)
 {
     switch (t) {
@@ -99,13 +101,18 @@ bool kiln_ew_has_f16(const kiln_node *n, const kiln_tensor *const *in, kiln_tens
 
 #define VIA_MAX 16
 
-/* A float32 copy of a float16 tensor (the data converted when `convert`). */
+/* A float32 copy of a float16 tensor (the data converted when `convert`),
+ * in the kernels' scratch (ref/scratch.h). */
 static kiln_status widen(const kiln_tensor *h, kiln_tensor *f, bool convert, kiln_error *err)
 {
-    kiln_status s = kiln_tensor_alloc(f, KILN_DTYPE_FLOAT32, &h->shape, err);
-    if (s != KILN_OK || !convert)
-        return s;
     int64_t count = kiln_shape_numel(&h->shape);
+    f->dtype = KILN_DTYPE_FLOAT32;
+    f->shape = h->shape;
+    f->data = kiln_ref_scratch_get(sizeof(float) * (size_t)count);
+    if (!f->data)
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory for a float32 copy");
+    if (!convert)
+        return KILN_OK;
     const uint16_t *src = h->data;
     float *dst = f->data;
     for (int64_t i = 0; i < count; i++)
@@ -150,10 +157,10 @@ kiln_status kiln_ew_via_f32(kiln_ref_fn fn, const kiln_node *n, const kiln_tenso
             for (int64_t k = 0; k < count; k++)
                 dst[k] = kiln_f32_to_f16(src[k]);
         }
-        kiln_tensor_release(&tout[i]);
+        kiln_ref_scratch_put(tout[i].data);
     }
     for (int i = 0; i < n->n_inputs; i++)
-        kiln_tensor_release(&tin[i]);
+        kiln_ref_scratch_put(tin[i].data);
     return s;
 }
 

@@ -1,7 +1,9 @@
 /* ref/executor.c: the reference executor. Runs any valid, shape-inferred
  * graph node by node in topological order with the reference kernels. Every
- * buffer is allocated at create time, so run() does not allocate (beyond the
- * argument arrays of nodes with more than 64 inputs or outputs). run() is a
+ * buffer is allocated at create time, the kernels' scratch included (the
+ * largest any node takes, ref/scratch.h, lent to each), so run() does not
+ * allocate (beyond the argument arrays of nodes with more than 64 inputs or
+ * outputs). run() is a
  * loop over run_node(), which profilers call one node at a time (with
  * node_info and node_shapes describing each node). */
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include <string.h>
 
 #include "ir/graph.h"
+#include "ref/scratch.h"
 #include "util/error.h"
 
 struct kiln_ref_executor {
@@ -16,6 +19,8 @@ struct kiln_ref_executor {
     kiln_tensor *tensors; /* one per value; constants borrow the graph's data */
     int *order;
     void **own; /* per graph input bound in place (bind_input): its own buffer, else NULL */
+    void *scratch; /* the kernels' temporaries: the most a node takes */
+    size_t scratch_bytes;
 };
 
 /* Gives graph input `index` its own buffer back after bind_input. */
@@ -40,7 +45,43 @@ void kiln_ref_executor_destroy(kiln_ref_executor *ex)
                 kiln_tensor_release(&ex->tensors[i]);
     free(ex->tensors);
     free(ex->order);
+    free(ex->scratch);
     free(ex);
+}
+
+/* The node's tensors into in/out (its argument arrays); false when it has
+ * more than cap inputs or outputs. */
+static bool node_args(const kiln_ref_executor *ex, const kiln_node *n, const kiln_tensor **in,
+                      kiln_tensor **out, int cap)
+{
+    if (n->n_inputs > cap || n->n_outputs > cap)
+        return false;
+    for (int k = 0; k < n->n_inputs; k++)
+        in[k] = n->inputs[k] >= 0 ? &ex->tensors[n->inputs[k]] : NULL;
+    for (int k = 0; k < n->n_outputs; k++)
+        out[k] = &ex->tensors[n->outputs[k]];
+    return true;
+}
+
+/* The scratch of the node that takes the most. */
+static kiln_status alloc_scratch(kiln_ref_executor *ex, kiln_error *err)
+{
+    const kiln_tensor *ins[64];
+    kiln_tensor *outs[64];
+    size_t most = 0;
+    for (int i = 0; i < ex->g->n_nodes; i++) {
+        const kiln_node *n = ex->g->nodes[i];
+        if (node_args(ex, n, ins, outs, 64)) {
+            size_t b = kiln_ref_scratch_bytes(n, ins, outs);
+            most = b > most ? b : most;
+        }
+    }
+    if (!most)
+        return KILN_OK;
+    if (!(ex->scratch = aligned_alloc(64, kiln_ref_scratch_round(most))))
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory for scratch");
+    ex->scratch_bytes = most;
+    return KILN_OK;
 }
 
 kiln_status kiln_ref_executor_create(const kiln_graph *g, kiln_ref_executor **out,
@@ -88,6 +129,8 @@ kiln_status kiln_ref_executor_create(const kiln_graph *g, kiln_ref_executor **ou
             goto fail;
         }
     }
+    if ((s = alloc_scratch(ex, err)) != KILN_OK)
+        goto fail;
     *out = ex;
     return KILN_OK;
 fail:
@@ -149,7 +192,7 @@ kiln_status kiln_ref_executor_run_node(kiln_ref_executor *ex, int i, kiln_error 
     const kiln_node *n = ex->g->nodes[ex->order[i]];
     const kiln_tensor **in_p = ins;
     kiln_tensor **out_p = outs;
-    if (n->n_inputs > 64 || n->n_outputs > 64) {
+    if (!node_args(ex, n, ins, outs, 64)) {
         in_p = malloc(sizeof(*in_p) * (size_t)n->n_inputs + 1);
         out_p = malloc(sizeof(*out_p) * (size_t)n->n_outputs + 1);
         if (!in_p || !out_p) {
@@ -157,12 +200,13 @@ kiln_status kiln_ref_executor_run_node(kiln_ref_executor *ex, int i, kiln_error 
             free(out_p);
             return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
         }
+        node_args(ex, n, in_p, out_p, INT32_MAX);
     }
-    for (int k = 0; k < n->n_inputs; k++)
-        in_p[k] = n->inputs[k] >= 0 ? &ex->tensors[n->inputs[k]] : NULL;
-    for (int k = 0; k < n->n_outputs; k++)
-        out_p[k] = &ex->tensors[n->outputs[k]];
+    if (ex->scratch)
+        kiln_ref_scratch_lend(ex->scratch, ex->scratch_bytes);
     kiln_status s = kiln_op_run_ref(n, in_p, out_p, err);
+    if (ex->scratch)
+        kiln_ref_scratch_lend(NULL, 0);
     if (in_p != ins) {
         free(in_p);
         free(out_p);

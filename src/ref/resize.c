@@ -29,6 +29,7 @@
 
 #include "ir/infer_nn.h"
 #include "ref/ref.h"
+#include "ref/scratch.h"
 
 typedef struct resize_taps {
     int64_t *idx; /* [out][4] */
@@ -199,6 +200,34 @@ static bool resize_planes(const kiln_resize_params *p, const resize_taps *taps,
     return true;
 }
 
+/* The taps of every output coordinate of every dim: total_out the sum of
+ * the output dims. */
+static size_t taps_bytes(int64_t total_out)
+{
+    return kiln_ref_scratch_round(sizeof(int64_t) * 4 * (size_t)total_out) +
+           kiln_ref_scratch_round(sizeof(double) * 4 * (size_t)total_out) +
+           kiln_ref_scratch_round(sizeof(int) * (size_t)total_out);
+}
+
+static void put_taps(int64_t *idx, double *w, int *count)
+{
+    kiln_ref_scratch_put(idx);
+    kiln_ref_scratch_put(w);
+    kiln_ref_scratch_put(count);
+}
+
+size_t kiln_ref_resize_scratch(const kiln_node *n, const kiln_tensor *const *in)
+{
+    kiln_resize_params p;
+    kiln_error err = {0};
+    if (kiln_resize_resolve(n, &in[0]->shape, &p, &err) != KILN_OK)
+        return 0;
+    int64_t total_out = 0;
+    for (int d = 0; d < p.rank; d++)
+        total_out += p.out[d];
+    return taps_bytes(total_out);
+}
+
 kiln_status kiln_ref_resize(const kiln_node *n, const kiln_tensor *const *in,
                             kiln_tensor *const *out, kiln_error *err)
 {
@@ -218,13 +247,11 @@ kiln_status kiln_ref_resize(const kiln_node *n, const kiln_tensor *const *in,
         return kiln_errorf(err, KILN_ERR_INTERNAL, "Resize: output buffer is wrong");
     if (numel == 0)
         return KILN_OK;
-    int64_t *idx = malloc(sizeof(int64_t) * 4 * (size_t)total_out);
-    double *w = malloc(sizeof(double) * 4 * (size_t)total_out);
-    int *count = malloc(sizeof(int) * (size_t)total_out);
+    int64_t *idx = kiln_ref_scratch_get(sizeof(int64_t) * 4 * (size_t)total_out);
+    double *w = kiln_ref_scratch_get(sizeof(double) * 4 * (size_t)total_out);
+    int *count = kiln_ref_scratch_get(sizeof(int) * (size_t)total_out);
     if (!idx || !w || !count) {
-        free(idx);
-        free(w);
-        free(count);
+        put_taps(idx, w, count);
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "Resize: out of memory for taps");
     }
     resize_taps taps[KILN_MAX_RANK];
@@ -242,9 +269,7 @@ kiln_status kiln_ref_resize(const kiln_node *n, const kiln_tensor *const *in,
     const float *xp = xt->data;
     float *yp = yt->data;
     if (resize_planes(&p, taps, xt, yp)) {
-        free(idx);
-        free(w);
-        free(count);
+        put_taps(idx, w, count);
         return KILN_OK;
     }
     int64_t o[KILN_MAX_RANK] = {0};
@@ -281,9 +306,7 @@ kiln_status kiln_ref_resize(const kiln_node *n, const kiln_tensor *const *in,
             o[d] = 0;
         }
     }
-    free(idx);
-    free(w);
-    free(count);
+    put_taps(idx, w, count);
     return KILN_OK;
 }
 

@@ -22,6 +22,7 @@
 
 #include "ir/infer_nn.h"
 #include "ref/ref.h"
+#include "ref/scratch.h"
 
 static double activate(kiln_rnn_act a, float alpha, float beta, double x)
 {
@@ -86,11 +87,19 @@ static int64_t state_off(const kiln_rnn_geom *g, int dir, int64_t b)
     return (g->layout ? b * g->dirs + dir : dir * g->batch + b) * g->hidden;
 }
 
+/* One direction's state while it runs, in doubles: the gate
+ * pre-activations (2 x gates x hidden), h, c, two temporaries and x. */
+static size_t state_bytes(const kiln_rnn_geom *g)
+{
+    int64_t GH = g->gates * g->hidden;
+    return sizeof(double) * (size_t)(2 * GH + 4 * g->hidden + g->input);
+}
+
 static kiln_status run(const kiln_node *n, const kiln_rnn_geom *g, const rnn_io *io,
                        kiln_error *err)
 {
     int64_t H = g->hidden, I = g->input, G = g->gates, GH = G * H, S = g->seq, B = g->batch;
-    double *buf = malloc(sizeof(double) * (size_t)(2 * GH + 4 * H + I));
+    double *buf = kiln_ref_scratch_get(state_bytes(g));
     if (!buf)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "%s: out of memory", kiln_op_name(n->op));
     double *a = buf, *rh = a + GH, *h = rh + GH, *c = h + H, *tmp = c + H, *hn = tmp + H,
@@ -113,7 +122,7 @@ static kiln_status run(const kiln_node *n, const kiln_rnn_geom *g, const rnn_io 
                 L = io->lens_dtype == KILN_DTYPE_INT32 ? ((const int32_t *)io->lens)[b]
                                                        : ((const int64_t *)io->lens)[b];
                 if (L < 0 || L > S) {
-                    free(buf);
+                    kiln_ref_scratch_put(buf);
                     return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
                                        "%s: sequence_lens[%lld] = %lld is outside [0, %lld]",
                                        kiln_op_name(n->op), (long long)b, (long long)L,
@@ -201,24 +210,42 @@ static kiln_status run(const kiln_node *n, const kiln_rnn_geom *g, const rnn_io 
             }
         }
     }
-    free(buf);
+    kiln_ref_scratch_put(buf);
     return KILN_OK;
 }
 
-static kiln_status recurrent(const kiln_node *n, const kiln_tensor *const *in,
-                             kiln_tensor *const *out, kiln_error *err)
+/* kiln_rnn_resolve on the kernel's tensors. */
+static kiln_status resolve(const kiln_node *n, const kiln_tensor *const *in, int *n_in,
+                           kiln_rnn_geom *g, kiln_error *err)
 {
     const kiln_shape *shapes[8] = {0};
     kiln_dtype dtypes[8] = {0};
-    int n_in = n->n_inputs > 8 ? 8 : n->n_inputs;
-    for (int k = 0; k < n_in; k++) {
+    *n_in = n->n_inputs > 8 ? 8 : n->n_inputs;
+    for (int k = 0; k < *n_in; k++) {
         if (in[k]) {
             shapes[k] = &in[k]->shape;
             dtypes[k] = in[k]->dtype;
         }
     }
+    return kiln_rnn_resolve(n, shapes, dtypes, *n_in, g, err);
+}
+
+size_t kiln_ref_rnn_scratch(const kiln_node *n, const kiln_tensor *const *in)
+{
     kiln_rnn_geom g;
-    kiln_status s = kiln_rnn_resolve(n, shapes, dtypes, n_in, &g, err);
+    kiln_error err = {0};
+    int n_in;
+    if (resolve(n, in, &n_in, &g, &err) != KILN_OK)
+        return 0;
+    return kiln_ref_scratch_round(state_bytes(&g));
+}
+
+static kiln_status recurrent(const kiln_node *n, const kiln_tensor *const *in,
+                             kiln_tensor *const *out, kiln_error *err)
+{
+    kiln_rnn_geom g;
+    int n_in;
+    kiln_status s = resolve(n, in, &n_in, &g, err);
     if (s != KILN_OK)
         return s;
     int64_t ny = g.seq * g.dirs * g.batch * g.hidden, nh = g.dirs * g.batch * g.hidden;

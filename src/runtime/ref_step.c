@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "ir/graph.h"
+#include "ref/scratch.h"
 #include "util/error.h"
 
 struct kiln_ref_step {
@@ -31,6 +32,8 @@ struct kiln_ref_step {
     kiln_ref_fn fn;
     const kiln_tensor **in;   /* node.n_inputs views, NULL where absent */
     kiln_tensor **out;        /* node.n_outputs views */
+    void *scratch;            /* the kernel's temporaries (ref/scratch.h), in the arena */
+    size_t scratch_bytes;
 };
 
 /* ---- tokens ------------------------------------------------------------------ */
@@ -340,13 +343,21 @@ kiln_status kiln_ref_step_create(const char *path, const kiln_abi_model *d, int 
     if (e != KILN_OK)
         return e;
     r->fn = info->ref;
+    /* sized now, so that a run allocates nothing */
+    r->scratch_bytes = kiln_ref_scratch_bytes(n, r->in, r->out);
+    if (r->scratch_bytes && !(r->scratch = kiln_arena_alloc(a, r->scratch_bytes)))
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     *out = r;
     return KILN_OK;
 }
 
 kiln_status kiln_ref_step_run(const kiln_ref_step *r, kiln_error *err)
 {
+    if (r->scratch)
+        kiln_ref_scratch_lend(r->scratch, r->scratch_bytes);
     kiln_status s = r->fn(&r->node, r->in, r->out, err);
+    if (r->scratch)
+        kiln_ref_scratch_lend(NULL, 0);
     if (s != KILN_OK)
         return kiln_error_prefix(err, s, "step %d '%s' (ref:%s): ", r->index, r->node.name,
                                  kiln_op_name(r->node.op));

@@ -6,8 +6,8 @@
  * views onto the arena and the weights: parsed once, checked against the op
  * table (arity, the op's shape inference against the tensor table), all in
  * the module's arena. Running one is a call of the op's reference kernel:
- * no parsing, no lookup, no allocation (beyond what that kernel itself
- * does; docs/RUNTIME.md lists the few that allocate). */
+ * no parsing, no lookup, no allocation (the few kernels that need scratch
+ * borrow a buffer sized at load: ref/scratch.h). */
 #ifndef KILN_RUNTIME_REF_STEP_H
 #define KILN_RUNTIME_REF_STEP_H
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_count.h"
 #include "test_support.h"
 
 #include "ir/graph.h"
@@ -218,6 +219,27 @@ static inline void ct_check_module(const kiln_graph *g, kiln_module *m, const ch
                      tag, i, (long long)r.bad, (long long)kiln_shape_numel(&b->shape), r.max_abs,
                      (long long)r.first_bad, (double)r.got, (double)r.want);
     }
+#ifdef KT_COUNT_ALLOCS
+    /* a static model's run allocates nothing: the runs after the first, on
+     * the module's thread pool, give the same outputs with no malloc */
+    for (int rep = 0; rep < 2; rep++) {
+        kt_alloc_count_start();
+        kiln_status st = kiln_module_run(m, &err);
+        long allocs = kt_alloc_count_stop();
+        if (st != KILN_OK)
+            fail_msg("%s: run %d failed: %s", tag, rep + 2, err.msg);
+        if (allocs)
+            fail_msg("%s: run %d allocated %ld times", tag, rep + 2, allocs);
+    }
+    for (int i = 0; i < g->n_outputs; i++) {
+        const kiln_tensor *a = kiln_module_output(m, i), *b = kiln_ref_executor_output(ex, i);
+        if (b->dtype != KILN_DTYPE_FLOAT32)
+            continue;
+        ct_result r = ct_compare(a->data, b->data, kiln_shape_numel(&b->shape), rtol, atol);
+        if (r.bad)
+            fail_msg("%s: output %d differs after the third run", tag, i);
+    }
+#endif
     kiln_module_destroy(m);
     kiln_ref_executor_destroy(ex);
 }
