@@ -7,8 +7,13 @@
  * choice (distance 1 in the template's order of choices), knob by knob;
  * when every such neighbour has been measured the distance grows (2, 3, ...)
  * and after the largest distance, pairs of knobs move together by 1. A new
- * incumbent resets the distance to 1. Random and grid are baselines: uniform
- * draws from the space, and the space in mixed-radix order.
+ * incumbent resets the distance to 1. The genetic search (ga) breeds from
+ * the fastest configurations measured so far, each time paired against the
+ * incumbent of its batch: two parents by binary tournament, uniform
+ * crossover, then each tunable knob mutated with probability 1/n (half
+ * the time to a neighbouring choice, half to any). Random and grid are
+ * baselines: uniform draws from the space, and the space in mixed-radix
+ * order.
  *
  * The acceptance rule compares medians of samples taken interleaved in the
  * same batch: median(c) < median(i) - max(2% x median(i), 2 x max(MAD(i),
@@ -253,6 +258,74 @@ static int grid_pick(const kiln_tune_space *sp, kiln_tune_search *st, pick *p)
     return p->n;
 }
 
+void kiln_tune_observe(kiln_tune_search *st, const kiln_tune_cfg *c, double rel)
+{
+    if (!(rel > 0))
+        return;
+    int at = -1;
+    for (int k = 0; k < st->n_elite && at < 0; k++)
+        if (kiln_tune_cfg_equal(&st->elite[k], c))
+            at = k;
+    if (at < 0 && st->n_elite < KILN_TUNE_ELITE)
+        at = st->n_elite++;
+    if (at < 0) { /* full: replace the slowest when faster */
+        at = 0;
+        for (int k = 1; k < st->n_elite; k++)
+            if (st->elite_rel[k] > st->elite_rel[at])
+                at = k;
+        if (rel >= st->elite_rel[at])
+            return;
+    }
+    st->elite[at] = *c;
+    st->elite_rel[at] = rel;
+}
+
+/* Binary tournament: the faster of two elite members drawn at random. */
+static const kiln_tune_cfg *tournament(kiln_tune_search *st)
+{
+    int a = (int)(next_rand(&st->rng) % (uint64_t)st->n_elite);
+    int b = (int)(next_rand(&st->rng) % (uint64_t)st->n_elite);
+    return &st->elite[st->elite_rel[b] < st->elite_rel[a] ? b : a];
+}
+
+static int ga_pick(const kiln_tune_space *sp, kiln_tune_search *st, pick *p)
+{
+    int tun[KILN_TUNE_MAX_KNOBS], nt = 0;
+    for (int k = 0; k < sp->n; k++)
+        if (tunable(sp, k))
+            tun[nt++] = k;
+    if (nt == 0)
+        return 0;
+    for (int tries = 0; st->n_elite >= 2 && tries < 100 * p->want && p->n < p->want; tries++) {
+        const kiln_tune_cfg *a = tournament(st), *b = tournament(st);
+        kiln_tune_cfg c = *a;
+        for (int j = 0; j < nt; j++)
+            if (next_rand(&st->rng) & 1)
+                c.v[tun[j]] = b->v[tun[j]];
+        for (int j = 0; j < nt; j++) {
+            int k = tun[j];
+            if (next_rand(&st->rng) % (uint64_t)nt)
+                continue;
+            int i = index_of(sp, k, c.v[k]);
+            uint64_t r = next_rand(&st->rng);
+            if (i >= 0 && (r & 1)) {
+                int d = (r & 2) ? 1 : -1;
+                if (i + d < 0 || i + d >= sp->n_choices[k])
+                    d = -d;
+                if (i + d >= 0 && i + d < sp->n_choices[k])
+                    c.v[k] = sp->choices[k][i + d];
+            } else {
+                c.v[k] = sp->choices[k][(r >> 2) % (uint64_t)sp->n_choices[k]];
+            }
+        }
+        offer(p, &c);
+    }
+    /* fewer than two parents, or their offspring all measured: draws */
+    if (p->n < p->want)
+        random_pick(sp, st, p);
+    return p->n;
+}
+
 int kiln_tune_next(const kiln_tune_space *sp, const char *tuner, kiln_tune_search *st,
                    const kiln_tune_cfg *incumbent, const kiln_tune_cfg *seen, int n_seen,
                    int want, kiln_tune_cfg *out)
@@ -264,5 +337,7 @@ int kiln_tune_next(const kiln_tune_space *sp, const char *tuner, kiln_tune_searc
         return random_pick(sp, st, &p);
     if (tuner && !strcmp(tuner, "grid"))
         return grid_pick(sp, st, &p);
+    if (tuner && !strcmp(tuner, "ga"))
+        return ga_pick(sp, st, &p);
     return droplet(sp, st, &p);
 }

@@ -320,6 +320,7 @@ static kiln_status tune_task(run *r, int i, double budget_s, kiln_error *err)
      * that validated at 1.00x); 0, not shown, after a resume from a
      * non-default incumbent */
     double gain = kiln_tune_cfg_equal(&inc, &t->sp.deflt) ? 1.0 : 0.0;
+    double inc_rel = 1.0; /* the incumbent's time over the default's (1 after a resume) */
     bool have_inc = false;
     if (n_seen)
         fprintf(r->log, "[Task %2d/%2d] %-14s | resuming: %d configuration%s measured before\n",
@@ -386,6 +387,19 @@ static kiln_status tune_task(run *r, int i, double budget_s, kiln_error *err)
                 best = k;
         if (best >= 0 && kiln_tune_beats(&list[best], &list[0]))
             accepted = best;
+        if (list[0].status == KILN_TRIAL_OK) {
+            /* ga's parents: each time relative to the default's, paired
+             * with the incumbent's in the same rounds */
+            double m0 = kiln_tune_median(list[0].samples_us, list[0].n_samples);
+            for (int k = 0; k < n && m0 > 0; k++)
+                if (list[k].status == KILN_TRIAL_OK)
+                    kiln_tune_observe(&st, &list[k].cfg,
+                                      inc_rel * kiln_tune_median(list[k].samples_us,
+                                                                 list[k].n_samples) / m0);
+            if (accepted > 0 && m0 > 0)
+                inc_rel *= kiln_tune_median(list[accepted].samples_us,
+                                            list[accepted].n_samples) / m0;
+        }
         for (int k = inc_is_trial ? 0 : 1; k < n; k++) {
             trials++;
             if (list[k].status != KILN_TRIAL_OK) {
@@ -571,10 +585,10 @@ kiln_status kiln_tune_run(const char *model, const kiln_tune_options *opts,
 {
     if (!model || !opts || !opts->records)
         return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT, "kiln tune: a model and --records");
-    if (opts->tuner && strcmp(opts->tuner, "droplet") && strcmp(opts->tuner, "random") &&
-        strcmp(opts->tuner, "grid"))
+    if (opts->tuner && strcmp(opts->tuner, "droplet") && strcmp(opts->tuner, "ga") &&
+        strcmp(opts->tuner, "random") && strcmp(opts->tuner, "grid"))
         return kiln_errorf(err, KILN_ERR_INVALID_ARGUMENT,
-                           "unknown tuner '%s' (droplet, random or grid)", opts->tuner);
+                           "unknown tuner '%s' (droplet, ga, random or grid)", opts->tuner);
     if (opts->workers > 1)
         return kiln_errorf(err, KILN_ERR_UNSUPPORTED,
                            "%d measurement workers: not available (one worker measures; on a "

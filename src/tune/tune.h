@@ -215,18 +215,34 @@ typedef struct kiln_tune_space {
 } kiln_tune_space;
 
 /* Search state of one task. */
+#define KILN_TUNE_ELITE 12
 typedef struct kiln_tune_search {
     int radius;    /* droplet: the distance tried next (1 after a move) */
     uint64_t grid; /* grid: the next index in mixed radix */
-    uint64_t rng;  /* random: generator state */
+    uint64_t rng;  /* random and ga: generator state */
+    /* ga's parents: the fastest configurations measured (kiln_tune_observe),
+     * their times relative to the default's */
+    int n_elite;
+    kiln_tune_cfg elite[KILN_TUNE_ELITE];
+    double elite_rel[KILN_TUNE_ELITE];
 } kiln_tune_search;
+
+/* Tells the search that configuration c ran at `rel` times the default's
+ * time (paired: its median over the incumbent's in the same batch, times
+ * the incumbent's own figure). Keeps the KILN_TUNE_ELITE fastest, a
+ * configuration observed again taking its latest figure; ga breeds from
+ * them, the other tuners ignore them. */
+void kiln_tune_observe(kiln_tune_search *st, const kiln_tune_cfg *c, double rel);
 
 bool kiln_tune_cfg_equal(const kiln_tune_cfg *a, const kiln_tune_cfg *b);
 /* Up to `want` configurations to measure next around `incumbent`, none of
  * them in seen[0..n_seen) nor the incumbent: droplet (coordinate descent
  * over neighbouring choices: distance 1 on each knob, then 2, 3 ..., then
- * pairs of knobs at distance 1), random (uniform over the space) or grid
- * (the space in order). Returns how many; 0: the space is exhausted. */
+ * pairs of knobs at distance 1), ga (children of the observed elite:
+ * parents by binary tournament, uniform crossover, each knob mutated with
+ * probability 1 / tunable knobs; random draws while fewer than two are
+ * observed), random (uniform over the space) or grid (the space in
+ * order). Returns how many; 0: the space is exhausted. */
 int kiln_tune_next(const kiln_tune_space *sp, const char *tuner, kiln_tune_search *st,
                    const kiln_tune_cfg *incumbent, const kiln_tune_cfg *seen, int n_seen,
                    int want, kiln_tune_cfg *out);
@@ -250,7 +266,7 @@ typedef struct kiln_tune_options {
     const char *records;     /* required */
     double time_budget_s;    /* 0: none (then trials bounds each task) */
     int trials;              /* per task; 0: 32 when no time budget, else unbounded */
-    const char *tuner;       /* "droplet" (default), "random", "grid" */
+    const char *tuner;       /* "droplet" (default), "ga", "random", "grid" */
     const char *tasks;       /* NULL: all; else a comma list of task numbers/ranges
                                 ("1,3-5") or a substring of template or key */
     int workers;             /* 1 (N > 1 local workers: not available) */

@@ -19,7 +19,7 @@ int kiln_tune_mpi_finish(int rc); /* MPI_Finalize (or leave without it), then rc
 static void tune_help(void)
 {
     printf("usage: kiln tune MODEL --records R.jsonl [--time-budget S] [--trials N]\n"
-           "                 [--tuner droplet|random|grid] [--tasks PATTERN] [--workers 1|mpi]\n"
+           "                 [--tuner droplet|ga|random|grid] [--tasks PATTERN] [--workers 1|mpi]\n"
            "                 [--batch N] [--rounds N] [--timeout S] [--threads N]\n"
            "                 [--target T] [--seed N] [--cache-dir DIR] [--jobs N] [--no-e2e]\n"
            "                 [--no-warm-start] [--no-layouts | --layouts-only]\n"
@@ -46,7 +46,8 @@ static void tune_help(void)
            "  --trials N        new configurations per task at most (default 32 when no\n"
            "                    time budget is given)\n"
            "  --tuner T         droplet (coordinate descent from the default, the default),\n"
-           "                    random or grid\n"
+           "                    ga (a genetic search bred from the fastest measured), or\n"
+           "                    the baselines random and grid\n"
            "  --tasks PATTERN   task numbers and ranges (\"1,3-5\", as `kiln tasks` numbers\n"
            "                    them), or a substring of the template name or workload key\n"
            "  --workers W       1 (a forked worker measures; the default) or mpi: run as\n"
@@ -113,8 +114,10 @@ int kiln_cmd_tune(int argc, char **argv)
         } else if (OPT("--tuner")) {
             if (r < 0)
                 return KILN_EXIT_ERROR;
-            if (strcmp(v, "droplet") && strcmp(v, "random") && strcmp(v, "grid"))
-                return cli_usage_error("tune", "--tuner: droplet, random or grid, not '%s'", v);
+            if (strcmp(v, "droplet") && strcmp(v, "ga") && strcmp(v, "random") &&
+                strcmp(v, "grid"))
+                return cli_usage_error("tune", "--tuner: droplet, ga, random or grid, not '%s'",
+                                       v);
             o.tuner = v;
         } else if (OPT("--tasks")) {
             if (r < 0)
