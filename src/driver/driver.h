@@ -131,4 +131,9 @@ kiln_status kiln_build_load_reusing(kiln_build *b, const char *kernels_so,
 kiln_status kiln_compile_ex(const kiln_graph *g, const kiln_compile_options *opts,
                             uint64_t knob_seed, const char *out_path, kiln_error *err);
 
+/* The cost model of w's template (kiln_template.cost) at knob values
+ * values[0..n_knobs) (the order of kiln_workload_knob), into *cost (any
+ * unit; compare ratios). False when the template has no model. */
+bool kiln_workload_cost(const kiln_workload *w, const int *values, double *cost);
+
 #endif

@@ -275,6 +275,12 @@ struct kiln_workload {
     uint64_t seed;
     kiln_tensor *ref;    /* the reference executor's outputs (after the first measure) */
     int n_ref;
+    /* the template's cost model (kiln_workload_cost), when it has one */
+    const kiln_template *tpl;
+    void *params;        /* the task's params with the default knobs */
+    size_t params_size;
+    kiln_target target;
+    int offsets[KILN_MAX_KNOBS];
 };
 
 static bool is_float(kiln_dtype dt)
@@ -560,7 +566,47 @@ void kiln_workload_destroy(kiln_workload *w)
     for (int i = 0; i < w->n_ref; i++)
         kiln_tensor_release(&w->ref[i]);
     free(w->ref);
+    free(w->params);
     free(w);
+}
+
+/* What kiln_workload_cost needs of task t: its template, a copy of its
+ * params, the target and the knobs' offsets. Nothing without a model. */
+static kiln_status keep_model(kiln_workload *w, const kiln_build *b, const kiln_task *t,
+                              kiln_error *err)
+{
+    if (!t->tpl->cost || !t->params || t->params_size == 0)
+        return KILN_OK;
+    if (!(w->params = malloc(t->params_size)))
+        return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    memcpy(w->params, t->params, t->params_size);
+    w->params_size = t->params_size;
+    w->tpl = t->tpl;
+    w->target = b->low->ctx->target;
+    for (int k = 0; k < t->n_knobs; k++)
+        w->offsets[k] = t->knobs[k].offset;
+    return KILN_OK;
+}
+
+bool kiln_workload_cost(const kiln_workload *w, const int *values, double *cost)
+{
+    if (!w || !w->tpl || !w->params)
+        return false;
+    unsigned char buf[1024];
+    void *p = w->params_size <= sizeof buf ? buf : malloc(w->params_size);
+    if (!p)
+        return false;
+    memcpy(p, w->params, w->params_size);
+    for (int k = 0; k < w->rec.n_knobs; k++)
+        if (w->offsets[k] >= 0 && (size_t)w->offsets[k] + sizeof(int) <= w->params_size)
+            memcpy((char *)p + w->offsets[k], &values[k], sizeof(int));
+    /* the task: only for templates whose model reads it (none yet reads more
+     * than params); a zeroed one with the template set */
+    kiln_task t = {.tpl = w->tpl, .params = p, .params_size = w->params_size};
+    *cost = w->tpl->cost(&t, p, &w->target);
+    if (p != buf)
+        free(p);
+    return *cost > 0;
 }
 
 kiln_status kiln_workload_create(const char *key, uint64_t seed, kiln_workload **out,
@@ -583,6 +629,8 @@ kiln_status kiln_workload_create(const char *key, uint64_t seed, kiln_workload *
         s = task_build(w, NULL, &b, &task, err);
     if (s == KILN_OK)
         s = rec_fill(&w->rec, &b->low->tasks[task], err);
+    if (s == KILN_OK)
+        s = keep_model(w, b, &b->low->tasks[task], err);
     kiln_build_destroy(b);
     if (s != KILN_OK) {
         kiln_workload_destroy(w);

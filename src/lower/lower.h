@@ -73,6 +73,7 @@ typedef struct kiln_task {
     int residual_arg;      /* arg index of the residual, or -1 */
     char *shapes, *layouts; /* for reports */
     void *params;          /* template parameters (malloc'ed by its space; knobs write into it) */
+    size_t params_size;    /* its bytes, set by a space whose template has a cost model */
     bool packed;           /* weights packed for packed_knobs */
     int packed_knobs[KILN_MAX_KNOBS];
 } kiln_task;

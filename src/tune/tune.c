@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "driver/driver.h"
 #include "tune/tune.h"
 #include "util/error.h"
 #include "util/sb.h"
@@ -261,6 +262,17 @@ static bool in_seen(const kiln_tune_cfg *seen, int n, const kiln_tune_cfg *c)
     return false;
 }
 
+static bool workload_cost(void *ctx, const int *v, double *cost)
+{
+    return kiln_workload_cost(ctx, v, cost);
+}
+
+/* "1st", "2nd", "3rd", "4th" ... */
+static const char *ordinal(int n)
+{
+    return n % 100 / 10 == 1 ? "th" : n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+}
+
 /* Tunes task i within `budget_s` seconds (0: none). */
 static kiln_status tune_task(run *r, int i, double budget_s, kiln_error *err)
 {
@@ -281,9 +293,11 @@ static kiln_status tune_task(run *r, int i, double budget_s, kiln_error *err)
     }
     kiln_workload *w = NULL;
     kiln_measurer *m = NULL;
+    kiln_tune_model *model = NULL;
     kiln_status s = KILN_OK;
-    if (!o->exec) /* else the executor's workers build and measure */
-        s = kiln_workload_create(t->info.workload, KILN_TUNE_WORKLOAD_SEED, &w, err);
+    /* the workload: measured here, or with an executor only for the
+     * template's cost model (its workers build and measure) */
+    s = kiln_workload_create(t->info.workload, KILN_TUNE_WORKLOAD_SEED, &w, err);
     if (s == KILN_OK && !o->exec)
         s = kiln_measurer_create(w, o->cache_dir, o->jobs, o->timeout_s, o->num_threads, &m, err);
     if (s == KILN_OK && m)
@@ -337,8 +351,18 @@ static kiln_status tune_task(run *r, int i, double budget_s, kiln_error *err)
                 "%.2f)\n",
                 i + 1, r->n, t->info.template_name, wj, warm_d);
     }
-    /* the baselines (random, grid) measure no analytic picks */
+    /* the baselines (random, grid) measure no analytic picks and rank nothing */
     bool analytic = !o->tuner || (strcmp(o->tuner, "random") && strcmp(o->tuner, "grid"));
+    model = analytic ? kiln_tune_model_create(&t->sp, workload_cost, w) : NULL;
+    if (model) {
+        kiln_tune_model_info mi;
+        kiln_tune_model_stats(model, &mi);
+        fprintf(r->log,
+                "[Task %2d/%2d] %-14s | cost model: %lld configurations ranked, the default "
+                "%d%s; the first predicted at %.2fx its time\n",
+                i + 1, r->n, t->info.template_name, (long long)mi.evaluated, mi.default_rank,
+                ordinal(mi.default_rank), mi.best_pred);
+    }
     for (;;) {
         bool inc_is_trial = !in_seen(seen, n_seen, &inc);
         /* the first batch: the template's analytic picks too, before the
@@ -353,14 +377,22 @@ static kiln_status tune_task(run *r, int i, double budget_s, kiln_error *err)
         for (int j = 0; j < picks && nc < room; j++)
             if (!kiln_tune_cfg_equal(&t->picks[j], &inc) && !in_seen(cands, nc, &t->picks[j]))
                 cands[nc++] = t->picks[j];
-        int np = nc;
+        /* then what the corrected cost model predicts faster than the
+         * incumbent (up to half the batch; two in the first) */
+        int model_want = batch == 0 ? 2 : (batch_sz + 1) / 2;
+        if (model && room > nc)
+            nc += kiln_tune_model_next(model, inc_rel, &inc, seen, n_seen,
+                                       room - nc < model_want ? room - nc : model_want,
+                                       cands + nc);
         if (room > nc)
             nc += kiln_tune_next(&t->sp, o->tuner, &st, &inc, seen, n_seen, room - nc, cands + nc);
-        for (int k = np; k < nc;) /* a neighbour that is also a pick is measured once */
-            if (in_seen(cands, np, &cands[k]))
-                cands[k] = cands[--nc];
-            else
+        for (int k = 1; k < nc;) /* a configuration offered twice is measured once */
+            if (in_seen(cands, k, &cands[k])) {
+                memmove(&cands[k], &cands[k + 1], sizeof *cands * (size_t)(nc - k - 1));
+                nc--;
+            } else {
                 k++;
+            }
         if (batch == 0 && n_seen == 0 && room > 0 && warm_ok && !in_seen(cands, nc, &warm) &&
             !kiln_tune_cfg_equal(&warm, &inc)) {
             /* warm start: the nearest tuned task's configuration goes into
@@ -392,10 +424,12 @@ static kiln_status tune_task(run *r, int i, double budget_s, kiln_error *err)
              * with the incumbent's in the same rounds */
             double m0 = kiln_tune_median(list[0].samples_us, list[0].n_samples);
             for (int k = 0; k < n && m0 > 0; k++)
-                if (list[k].status == KILN_TRIAL_OK)
-                    kiln_tune_observe(&st, &list[k].cfg,
-                                      inc_rel * kiln_tune_median(list[k].samples_us,
-                                                                 list[k].n_samples) / m0);
+                if (list[k].status == KILN_TRIAL_OK) {
+                    double rel =
+                        inc_rel * kiln_tune_median(list[k].samples_us, list[k].n_samples) / m0;
+                    kiln_tune_observe(&st, &list[k].cfg, rel);
+                    kiln_tune_model_observe(model, &list[k].cfg, rel);
+                }
             if (accepted > 0 && m0 > 0)
                 inc_rel *= kiln_tune_median(list[accepted].samples_us,
                                             list[accepted].n_samples) / m0;
@@ -469,7 +503,17 @@ static kiln_status tune_task(run *r, int i, double budget_s, kiln_error *err)
                  t->improved ? "tuned" : "default kept", sp);
         progress(r, i, trials, cap, t->best_us, t->def_us, now_s() - t0, tail);
     }
+    if (model) {
+        kiln_tune_model_info mi;
+        kiln_tune_model_stats(model, &mi);
+        if (mi.observed >= 3)
+            fprintf(r->log,
+                    "[Task %2d/%2d] %-14s | cost model corrected over %d measurements: its "
+                    "predictions weighted %.2f\n",
+                    i + 1, r->n, t->info.template_name, mi.observed, mi.b);
+    }
 done:
+    kiln_tune_model_destroy(model);
     r->sum.trials += trials;
     free(seen);
     free(list);

@@ -7,8 +7,10 @@
  *                  reported with its number and skipped)
  *   measure.c      one configuration measured in a worker child process
  *                  (fork; a crash or a timeout costs one trial)
- *   search.c       the candidates of the next batch (droplet, random, grid)
- *                  and the acceptance rule
+ *   search.c       the candidates of the next batch (droplet, ga, random,
+ *                  grid) and the acceptance rule
+ *   model.c        the template's cost model over the space: ranked once,
+ *                  corrected online by the measurements
  *   worker.c       what a remote worker (an MPI rank, tools/kiln/tune_mpi.c)
  *                  does with the requests it is sent: build, measure
  *   tune.c         the tuning run: tasks, budget split, batches, validation,
@@ -247,6 +249,39 @@ int kiln_tune_next(const kiln_tune_space *sp, const char *tuner, kiln_tune_searc
                    const kiln_tune_cfg *incumbent, const kiln_tune_cfg *seen, int n_seen,
                    int want, kiln_tune_cfg *out);
 int64_t kiln_tune_space_size(const kiln_tune_space *sp); /* tunable configurations */
+
+/* ---- the cost model (model.c) --------------------------------------------------
+ * A template's analytic model over a task's space, ranked once and
+ * corrected online by what is measured (docs/TUNING.md, "The cost model").
+ * cost(ctx, v, &c): the model's time at knob values v (the space's order);
+ * false when it has none (kiln_workload_cost is one). */
+typedef bool (*kiln_tune_cost_fn)(void *ctx, const int *v, double *cost);
+typedef struct kiln_tune_model kiln_tune_model;
+/* Evaluates cost over sp (the whole space, or the configurations at most
+ * two knobs from the default when it holds more than 65,536) and keeps the
+ * ranking; NULL when the model fails on the default. sp must outlive the
+ * model. */
+kiln_tune_model *kiln_tune_model_create(const kiln_tune_space *sp, kiln_tune_cost_fn cost,
+                                        void *ctx);
+void kiln_tune_model_destroy(kiln_tune_model *m); /* NULL: no-op */
+typedef struct kiln_tune_model_info {
+    int64_t evaluated; /* configurations the ranking evaluated */
+    int default_rank;  /* the default's place in the model's ranking (1: first) */
+    double best_pred;  /* the first's predicted time over the default's */
+    int observed;      /* measurements fitted */
+    double b;          /* the fit's weight of the model's own prediction (1: trusted as is) */
+} kiln_tune_model_info;
+void kiln_tune_model_stats(const kiln_tune_model *m, kiln_tune_model_info *info);
+/* Configuration c measured at `rel` times the default's time (paired, as
+ * kiln_tune_observe); refits the correction. */
+void kiln_tune_model_observe(kiln_tune_model *m, const kiln_tune_cfg *c, double rel);
+/* The corrected prediction of c's time over the default's (0: none). */
+double kiln_tune_model_predict(const kiln_tune_model *m, const kiln_tune_cfg *c);
+/* Up to `want` (at most 16) configurations of the ranking, neither the
+ * incumbent nor seen, whose corrected prediction is below 0.98 x inc_rel
+ * (the incumbent's time over the default's), best first. NULL model: 0. */
+int kiln_tune_model_next(const kiln_tune_model *m, double inc_rel, const kiln_tune_cfg *inc,
+                         const kiln_tune_cfg *seen, int n_seen, int want, kiln_tune_cfg *out);
 
 /* ---- the run ----------------------------------------------------------------- */
 /* The rounds of an end-to-end A/B: at least 20, as issue #13's bar asks of

@@ -2,6 +2,8 @@
  * tasks, each built alone in about a second):
  *   - the search and the acceptance rule on a synthetic space; the genetic
  *     search finds a synthetic optimum that uniform draws do not;
+ *   - the cost model: ranking, proposals, the online correction of a model
+ *     wrong about one knob, and the dense template's model on BERT's layers;
  *   - a candidate that segfaults and one that hangs (KILN_TUNE_FAULT) each
  *     cost one trial, recorded with status and error; the run goes on and
  *     its records compile into a model that matches the reference;
@@ -13,6 +15,7 @@
  *   - compile applies the validated "tuned" record of this CPU, never a
  *     raw measurement, and the model still matches the reference. */
 #include <cJSON.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -163,6 +166,11 @@ static void test_search_and_rule(void **state)
  * taking the challenger. The fastest request always stays,
  * lengths that do not add up keep every sample, and a 1.3x request is not
  * slow. */
+static bool test_workload_cost(void *ctx, const int *v, double *cost)
+{
+    return kiln_workload_cost(ctx, v, cost);
+}
+
 /* Synthetic time of a configuration of the GA test: 1 at the target, more
  * the further each knob's choice index is from it, knob by knob. */
 static double ga_time(const kiln_tune_space *sp, const kiln_tune_cfg *c, const int *target)
@@ -253,6 +261,155 @@ static void test_ga(void **state)
         for (int q = 0; q < 6; q++)
             assert_true(out[k].v[q] >= 1 && out[k].v[q] <= 128 &&
                         (out[k].v[q] & (out[k].v[q] - 1)) == 0);
+    }
+}
+
+/* A synthetic model of the space of test_ga's knobs: the true time falls
+ * as knob 1 rises (0.05 per choice) and rises as knob 0 rises (0.04 per
+ * choice), but the model believes knob 0 helps as much as knob 1. */
+static double true_time(const int *v)
+{
+    int i0 = 0, i1 = 0;
+    while ((1 << i0) != v[0])
+        i0++;
+    while ((1 << i1) != v[1])
+        i1++;
+    return 1.0 + 0.04 * i0 - 0.05 * i1 + 0.35;
+}
+
+static bool wrong_model(void *ctx, const int *v, double *cost)
+{
+    (void)ctx;
+    int i0 = 0, i1 = 0;
+    while ((1 << i0) != v[0])
+        i0++;
+    while ((1 << i1) != v[1])
+        i1++;
+    *cost = 1.0 - 0.05 * i0 - 0.05 * i1 + 0.35 + 0.001 * (v[2] != 1);
+    return true;
+}
+
+/* Tuning batches on the synthetic space: up to 2 proposals of model m (when
+ * use_model), then droplet's neighbours, 4 in all, the incumbent moving to
+ * the best measured beyond 2%; returns the batch (0-based) that measures
+ * the true best, 99 if none of 16 does. */
+static int model_batches(const kiln_tune_space *sp, kiln_tune_model *m, bool use_model)
+{
+    kiln_tune_search st = {.radius = 1};
+    kiln_tune_cfg seen[64], out[4], inc = sp->deflt;
+    int n_seen = 0;
+    double t0 = true_time(sp->deflt.v), inc_rel = 1.0;
+    if (m)
+        kiln_tune_model_observe(m, &inc, 1.0);
+    for (int b = 0; b < 16 && n_seen + 4 <= 64; b++) {
+        int n = use_model ? kiln_tune_model_next(m, inc_rel, &inc, seen, n_seen, 2, out) : 0;
+        n += kiln_tune_next(sp, "droplet", &st, &inc, seen, n_seen, 4 - n, out + n);
+        bool found = false;
+        for (int k = 0; k < n; k++) {
+            double rel = true_time(out[k].v) / t0;
+            kiln_tune_model_observe(m, &out[k], rel);
+            seen[n_seen++] = out[k];
+            found |= out[k].v[0] == 1 && out[k].v[1] == 128;
+            if (rel < inc_rel * 0.98) {
+                inc_rel = rel;
+                inc = out[k];
+                st.radius = 1;
+            }
+        }
+        if (found)
+            return b;
+    }
+    return 99;
+}
+
+/* The cost model: the whole space ranked; its proposals with droplet's
+ * neighbours reach the true best in batch 2 at the latest where droplet
+ * alone takes longer, though the model is wrong about one knob (the
+ * correction learns that knob's cost from the measurements); and the dense
+ * template's model puts its analytic default within 2% of its best for
+ * BERT's layers. */
+static void test_cost_model(void **state)
+{
+    (void)state;
+    kiln_tune_space sp = {.n = 3};
+    for (int k = 0; k < 3; k++) {
+        sp.n_choices[k] = 8;
+        for (int i = 0; i < 8; i++)
+            sp.choices[k][i] = 1 << i;
+        sp.deflt.v[k] = 1;
+    }
+    sp.deflt.n = 3;
+    kiln_tune_model *m = kiln_tune_model_create(&sp, wrong_model, NULL);
+    assert_non_null(m);
+    kiln_tune_model_info mi;
+    kiln_tune_model_stats(m, &mi);
+    assert_int_equal(mi.evaluated, 512);
+    assert_int_equal(mi.default_rank, 505); /* 63 x 8 configurations beat it in the model */
+    /* uncorrected: the best proposals move knobs 0 and 1 to their top */
+    kiln_tune_cfg out[4];
+    int n = kiln_tune_model_next(m, 1.0, &sp.deflt, NULL, 0, 4, out);
+    assert_int_equal(n, 4);
+    assert_int_equal(out[0].v[0], 128);
+    assert_int_equal(out[0].v[1], 128);
+    /* tuning batches of 4: the model's proposals (2) and droplet's
+     * neighbours, with the true times; the batch that measures the true
+     * best (knob 0 at its default, knob 1 at its top), with and without
+     * the model */
+    int with = model_batches(&sp, m, true), without = model_batches(&sp, NULL, false);
+    if (with > 2 || without <= with)
+        fail_msg("the true best measured in batch %d with the model, %d without", with, without);
+    /* the correction learned knob 0's cost: its prediction is within 5% */
+    double t0 = true_time(sp.deflt.v);
+    double want = true_time((int[]){64, 128, 1}) / t0;
+    double got = kiln_tune_model_predict(m, &(kiln_tune_cfg){3, {64, 128, 1}});
+    if (fabs(got / want - 1) > 0.05)
+        fail_msg("corrected prediction %.3f, true %.3f", got, want);
+    kiln_tune_model_destroy(m);
+
+    /* the dense template's model on BERT-base's layers (M 128): the default
+     * within 2% of the model's best */
+    static const int64_t kn[][2] = {{768, 768}, {768, 3072}, {3072, 768}};
+    for (size_t c = 0; c < sizeof kn / sizeof kn[0]; c++) {
+        kiln_graph *g;
+        kiln_error err = {0};
+        assert_int_equal(kiln_graph_create(&g), KILN_OK);
+        int x = kiln_graph_add_input(g, "x", KILN_DTYPE_FLOAT32, &(kiln_shape){2, {128, kn[c][0]}});
+        void *data = NULL;
+        int w = kiln_graph_add_const_uninit(g, "w", KILN_DTYPE_FLOAT32,
+                                            &(kiln_shape){2, {kn[c][0], kn[c][1]}}, true, &data);
+        kt_fill_random(data, kn[c][0] * kn[c][1], 3, -1.0f, 1.0f);
+        int mm = kiln_graph_add_node(g, KILN_OP_MATMUL, "mm", (int[]){x, w}, 2, 1);
+        assert_int_equal(kiln_graph_add_output(g, kiln_graph_node_output(g, mm, 0)), KILN_OK);
+        assert_int_equal(kiln_graph_infer_shapes(g, &err), KILN_OK);
+        kiln_tasks *ts = NULL;
+        if (kiln_tasks_extract(g, NULL, &ts, &err) != KILN_OK)
+            fail_msg("tasks: %s", err.msg);
+        kiln_task_info ti;
+        assert_int_equal(kiln_tasks_info(ts, 0, &ti, &err), KILN_OK);
+        assert_string_equal(ti.template_name, "dense");
+        kiln_workload *wl = NULL;
+        assert_int_equal(kiln_workload_create(ti.workload, 1, &wl, &err), KILN_OK);
+        kiln_tune_space ds = {.n = ti.n_knobs};
+        ds.deflt.n = ds.n;
+        for (int k = 0; k < ds.n; k++) {
+            kiln_knob_info ki;
+            assert_int_equal(kiln_tasks_knob(ts, 0, k, &ki, &err), KILN_OK);
+            ds.n_choices[k] = ki.n_choices < 16 ? ki.n_choices : 16;
+            memcpy(ds.choices[k], ki.choices, sizeof(int) * (size_t)ds.n_choices[k]);
+            ds.fixed[k] = !strcmp(ki.kind, "block");
+            ds.deflt.v[k] = ki.value;
+        }
+        kiln_tune_model *dm = kiln_tune_model_create(&ds, test_workload_cost, wl);
+        assert_non_null(dm);
+        kiln_tune_model_stats(dm, &mi);
+        assert_true(mi.evaluated > 1000);
+        if (mi.best_pred < 0.98)
+            fail_msg("%lld x %lld: the model's best is %.3f x the default's", (long long)kn[c][0],
+                     (long long)kn[c][1], mi.best_pred);
+        kiln_tune_model_destroy(dm);
+        kiln_workload_destroy(wl);
+        kiln_tasks_destroy(ts);
+        kiln_graph_destroy(g);
     }
 }
 
@@ -929,6 +1086,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_search_and_rule),
         cmocka_unit_test(test_ga),
+        cmocka_unit_test(test_cost_model),
         cmocka_unit_test(test_slow_requests),
         cmocka_unit_test(test_compile_applies_tuned),
         cmocka_unit_test(test_shipped_records),

@@ -194,6 +194,7 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     if (!p)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     t->params = p;
+    t->params_size = sizeof *p;
     *p = (kiln_dense_params){.m = (int)d.M, .k = (int)d.K, .n = (int)d.N, .nb = tg->vec,
                              .w_kn = !d.trans_b, .alpha = d.alpha};
     header_epilogue(l, t, &d, p);
@@ -356,10 +357,66 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     return KILN_OK;
 }
 
+/* The whole-space cost model (template.h `cost`; kiln tune ranks the space
+ * by it), in the tile model's units: kiln_dense_tile_cost per k step times
+ * K for each task, plus 500 per task (its call and its first weights).
+ * The entry deals chunks of tasks/(2 x threads) tasks to 2 threads (the
+ * model's count, as the defaults'): the time is the most chunks a thread
+ * gets, each at the average task's cost, plus a tenth of a chunk (the
+ * threads' uneven finish), at least the biggest task.
+ * Then the cache: rows outer (order 0) reads the task's column group of
+ * packed weights again for each of its row tiles, columns outer (order 1)
+ * one column tile's: x1.3 when that exceeds the L2, x1.05 half of it
+ * (vit-b-16's 3072 -> 768 layer, 590 KB of weights per column tile on a
+ * 1 MB L2, ran 30% slower with tiles of 393 KB and smaller tasks). Columns outer
+ * also reads the task's rows of X again for each column tile: x1.1 when
+ * they exceed half the L2 (x1.02 with one column tile: the prefetched
+ * tile competes with them; vit-b-16's 197x3072 by 3072x768 lost 2%).
+ * These are kiln_dense_task_knobs' rules, as costs. */
+static double cost(const kiln_task *t, const void *params, const kiln_target *tg)
+{
+    (void)t;
+    const kiln_dense_params *p = params;
+    const kiln_dense_plan q = kiln_dense_plan_isa(p, kiln_conv_model_isa(p->nb));
+    const int threads = 2;
+    double total = 0, biggest = 0;
+    for (int r = 0; r < 2; r++) {
+        int64_t rows = r ? p->m % q.m_group : q.m_group, nr = r ? rows > 0 : p->m / q.m_group;
+        for (int c = 0; c < 2 && nr; c++) {
+            int64_t cols = c ? q.nbn % q.n_group : q.n_group, ncol = c ? cols > 0 : q.nbn / q.n_group;
+            if (!ncol)
+                continue;
+            int tt = q.T < rows ? q.T : (int)rows, oo = q.O < cols ? q.O : (int)cols;
+            double task = kiln_dense_tile_cost(rows, cols, tt, oo) * p->k + 500.0;
+            total += task * (double)(nr * ncol);
+            biggest = task > biggest ? task : biggest;
+        }
+    }
+    int64_t tasks = q.n_mg * q.n_ng, chunk = tasks / (2 * threads);
+    chunk = chunk > 1 ? chunk : 1;
+    int64_t chunks = (tasks + chunk - 1) / chunk;
+    double chunk_cost = (double)chunk * total / (double)tasks;
+    double span = (double)((chunks + threads - 1) / threads) * chunk_cost + 0.1 * chunk_cost;
+    span = span > biggest ? span : biggest;
+    const double kc = (double)kiln_dense_kc(p), half_l2 = 0.5 * (double)tg->l2_bytes;
+    const double wcol = kc * p->nb * 4, x_rows = (double)q.m_group * kc * 4;
+    /* the weights reused across a task's row tiles: its column group's
+     * (rows outer) or one column tile's (columns outer) */
+    const double reused = (p->order ? q.O : q.n_group) * wcol;
+    if (q.m_group > q.T && reused > half_l2)
+        span *= reused > 2 * half_l2 ? 1.3 : 1.05;
+    /* columns outer: the task's rows of X reused across its column tiles,
+     * and competing with the prefetched tile */
+    if (p->order && x_rows > half_l2)
+        span *= q.n_group > q.O ? 1.1 : 1.02;
+    return span;
+}
+
 const kiln_template kiln_tpl_dense = {
     .name = "dense",
     .match = match,
     .space = space,
     .pack = pack,
     .emit = emit,
+    .cost = cost,
 };
