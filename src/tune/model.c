@@ -3,11 +3,11 @@
  *
  * Ranking. Every configuration of the space (the tunable knobs; the block
  * knobs stay the default's) is evaluated by the template's model
- * (kiln_workload_cost); when the space holds more than MAX_ENUM, only the
- * configurations that differ from the default in at most two knobs are.
- * Each is kept (its knobs' choice indices, a byte each, and the log of its
- * predicted time relative to the default's: 65,536 configurations of 8
- * knobs take 768 KB).
+ * (kiln_workload_cost); when the space holds more than MAX_ENUM (262,144),
+ * only the configurations that differ from the default in at most two
+ * knobs are. Each is kept (its knobs' choice indices, a byte each, and the
+ * log of its predicted time relative to the default's: 262,144
+ * configurations of 7 knobs take 2.75 MB).
  *
  * Correction. Each configuration measured gives y = ln(its time relative to
  * the default's, paired as kiln_tune_observe's), with the features
@@ -30,7 +30,7 @@
 
 #include "tune/tune.h"
 
-#define MAX_ENUM (1 << 16)
+#define MAX_ENUM (1 << 18)
 #define PROPOSE 16 /* proposals per call, at most */
 #define MAX_OBS 512
 #define LAMBDA 1.0

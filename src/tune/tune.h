@@ -258,7 +258,7 @@ int64_t kiln_tune_space_size(const kiln_tune_space *sp); /* tunable configuratio
 typedef bool (*kiln_tune_cost_fn)(void *ctx, const int *v, double *cost);
 typedef struct kiln_tune_model kiln_tune_model;
 /* Evaluates cost over sp (the whole space, or the configurations at most
- * two knobs from the default when it holds more than 65,536) and keeps the
+ * two knobs from the default when it holds more than 262,144) and keeps the
  * ranking; NULL when the model fails on the default. sp must outlive the
  * model. */
 kiln_tune_model *kiln_tune_model_create(const kiln_tune_space *sp, kiln_tune_cost_fn cost,

@@ -64,6 +64,7 @@
  * project convs on 112x112 to 28x28, where the Mul was 15-25% of the
  * pair's time. */
 #include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -458,6 +459,7 @@ static kiln_status space(kiln_lowered *l, kiln_task *t, kiln_error *err)
     if (!p)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     t->params = p;
+    t->params_size = sizeof *p;
     *p = kiln_tpl_conv_params(&w, (int)w.groups, wv->layout.block_a, wv->layout.block_b);
     p->epilogue = kiln_tpl_header_epilogue(l, t, n->n_inputs > 2 && n->inputs[2] >= 0,
                                            &p->clip_min, &p->clip_max);
@@ -696,6 +698,72 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
     return KILN_OK;
 }
 
+/* The whole-space cost model (template.h `cost`; kiln tune ranks the space
+ * by it), in the tile model's units (kiln_conv_tile_cost per output row
+ * and input channel tap, weight loads at their L1 cost, or on AVX2 at
+ * KILN_CONV_WLOAD_L2_AVX2 in loop order 0 when an oc tile's weights for
+ * the whole reduction exceed half the L1, as kiln_conv_default_params):
+ *  - compute: each oc group's rows of tiles over the taps, the last group
+ *    and band as they are; 500 a task;
+ *  - threads: the pool deals each of 2 threads a contiguous run of tasks,
+ *    so the time is the longest run at the average task, plus a tenth of
+ *    a task for the threads' uneven finish;
+ *  - traffic: the weights once from memory (in a network: 1 unit per 4
+ *    bytes), then again for each further band, from the L2 when an oc
+ *    group's fit half of it (1 unit per 16 bytes), else from memory; the
+ *    input once per oc group from the caches (1 unit per 16 bytes); over
+ *    2 threads, half of it hidden behind the compute;
+ *  - kiln_conv_task_knobs' rules as costs: x1.2 when an oc group's
+ *    weights exceed half the L2; x1.05 for the loop order the rule does
+ *    not pick, x1.03 for the task order; in loop order 1, x1.02 per
+ *    doubling between the ic pass and the one that fills half the L1.
+ * The analytic default is at or near its minimum (test_cost_model). */
+static double cost(const kiln_task *t, const void *params, const kiln_target *tg)
+{
+    (void)t;
+    const kiln_conv_params *p = params;
+    const int isa = kiln_conv_model_isa(p->cb_out);
+    const kiln_conv_plan q = kiln_conv_plan_isa(p, isa);
+    const int threads = 2;
+    const double l1 = (double)tg->l1_bytes, l2 = (double)tg->l2_bytes;
+    const double wblock = (double)q.cib_g * p->kh * p->kw * q.cbi * q.cbo * 4;
+    const double wtile = wblock * q.O;
+    const double igroup = (double)q.cib_g * p->h * p->w * q.cbi * 4 * (q.copy ? 2 : 1);
+    const double taps = (double)q.cib_g * q.cbi * p->kh * p->kw;
+    const double wcost =
+        isa == KILN_ISA_AVX2 && q.order == 0 && wtile > l1 / 2 ? KILN_CONV_WLOAD_L2_AVX2 : 0.5;
+    const int64_t ng = kiln_k_cdiv(q.cob_g, q.oc_group), nb = q.n_bands;
+    const int64_t last_g = q.cob_g - (ng - 1) * q.oc_group;
+    double per_row = (double)(ng - 1) * kiln_conv_tile_cost(p->ow, q.oc_group, wcost, q.T, q.O) +
+                     kiln_conv_tile_cost(p->ow, last_g, wcost, q.T, last_g < q.O ? (int)last_g : q.O);
+    const double images = (double)p->n * p->groups;
+    const int64_t tasks = p->n * (int64_t)p->groups * ng * nb;
+    double total = images * (double)p->oh * per_row * taps + 500.0 * (double)tasks;
+    const double wgroup = (double)q.oc_group * wblock;
+    double traffic = images * ((double)q.cob_g * wblock * (0.25 + (double)(nb - 1) * (wgroup <= l2 / 2 ? 1.0 / 16 : 0.25)) +
+                               (double)ng * igroup / 16);
+    double avg = total / (double)tasks;
+    double span = (double)((tasks + threads - 1) / threads) * avg + 0.1 * avg +
+                  0.5 * traffic / threads;
+    if (wgroup > l2 / 2 && q.oc_group > q.O)
+        span *= 1.2;
+    const double in_tile =
+        (double)q.cib_g * p->kh * ((double)(q.T - 1) * p->sw + (p->kw - 1) * p->dw + 1) * q.cbi * 4;
+    int order_rule = (double)q.oc_group * wblock <= l2 / 2 && in_tile <= l1 / 2 &&
+                             (double)q.oh_tile * p->ow > KILN_CONV_ORDER0_PIXELS
+                         ? 0
+                         : 1;
+    if (q.order != order_rule)
+        span *= 1.05;
+    if (q.task_order != (igroup > (double)q.cob_g * wblock ? 1 : 0))
+        span *= 1.03;
+    if (q.order == 1) {
+        double want = kiln_conv_pass_blocks(p, tg->l1_bytes), got = q.ict;
+        span *= 1.0 + 0.02 * fabs(log2(got / want));
+    }
+    return span;
+}
+
 const kiln_template kiln_tpl_conv2d_nchwc = {
     .name = "conv2d_nchwc",
     .match = match,
@@ -705,4 +773,5 @@ const kiln_template kiln_tpl_conv2d_nchwc = {
     .pack = pack,
     .emit = emit,
     .prologue = prologue,
+    .cost = cost,
 };
