@@ -56,19 +56,6 @@ struct kiln_tune_model {
     double w[KILN_TUNE_MAX_KNOBS + 1];
 };
 
-static int index_of(const kiln_tune_space *sp, int k, int v)
-{
-    for (int c = 0; c < sp->n_choices[k]; c++)
-        if (sp->choices[k][c] == v)
-            return c;
-    return -1;
-}
-
-static bool tunable(const kiln_tune_space *sp, int k)
-{
-    return !sp->fixed[k] && sp->n_choices[k] > 1;
-}
-
 /* Predicted cost of c relative to the default's; 0 when the model fails. */
 static double predict(const kiln_tune_model *m, const kiln_tune_cfg *c)
 {
@@ -122,7 +109,7 @@ static bool enumerate(kiln_tune_model *m)
     const int nt = m->nt;
     int d[KILN_TUNE_MAX_KNOBS], idx[KILN_TUNE_MAX_KNOBS];
     for (int j = 0; j < nt; j++)
-        idx[j] = d[j] = index_of(sp, m->knob_of[j], sp->deflt.v[m->knob_of[j]]);
+        idx[j] = d[j] = kiln_tune_choice_index(sp, m->knob_of[j], sp->deflt.v[m->knob_of[j]]);
     for (int j = 0; j < nt; j++)
         if (d[j] < 0)
             return false;
@@ -182,7 +169,7 @@ kiln_tune_model *kiln_tune_model_create(const kiln_tune_space *sp, kiln_tune_cos
     m->def_cost = dc;
     m->best_pred = 1.0;
     for (int k = 0; k < sp->n; k++)
-        if (tunable(sp, k) && sp->n_choices[k] <= 256)
+        if (kiln_tune_knob_tunable(sp, k) && sp->n_choices[k] <= 256)
             m->knob_of[m->nt++] = k;
     m->w[0] = 1.0;
     m->obs_x = malloc(sizeof *m->obs_x * MAX_OBS * (size_t)(m->nt + 1));
@@ -229,7 +216,7 @@ static void features_idx(const kiln_tune_model *m, double ln_pred, const uint8_t
     x[0] = ln_pred;
     for (int j = 0; j < m->nt; j++) {
         int k = m->knob_of[j];
-        int d = index_of(m->sp, k, m->sp->deflt.v[k]);
+        int d = kiln_tune_choice_index(m->sp, k, m->sp->deflt.v[k]);
         x[1 + j] = abs((int)idx[j] - d);
     }
 }
@@ -239,7 +226,7 @@ static void features_idx(const kiln_tune_model *m, double ln_pred, const uint8_t
 static bool idx_of(const kiln_tune_model *m, const kiln_tune_cfg *c, uint8_t *idx)
 {
     for (int j = 0; j < m->nt; j++) {
-        int a = index_of(m->sp, m->knob_of[j], c->v[m->knob_of[j]]);
+        int a = kiln_tune_choice_index(m->sp, m->knob_of[j], c->v[m->knob_of[j]]);
         if (a < 0)
             return false;
         idx[j] = (uint8_t)a;

@@ -134,7 +134,7 @@ int64_t kiln_tune_space_size(const kiln_tune_space *sp)
     return s;
 }
 
-static int index_of(const kiln_tune_space *sp, int k, int v)
+int kiln_tune_choice_index(const kiln_tune_space *sp, int k, int v)
 {
     for (int c = 0; c < sp->n_choices[k]; c++)
         if (sp->choices[k][c] == v)
@@ -142,7 +142,7 @@ static int index_of(const kiln_tune_space *sp, int k, int v)
     return -1;
 }
 
-static bool tunable(const kiln_tune_space *sp, int k)
+bool kiln_tune_knob_tunable(const kiln_tune_space *sp, int k)
 {
     return !sp->fixed[k] && sp->n_choices[k] > 1;
 }
@@ -174,7 +174,7 @@ static bool offer(pick *p, const kiln_tune_cfg *c)
 static bool moved(const kiln_tune_space *sp, const kiln_tune_cfg *inc, int k, int d,
                   kiln_tune_cfg *c)
 {
-    int i = index_of(sp, k, inc->v[k]);
+    int i = kiln_tune_choice_index(sp, k, inc->v[k]);
     if (i < 0 || i + d < 0 || i + d >= sp->n_choices[k])
         return false;
     *c = *inc;
@@ -186,13 +186,13 @@ static int droplet(const kiln_tune_space *sp, kiln_tune_search *st, pick *p)
 {
     int maxr = 1;
     for (int k = 0; k < sp->n; k++)
-        if (tunable(sp, k) && sp->n_choices[k] - 1 > maxr)
+        if (kiln_tune_knob_tunable(sp, k) && sp->n_choices[k] - 1 > maxr)
             maxr = sp->n_choices[k] - 1;
     if (st->radius < 1)
         st->radius = 1;
     for (; st->radius <= maxr && p->n == 0; st->radius++) {
         for (int k = 0; k < sp->n; k++) {
-            if (!tunable(sp, k))
+            if (!kiln_tune_knob_tunable(sp, k))
                 continue;
             kiln_tune_cfg c;
             for (int s = -1; s <= 1; s += 2)
@@ -208,7 +208,7 @@ static int droplet(const kiln_tune_space *sp, kiln_tune_search *st, pick *p)
     /* pairs of knobs, each moved by 1 */
     for (int a = 0; a < sp->n; a++)
         for (int b = a + 1; b < sp->n; b++) {
-            if (!tunable(sp, a) || !tunable(sp, b))
+            if (!kiln_tune_knob_tunable(sp, a) || !kiln_tune_knob_tunable(sp, b))
                 continue;
             for (int da = -1; da <= 1; da += 2)
                 for (int db = -1; db <= 1; db += 2) {
@@ -235,7 +235,7 @@ static int random_pick(const kiln_tune_space *sp, kiln_tune_search *st, pick *p)
     for (int tries = 0; tries < 200 * p->want && p->n < p->want; tries++) {
         kiln_tune_cfg c = sp->deflt;
         for (int k = 0; k < sp->n; k++)
-            if (tunable(sp, k))
+            if (kiln_tune_knob_tunable(sp, k))
                 c.v[k] = sp->choices[k][next_rand(&st->rng) % (uint64_t)sp->n_choices[k]];
         offer(p, &c);
     }
@@ -249,7 +249,7 @@ static int grid_pick(const kiln_tune_space *sp, kiln_tune_search *st, pick *p)
         kiln_tune_cfg c = sp->deflt;
         uint64_t x = st->grid;
         for (int k = 0; k < sp->n; k++)
-            if (tunable(sp, k)) {
+            if (kiln_tune_knob_tunable(sp, k)) {
                 c.v[k] = sp->choices[k][x % (uint64_t)sp->n_choices[k]];
                 x /= (uint64_t)sp->n_choices[k];
             }
@@ -292,7 +292,7 @@ static int ga_pick(const kiln_tune_space *sp, kiln_tune_search *st, pick *p)
 {
     int tun[KILN_TUNE_MAX_KNOBS], nt = 0;
     for (int k = 0; k < sp->n; k++)
-        if (tunable(sp, k))
+        if (kiln_tune_knob_tunable(sp, k))
             tun[nt++] = k;
     if (nt == 0)
         return 0;
@@ -306,7 +306,7 @@ static int ga_pick(const kiln_tune_space *sp, kiln_tune_search *st, pick *p)
             int k = tun[j];
             if (next_rand(&st->rng) % (uint64_t)nt)
                 continue;
-            int i = index_of(sp, k, c.v[k]);
+            int i = kiln_tune_choice_index(sp, k, c.v[k]);
             uint64_t r = next_rand(&st->rng);
             if (i >= 0 && (r & 1)) {
                 int d = (r & 2) ? 1 : -1;

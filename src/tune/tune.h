@@ -237,6 +237,10 @@ typedef struct kiln_tune_search {
 void kiln_tune_observe(kiln_tune_search *st, const kiln_tune_cfg *c, double rel);
 
 bool kiln_tune_cfg_equal(const kiln_tune_cfg *a, const kiln_tune_cfg *b);
+/* The index of value v among knob k's choices, -1 when it is none. */
+int kiln_tune_choice_index(const kiln_tune_space *sp, int k, int v);
+/* Whether the search may move knob k: not a block knob, several choices. */
+bool kiln_tune_knob_tunable(const kiln_tune_space *sp, int k);
 /* Up to `want` configurations to measure next around `incumbent`, none of
  * them in seen[0..n_seen) nor the incumbent: droplet (coordinate descent
  * over neighbouring choices: distance 1 on each knob, then 2, 3 ..., then
