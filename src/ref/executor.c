@@ -202,11 +202,12 @@ kiln_status kiln_ref_executor_run_node(kiln_ref_executor *ex, int i, kiln_error 
         }
         node_args(ex, n, in_p, out_p, INT32_MAX);
     }
+    kiln_ref_scratch_loan prev = {0};
     if (ex->scratch)
-        kiln_ref_scratch_lend(ex->scratch, ex->scratch_bytes);
+        prev = kiln_ref_scratch_lend(ex->scratch, ex->scratch_bytes);
     kiln_status s = kiln_op_run_ref(n, in_p, out_p, err);
     if (ex->scratch)
-        kiln_ref_scratch_lend(NULL, 0);
+        kiln_ref_scratch_end(prev);
     if (in_p != ins) {
         free(in_p);
         free(out_p);

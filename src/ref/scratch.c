@@ -7,16 +7,20 @@
 #include "ir/graph.h"
 #include "ref/elemwise_common.h"
 
-static _Thread_local struct {
-    char *buf;
-    size_t cap, used;
-} lent;
+static _Thread_local kiln_ref_scratch_loan lent;
 
-void kiln_ref_scratch_lend(void *buf, size_t cap)
+kiln_ref_scratch_loan kiln_ref_scratch_lend(void *buf, size_t cap)
 {
+    kiln_ref_scratch_loan prev = lent;
     lent.buf = buf;
     lent.cap = buf ? cap : 0;
     lent.used = 0;
+    return prev;
+}
+
+void kiln_ref_scratch_end(kiln_ref_scratch_loan prev)
+{
+    lent = prev;
 }
 
 void *kiln_ref_scratch_get(size_t bytes)

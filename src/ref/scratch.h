@@ -32,9 +32,18 @@ static inline size_t kiln_ref_scratch_round(size_t bytes)
 size_t kiln_ref_scratch_bytes(const struct kiln_node *n, const kiln_tensor *const *in,
                               kiln_tensor *const *out);
 
-/* Lends buf (cap bytes, 64-byte aligned) to this thread's kernels until the
- * next lend; (NULL, 0) ends the loan. */
-void kiln_ref_scratch_lend(void *buf, size_t cap);
+/* A loan of scratch to this thread's kernels. */
+typedef struct kiln_ref_scratch_loan {
+    char *buf;
+    size_t cap, used;
+} kiln_ref_scratch_loan;
+
+/* Lends buf (cap bytes, 64-byte aligned) to this thread's kernels; returns
+ * the loan it replaces, which kiln_ref_scratch_end gives back (a kernel
+ * that runs a nested executor, a Loop's body, leaves its caller's loan as
+ * it was). */
+kiln_ref_scratch_loan kiln_ref_scratch_lend(void *buf, size_t cap);
+void kiln_ref_scratch_end(kiln_ref_scratch_loan prev);
 
 /* `bytes` of scratch (not zeroed), from the lent buffer when what is left
  * of it fits, else malloc'ed; NULL when out of memory. */

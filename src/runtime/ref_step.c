@@ -353,11 +353,12 @@ kiln_status kiln_ref_step_create(const char *path, const kiln_abi_model *d, int 
 
 kiln_status kiln_ref_step_run(const kiln_ref_step *r, kiln_error *err)
 {
+    kiln_ref_scratch_loan prev = {0};
     if (r->scratch)
-        kiln_ref_scratch_lend(r->scratch, r->scratch_bytes);
+        prev = kiln_ref_scratch_lend(r->scratch, r->scratch_bytes);
     kiln_status s = r->fn(&r->node, r->in, r->out, err);
     if (r->scratch)
-        kiln_ref_scratch_lend(NULL, 0);
+        kiln_ref_scratch_end(prev);
     if (s != KILN_OK)
         return kiln_error_prefix(err, s, "step %d '%s' (ref:%s): ", r->index, r->node.name,
                                  kiln_op_name(r->node.op));
