@@ -393,7 +393,10 @@ kiln_status kiln_records_append_batch(kiln_records *r, int i, int batch, const k
     for (int k = 0; k < n; k++) {
         const kiln_trial *t = &trials[k];
         cJSON *o = line_base(r, i, &t->cfg, kiln_trial_status_name(t->status));
-        cJSON_AddStringToObject(o, "role", k == 0 && incumbent_repeat ? "incumbent" : "candidate");
+        bool repeat = k == 0 && incumbent_repeat;
+        cJSON_AddStringToObject(o, "role", repeat ? "incumbent" : "candidate");
+        if (!repeat && t->source)
+            cJSON_AddStringToObject(o, "source", t->source);
         cJSON_AddNumberToObject(o, "batch", batch);
         cJSON_AddBoolToObject(o, "accepted", k == accepted);
         if (t->status == KILN_TRIAL_OK)

@@ -373,22 +373,30 @@ static kiln_status tune_task(run *r, int i, double budget_s, kiln_error *err)
         if (room > size)
             room = size;
         kiln_tune_cfg cands[MAX_BATCH];
+        const char *src[MAX_BATCH]; /* who proposed each (the records' "source") */
         int nc = 0;
         for (int j = 0; j < picks && nc < room; j++)
-            if (!kiln_tune_cfg_equal(&t->picks[j], &inc) && !in_seen(cands, nc, &t->picks[j]))
+            if (!kiln_tune_cfg_equal(&t->picks[j], &inc) && !in_seen(cands, nc, &t->picks[j])) {
+                src[nc] = "pick";
                 cands[nc++] = t->picks[j];
+            }
         /* then what the corrected cost model predicts faster than the
          * incumbent (up to half the batch; two in the first) */
-        int model_want = batch == 0 ? 2 : (batch_sz + 1) / 2;
+        int model_want = batch == 0 ? 2 : (batch_sz + 1) / 2, from = nc;
         if (model && room > nc)
             nc += kiln_tune_model_next(model, inc_rel, &inc, seen, n_seen,
                                        room - nc < model_want ? room - nc : model_want,
                                        cands + nc);
+        for (; from < nc; from++)
+            src[from] = "model";
         if (room > nc)
             nc += kiln_tune_next(&t->sp, o->tuner, &st, &inc, seen, n_seen, room - nc, cands + nc);
+        for (; from < nc; from++)
+            src[from] = o->tuner ? o->tuner : "droplet";
         for (int k = 1; k < nc;) /* a configuration offered twice is measured once */
             if (in_seen(cands, k, &cands[k])) {
                 memmove(&cands[k], &cands[k + 1], sizeof *cands * (size_t)(nc - k - 1));
+                memmove(&src[k], &src[k + 1], sizeof *src * (size_t)(nc - k - 1));
                 nc--;
             } else {
                 k++;
@@ -400,14 +408,19 @@ static kiln_status tune_task(run *r, int i, double budget_s, kiln_error *err)
             if (nc == room)
                 nc--;
             memmove(&cands[1], &cands[0], sizeof *cands * (size_t)nc);
+            memmove(&src[1], &src[0], sizeof *src * (size_t)nc);
             cands[0] = warm;
+            src[0] = "warm";
             nc++;
         }
         if (nc == 0 && !inc_is_trial)
             break; /* converged, or the trial cap reached */
         list[0].cfg = inc;
-        for (int k = 0; k < nc; k++)
+        list[0].source = inc_is_trial ? "default" : NULL;
+        for (int k = 0; k < nc; k++) {
             list[1 + k].cfg = cands[k];
+            list[1 + k].source = src[k];
+        }
         int n = 1 + nc;
         measure_batch(r, t, m, list, n, inc_is_trial ? 0 : 1, rounds);
         int accepted = inc_is_trial && list[0].status == KILN_TRIAL_OK ? 0 : -1;

@@ -74,6 +74,10 @@ typedef struct kiln_trial {
     double round_us[KILN_TUNE_MAX_SAMPLES]; /* that request's median, by round */
     double max_abs_diff;
     char error[256];
+    /* who proposed it (the records' "source"): "default", "pick", "warm",
+     * "model", or the tuner ("droplet", "ga", "random", "grid"); NULL: a
+     * re-measured incumbent or a validation */
+    const char *source;
 } kiln_trial;
 
 /* What a records file says about one workload (resume). */

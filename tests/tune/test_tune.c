@@ -587,16 +587,26 @@ static pid_t start_cli(const char *rec)
     return pid;
 }
 
-/* The knobs of every "candidate" line of a records file, each once. */
+/* The knobs of every "candidate" line of a records file, each once; each
+ * line says who proposed it, the first the default. */
 static void assert_no_config_twice(const char *text)
 {
     char **seen = calloc(1024, sizeof *seen);
     int n = 0;
     char *copy = strdup(text);
+    static const char *const sources[] = {"default", "pick", "warm", "model", "droplet"};
     for (char *line = strtok(copy, "\n"); line; line = strtok(NULL, "\n")) {
         cJSON *j = cJSON_Parse(line);
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(j, "role");
         if (cJSON_IsString(role) && !strcmp(role->valuestring, "candidate")) {
+            const cJSON *src = cJSON_GetObjectItemCaseSensitive(j, "source");
+            if (!cJSON_IsString(src))
+                fail_msg("a candidate line without its source: %s", line);
+            bool known = false;
+            for (size_t q = 0; q < sizeof sources / sizeof sources[0]; q++)
+                known |= !strcmp(src->valuestring, sources[q]);
+            if (!known || (n == 0 && strcmp(src->valuestring, "default")))
+                fail_msg("candidate %d's source is '%s'", n, src->valuestring);
             char *k = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "knobs"));
             for (int i = 0; i < n; i++)
                 if (!strcmp(seen[i], k))
