@@ -10,6 +10,12 @@
 #include "ref/scratch.h"
 #include "util/error.h"
 
+/* The scores of one query row. */
+static size_t row_bytes(const kiln_attn_geom *g)
+{
+    return sizeof(double) * (size_t)(g->Sk ? g->Sk : 1);
+}
+
 size_t kiln_ref_attention_scratch(const kiln_node *n, const kiln_tensor *const *in)
 {
     const kiln_tensor *m = n->n_inputs > 3 ? in[3] : NULL;
@@ -18,8 +24,7 @@ size_t kiln_ref_attention_scratch(const kiln_node *n, const kiln_tensor *const *
     if (kiln_attn_geom_of(n, &in[0]->shape, &in[1]->shape, &in[2]->shape, m ? &m->shape : NULL,
                           &g, &err) != KILN_OK)
         return 0;
-    /* the scores of one query row */
-    return kiln_ref_scratch_round(sizeof(double) * (size_t)(g.Sk ? g.Sk : 1));
+    return kiln_ref_scratch_round(row_bytes(&g));
 }
 
 kiln_status kiln_ref_attention(const kiln_node *n, const kiln_tensor *const *in,
@@ -36,7 +41,7 @@ kiln_status kiln_ref_attention(const kiln_node *n, const kiln_tensor *const *in,
     const float *q = in[0]->data, *k = in[1]->data, *v = in[2]->data;
     const float *mk = m ? m->data : NULL;
     float *y = out[0]->data;
-    double *p = kiln_ref_scratch_get(sizeof(double) * (size_t)(g.Sk ? g.Sk : 1));
+    double *p = kiln_ref_scratch_get(row_bytes(&g));
     if (!p)
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "Attention: out of memory");
     for (int64_t b = 0; b < g.B; b++)

@@ -200,20 +200,32 @@ static bool resize_planes(const kiln_resize_params *p, const resize_taps *taps,
     return true;
 }
 
-/* The taps of every output coordinate of every dim: total_out the sum of
- * the output dims. */
+/* The taps of every output coordinate of every dim, total_out the sum of
+ * the output dims: 4 indices, 4 weights and a count each, in one piece of
+ * scratch (ref/scratch.h). */
+typedef struct taps_mem {
+    int64_t *idx;
+    double *w;
+    int *count;
+} taps_mem;
+
 static size_t taps_bytes(int64_t total_out)
 {
     return kiln_ref_scratch_round(sizeof(int64_t) * 4 * (size_t)total_out) +
            kiln_ref_scratch_round(sizeof(double) * 4 * (size_t)total_out) +
-           kiln_ref_scratch_round(sizeof(int) * (size_t)total_out);
+           sizeof(int) * (size_t)total_out;
 }
 
-static void put_taps(int64_t *idx, double *w, int *count)
+static bool taps_get(int64_t total_out, taps_mem *m)
 {
-    kiln_ref_scratch_put(idx);
-    kiln_ref_scratch_put(w);
-    kiln_ref_scratch_put(count);
+    char *b = kiln_ref_scratch_get(taps_bytes(total_out));
+    if (!b)
+        return false;
+    m->idx = (int64_t *)b;
+    b += kiln_ref_scratch_round(sizeof(int64_t) * 4 * (size_t)total_out);
+    m->w = (double *)b;
+    m->count = (int *)(b + kiln_ref_scratch_round(sizeof(double) * 4 * (size_t)total_out));
+    return true;
 }
 
 size_t kiln_ref_resize_scratch(const kiln_node *n, const kiln_tensor *const *in)
@@ -225,7 +237,7 @@ size_t kiln_ref_resize_scratch(const kiln_node *n, const kiln_tensor *const *in)
     int64_t total_out = 0;
     for (int d = 0; d < p.rank; d++)
         total_out += p.out[d];
-    return taps_bytes(total_out);
+    return kiln_ref_scratch_round(taps_bytes(total_out));
 }
 
 kiln_status kiln_ref_resize(const kiln_node *n, const kiln_tensor *const *in,
@@ -247,13 +259,12 @@ kiln_status kiln_ref_resize(const kiln_node *n, const kiln_tensor *const *in,
         return kiln_errorf(err, KILN_ERR_INTERNAL, "Resize: output buffer is wrong");
     if (numel == 0)
         return KILN_OK;
-    int64_t *idx = kiln_ref_scratch_get(sizeof(int64_t) * 4 * (size_t)total_out);
-    double *w = kiln_ref_scratch_get(sizeof(double) * 4 * (size_t)total_out);
-    int *count = kiln_ref_scratch_get(sizeof(int) * (size_t)total_out);
-    if (!idx || !w || !count) {
-        put_taps(idx, w, count);
+    taps_mem tm;
+    if (!taps_get(total_out, &tm))
         return kiln_errorf(err, KILN_ERR_OUT_OF_MEMORY, "Resize: out of memory for taps");
-    }
+    int64_t *idx = tm.idx;
+    double *w = tm.w;
+    int *count = tm.count;
     resize_taps taps[KILN_MAX_RANK];
     int64_t off = 0, xstr[KILN_MAX_RANK];
     kiln_ref_strides(&xt->shape, xstr);
@@ -269,7 +280,7 @@ kiln_status kiln_ref_resize(const kiln_node *n, const kiln_tensor *const *in,
     const float *xp = xt->data;
     float *yp = yt->data;
     if (resize_planes(&p, taps, xt, yp)) {
-        put_taps(idx, w, count);
+        kiln_ref_scratch_put(idx);
         return KILN_OK;
     }
     int64_t o[KILN_MAX_RANK] = {0};
@@ -306,7 +317,7 @@ kiln_status kiln_ref_resize(const kiln_node *n, const kiln_tensor *const *in,
             o[d] = 0;
         }
     }
-    put_taps(idx, w, count);
+    kiln_ref_scratch_put(idx);
     return KILN_OK;
 }
 
