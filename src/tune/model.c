@@ -43,6 +43,7 @@ struct kiln_tune_model {
     double def_cost;
     int nt;                          /* tunable knobs */
     int knob_of[KILN_TUNE_MAX_KNOBS]; /* tunable knob j -> knob; feature j + 1 */
+    int def_idx[KILN_TUNE_MAX_KNOBS]; /* the default's choice index of tunable knob j */
     /* every configuration evaluated: its tunable knobs' choice indices
      * (n_cfg x nt) and ln(its cost over the default's) */
     int64_t n_cfg, cap_cfg;
@@ -107,12 +108,9 @@ static bool enumerate(kiln_tune_model *m)
 {
     const kiln_tune_space *sp = m->sp;
     const int nt = m->nt;
-    int d[KILN_TUNE_MAX_KNOBS], idx[KILN_TUNE_MAX_KNOBS];
-    for (int j = 0; j < nt; j++)
-        idx[j] = d[j] = kiln_tune_choice_index(sp, m->knob_of[j], sp->deflt.v[m->knob_of[j]]);
-    for (int j = 0; j < nt; j++)
-        if (d[j] < 0)
-            return false;
+    const int *d = m->def_idx;
+    int idx[KILN_TUNE_MAX_KNOBS];
+    memcpy(idx, d, sizeof(int) * (size_t)nt);
     /* the default first */
     if (!consider(m, d))
         return false;
@@ -168,9 +166,17 @@ kiln_tune_model *kiln_tune_model_create(const kiln_tune_space *sp, kiln_tune_cos
     m->ctx = ctx;
     m->def_cost = dc;
     m->best_pred = 1.0;
+    /* choice indices are bytes */
+    _Static_assert(sizeof sp->choices[0] / sizeof sp->choices[0][0] <= 256, "choices per knob");
     for (int k = 0; k < sp->n; k++)
-        if (kiln_tune_knob_tunable(sp, k) && sp->n_choices[k] <= 256)
+        if (kiln_tune_knob_tunable(sp, k)) {
+            m->def_idx[m->nt] = kiln_tune_choice_index(sp, k, sp->deflt.v[k]);
+            if (m->def_idx[m->nt] < 0) { /* a default outside its choices */
+                free(m);
+                return NULL;
+            }
             m->knob_of[m->nt++] = k;
+        }
     m->w[0] = 1.0;
     m->obs_x = malloc(sizeof *m->obs_x * MAX_OBS * (size_t)(m->nt + 1));
     m->obs_y = malloc(sizeof *m->obs_y * MAX_OBS);
@@ -214,11 +220,8 @@ void kiln_tune_model_stats(const kiln_tune_model *m, kiln_tune_model_info *info)
 static void features_idx(const kiln_tune_model *m, double ln_pred, const uint8_t *idx, double *x)
 {
     x[0] = ln_pred;
-    for (int j = 0; j < m->nt; j++) {
-        int k = m->knob_of[j];
-        int d = kiln_tune_choice_index(m->sp, k, m->sp->deflt.v[k]);
-        x[1 + j] = abs((int)idx[j] - d);
-    }
+    for (int j = 0; j < m->nt; j++)
+        x[1 + j] = abs((int)idx[j] - m->def_idx[j]);
 }
 
 /* The choice indices of c's tunable knobs; false when a value is not a
