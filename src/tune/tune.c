@@ -262,6 +262,21 @@ static bool in_seen(const kiln_tune_cfg *seen, int n, const kiln_tune_cfg *c)
     return false;
 }
 
+/* Appends configuration c, proposed by `source`, to the batch's candidates
+ * cand[0..*nc), unless the batch is full (room), c is the incumbent or it
+ * is there already. */
+static void add_cand(kiln_trial *cand, int *nc, int room, const kiln_tune_cfg *inc,
+                     const kiln_tune_cfg *c, const char *source)
+{
+    if (*nc >= room || kiln_tune_cfg_equal(c, inc))
+        return;
+    for (int k = 0; k < *nc; k++)
+        if (kiln_tune_cfg_equal(&cand[k].cfg, c))
+            return;
+    cand[*nc].cfg = *c;
+    cand[(*nc)++].source = source;
+}
+
 static bool workload_cost(void *ctx, const int *v, double *cost)
 {
     return kiln_workload_cost(ctx, v, cost);
@@ -372,55 +387,32 @@ static kiln_status tune_task(run *r, int i, double budget_s, kiln_error *err)
         int room = cap > 0 ? cap - trials - (inc_is_trial ? 1 : 0) : size;
         if (room > size)
             room = size;
-        kiln_tune_cfg cands[MAX_BATCH];
-        const char *src[MAX_BATCH]; /* who proposed each (the records' "source") */
+        /* the batch: the incumbent, then its candidates, each once */
+        kiln_trial *cand = list + 1;
         int nc = 0;
-        for (int j = 0; j < picks && nc < room; j++)
-            if (!kiln_tune_cfg_equal(&t->picks[j], &inc) && !in_seen(cands, nc, &t->picks[j])) {
-                src[nc] = "pick";
-                cands[nc++] = t->picks[j];
-            }
+        if (batch == 0 && n_seen == 0 && warm_ok) /* the nearest tuned task's first */
+            add_cand(cand, &nc, room, &inc, &warm, "warm");
+        for (int j = 0; j < picks; j++)
+            add_cand(cand, &nc, room, &inc, &t->picks[j], "pick");
         /* then what the corrected cost model predicts faster than the
-         * incumbent (up to half the batch; two in the first) */
-        int model_want = batch == 0 ? 2 : (batch_sz + 1) / 2, from = nc;
-        if (model && room > nc)
-            nc += kiln_tune_model_next(model, inc_rel, &inc, seen, n_seen,
-                                       room - nc < model_want ? room - nc : model_want,
-                                       cands + nc);
-        for (; from < nc; from++)
-            src[from] = "model";
-        if (room > nc)
-            nc += kiln_tune_next(&t->sp, o->tuner, &st, &inc, seen, n_seen, room - nc, cands + nc);
-        for (; from < nc; from++)
-            src[from] = o->tuner ? o->tuner : "droplet";
-        for (int k = 1; k < nc;) /* a configuration offered twice is measured once */
-            if (in_seen(cands, k, &cands[k])) {
-                memmove(&cands[k], &cands[k + 1], sizeof *cands * (size_t)(nc - k - 1));
-                memmove(&src[k], &src[k + 1], sizeof *src * (size_t)(nc - k - 1));
-                nc--;
-            } else {
-                k++;
-            }
-        if (batch == 0 && n_seen == 0 && room > 0 && warm_ok && !in_seen(cands, nc, &warm) &&
-            !kiln_tune_cfg_equal(&warm, &inc)) {
-            /* warm start: the nearest tuned task's configuration goes into
-             * the first batch, beside the default and its neighbours */
-            if (nc == room)
-                nc--;
-            memmove(&cands[1], &cands[0], sizeof *cands * (size_t)nc);
-            memmove(&src[1], &src[0], sizeof *src * (size_t)nc);
-            cands[0] = warm;
-            src[0] = "warm";
-            nc++;
-        }
+         * incumbent (up to half the batch; two in the first), then the
+         * search's */
+        kiln_tune_cfg got[MAX_BATCH];
+        int want = batch == 0 ? 2 : (batch_sz + 1) / 2;
+        want = room - nc < want ? room - nc : want;
+        int ng = model && want > 0
+                     ? kiln_tune_model_next(model, inc_rel, &inc, seen, n_seen, want, got)
+                     : 0;
+        for (int k = 0; k < ng; k++)
+            add_cand(cand, &nc, room, &inc, &got[k], "model");
+        ng = room > nc ? kiln_tune_next(&t->sp, o->tuner, &st, &inc, seen, n_seen, room - nc, got)
+                       : 0;
+        for (int k = 0; k < ng; k++)
+            add_cand(cand, &nc, room, &inc, &got[k], o->tuner ? o->tuner : "droplet");
         if (nc == 0 && !inc_is_trial)
             break; /* converged, or the trial cap reached */
         list[0].cfg = inc;
         list[0].source = inc_is_trial ? "default" : NULL;
-        for (int k = 0; k < nc; k++) {
-            list[1 + k].cfg = cands[k];
-            list[1 + k].source = src[k];
-        }
         int n = 1 + nc;
         measure_batch(r, t, m, list, n, inc_is_trial ? 0 : 1, rounds);
         int accepted = inc_is_trial && list[0].status == KILN_TRIAL_OK ? 0 : -1;
@@ -433,8 +425,9 @@ static kiln_status tune_task(run *r, int i, double budget_s, kiln_error *err)
         if (best >= 0 && kiln_tune_beats(&list[best], &list[0]))
             accepted = best;
         if (list[0].status == KILN_TRIAL_OK) {
-            /* ga's parents: each time relative to the default's, paired
-             * with the incumbent's in the same rounds */
+            /* what ga breeds from and the cost model's correction learns:
+             * each time relative to the default's, paired with the
+             * incumbent's in the same rounds */
             double m0 = kiln_tune_median(list[0].samples_us, list[0].n_samples);
             for (int k = 0; k < n && m0 > 0; k++)
                 if (list[k].status == KILN_TRIAL_OK) {
