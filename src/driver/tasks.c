@@ -600,10 +600,7 @@ bool kiln_workload_cost(const kiln_workload *w, const int *values, double *cost)
     for (int k = 0; k < w->rec.n_knobs; k++)
         if (w->offsets[k] >= 0 && (size_t)w->offsets[k] + sizeof(int) <= w->params_size)
             memcpy((char *)p + w->offsets[k], &values[k], sizeof(int));
-    /* the task: only for templates whose model reads it (none yet reads more
-     * than params); a zeroed one with the template set */
-    kiln_task t = {.tpl = w->tpl, .params = p, .params_size = w->params_size};
-    *cost = w->tpl->cost(&t, p, &w->target);
+    *cost = w->tpl->cost(p, &w->target);
     if (p != buf)
         free(p);
     return *cost > 0;

@@ -98,11 +98,12 @@ typedef struct kiln_template {
                         const struct kiln_task *t);
     /* NULL: no cost model. The template's analytic model of one call's time
      * (any unit; only ratios are used) with the knob values in `params`, a
-     * copy of the task's params struct (t->params_size bytes) with every
-     * knob written at its offset: kiln tune ranks the task's whole space by
-     * it and corrects it online (docs/TUNING.md, "The cost model"). The
-     * analytic default should be at or near its minimum. */
-    double (*cost)(const struct kiln_task *t, const void *params, const kiln_target *tg);
+     * copy of the task's params struct (kiln_task.params_size bytes, which
+     * its space sets) with every knob written at its offset: kiln tune
+     * ranks the task's whole space by it and corrects it online
+     * (docs/TUNING.md, "The cost model"). The analytic default should be
+     * at or near its minimum. */
+    double (*cost)(const void *params, const kiln_target *tg);
     /* NULL: none. A template for two anchors in one group: whether the group
      * nodes[0..n_nodes) (anchored at nodes[0], with its epilogue so far) may
      * take the anchored node `next`, which reads the group's output, and run

@@ -718,9 +718,8 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
  *    not pick, x1.03 for the task order; in loop order 1, x1.02 per
  *    doubling between the ic pass and the one that fills half the L1.
  * The analytic default is at or near its minimum (test_cost_model). */
-static double cost(const kiln_task *t, const void *params, const kiln_target *tg)
+static double cost(const void *params, const kiln_target *tg)
 {
-    (void)t;
     const kiln_conv_params *p = params;
     const int isa = kiln_conv_model_isa(p->cb_out);
     const kiln_conv_plan q = kiln_conv_plan_isa(p, isa);

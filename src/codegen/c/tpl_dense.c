@@ -373,9 +373,8 @@ static kiln_status emit(kiln_sb *b, const kiln_lowered *l, const kiln_task *t)
  * they exceed half the L2 (x1.02 with one column tile: the prefetched
  * tile competes with them; vit-b-16's 197x3072 by 3072x768 lost 2%).
  * These are kiln_dense_task_knobs' rules, as costs. */
-static double cost(const kiln_task *t, const void *params, const kiln_target *tg)
+static double cost(const void *params, const kiln_target *tg)
 {
-    (void)t;
     const kiln_dense_params *p = params;
     const kiln_dense_plan q = kiln_dense_plan_isa(p, kiln_conv_model_isa(p->nb));
     const int threads = 2;
