@@ -130,6 +130,31 @@ static bool matches(const char *pat, int i, const kiln_task_info *ti)
     return false;
 }
 
+kiln_status kiln_tune_space_of(const kiln_tasks *ts, int i, kiln_tune_space *sp,
+                               const char **names, kiln_error *err)
+{
+    kiln_task_info info;
+    kiln_status s = kiln_tasks_info(ts, i, &info, err);
+    if (s != KILN_OK)
+        return s;
+    memset(sp, 0, sizeof *sp);
+    sp->n = info.n_knobs < KILN_TUNE_MAX_KNOBS ? info.n_knobs : KILN_TUNE_MAX_KNOBS;
+    sp->deflt.n = sp->n;
+    const int max_choices = (int)(sizeof sp->choices[0] / sizeof sp->choices[0][0]);
+    for (int k = 0; k < sp->n; k++) {
+        kiln_knob_info ki;
+        if ((s = kiln_tasks_knob(ts, i, k, &ki, err)) != KILN_OK)
+            return s;
+        if (names)
+            names[k] = ki.name;
+        sp->n_choices[k] = ki.n_choices < max_choices ? ki.n_choices : max_choices;
+        memcpy(sp->choices[k], ki.choices, sizeof(int) * (size_t)sp->n_choices[k]);
+        sp->fixed[k] = !strcmp(ki.kind, "block");
+        sp->deflt.v[k] = ki.value;
+    }
+    return KILN_OK;
+}
+
 static kiln_status load_tasks(run *r, const kiln_tasks *ts, kiln_error *err)
 {
     r->n = kiln_tasks_count(ts);
@@ -141,18 +166,8 @@ static kiln_status load_tasks(run *r, const kiln_tasks *ts, kiln_error *err)
         kiln_status s = kiln_tasks_info(ts, i, &t->info, err);
         if (s != KILN_OK)
             return s;
-        t->sp.n = t->info.n_knobs < KILN_TUNE_MAX_KNOBS ? t->info.n_knobs : KILN_TUNE_MAX_KNOBS;
-        t->sp.deflt.n = t->sp.n;
-        for (int k = 0; k < t->sp.n; k++) {
-            kiln_knob_info ki;
-            if ((s = kiln_tasks_knob(ts, i, k, &ki, err)) != KILN_OK)
-                return s;
-            t->names[k] = ki.name;
-            t->sp.n_choices[k] = ki.n_choices < 16 ? ki.n_choices : 16;
-            memcpy(t->sp.choices[k], ki.choices, sizeof(int) * (size_t)t->sp.n_choices[k]);
-            t->sp.fixed[k] = !strcmp(ki.kind, "block");
-            t->sp.deflt.v[k] = ki.value;
-        }
+        if ((s = kiln_tune_space_of(ts, i, &t->sp, t->names, err)) != KILN_OK)
+            return s;
         for (int j = 0; j < t->info.n_picks && t->n_picks < MAX_PICKS; j++) {
             kiln_tune_cfg *c = &t->picks[t->n_picks++];
             c->n = t->sp.n;

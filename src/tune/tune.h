@@ -257,6 +257,11 @@ int kiln_tune_next(const kiln_tune_space *sp, const char *tuner, kiln_tune_searc
                    const kiln_tune_cfg *incumbent, const kiln_tune_cfg *seen, int n_seen,
                    int want, kiln_tune_cfg *out);
 int64_t kiln_tune_space_size(const kiln_tune_space *sp); /* tunable configurations */
+/* Task i's knob space (kiln_tasks_knob, at most KILN_TUNE_MAX_KNOBS knobs and
+ * 16 choices each; "block" knobs fixed); names[k] gets knob k's name
+ * (valid while ts lives) unless names is NULL. */
+kiln_status kiln_tune_space_of(const kiln_tasks *ts, int i, kiln_tune_space *sp,
+                               const char **names, kiln_error *err);
 
 /* ---- the cost model (model.c) --------------------------------------------------
  * A template's analytic model over a task's space, ranked once and

@@ -171,6 +171,20 @@ static bool test_workload_cost(void *ctx, const int *v, double *cost)
     return kiln_workload_cost(ctx, v, cost);
 }
 
+/* A synthetic space of n knobs, each choosing 1, 2, 4 ... 128, default 1. */
+static kiln_tune_space pow2_space(int n)
+{
+    kiln_tune_space sp = {.n = n};
+    for (int k = 0; k < n; k++) {
+        sp.n_choices[k] = 8;
+        for (int i = 0; i < 8; i++)
+            sp.choices[k][i] = 1 << i;
+        sp.deflt.v[k] = 1;
+    }
+    sp.deflt.n = n;
+    return sp;
+}
+
 /* Synthetic time of a configuration of the GA test: 1 at the target, more
  * the further each knob's choice index is from it, knob by knob. */
 static double ga_time(const kiln_tune_space *sp, const kiln_tune_cfg *c, const int *target)
@@ -221,19 +235,12 @@ static int ga_search(const char *tuner, const kiln_tune_space *sp, const int *ta
 static void test_ga(void **state)
 {
     (void)state;
-    kiln_tune_space sp = {.n = 7};
-    for (int k = 0; k < 6; k++) {
-        sp.n_choices[k] = 8;
-        for (int i = 0; i < 8; i++)
-            sp.choices[k][i] = 1 << i;
-        sp.deflt.v[k] = 1;
-    }
+    kiln_tune_space sp = pow2_space(7);
     sp.n_choices[6] = 2; /* a block knob: never moves */
     sp.choices[6][0] = 4;
     sp.choices[6][1] = 8;
     sp.fixed[6] = true;
     sp.deflt.v[6] = 4;
-    sp.deflt.n = 7;
     static const int target[6] = {7, 2, 5, 0, 6, 3};
     for (uint64_t seed = 1; seed <= 5; seed++) {
         int n = ga_search("ga", &sp, target, 400, seed);
@@ -348,16 +355,8 @@ static void check_template_model(kiln_graph *g, const char *tpl, double min_best
     assert_string_equal(ti.template_name, tpl);
     kiln_workload *wl = NULL;
     assert_int_equal(kiln_workload_create(ti.workload, 1, &wl, &err), KILN_OK);
-    kiln_tune_space ds = {.n = ti.n_knobs};
-    ds.deflt.n = ds.n;
-    for (int k = 0; k < ds.n; k++) {
-        kiln_knob_info ki;
-        assert_int_equal(kiln_tasks_knob(ts, 0, k, &ki, &err), KILN_OK);
-        ds.n_choices[k] = ki.n_choices < 16 ? ki.n_choices : 16;
-        memcpy(ds.choices[k], ki.choices, sizeof(int) * (size_t)ds.n_choices[k]);
-        ds.fixed[k] = !strcmp(ki.kind, "block");
-        ds.deflt.v[k] = ki.value;
-    }
+    kiln_tune_space ds;
+    assert_int_equal(kiln_tune_space_of(ts, 0, &ds, NULL, &err), KILN_OK);
     kiln_tune_model *m = kiln_tune_model_create(&ds, test_workload_cost, wl);
     assert_non_null(m);
     kiln_tune_model_info mi;
@@ -382,14 +381,7 @@ static void check_template_model(kiln_graph *g, const char *tpl, double min_best
 static void test_cost_model(void **state)
 {
     (void)state;
-    kiln_tune_space sp = {.n = 3};
-    for (int k = 0; k < 3; k++) {
-        sp.n_choices[k] = 8;
-        for (int i = 0; i < 8; i++)
-            sp.choices[k][i] = 1 << i;
-        sp.deflt.v[k] = 1;
-    }
-    sp.deflt.n = 3;
+    kiln_tune_space sp = pow2_space(3);
     kiln_tune_model *m = kiln_tune_model_create(&sp, wrong_model, NULL);
     assert_non_null(m);
     kiln_tune_model_info mi;
